@@ -1,0 +1,1 @@
+"""GMM-archetype trip synthesizer (GooseDP, NIST Differential Privacy Temporal Map Challenge)."""

@@ -1,0 +1,78 @@
+"""The ``transit-synth`` command line (design.md section 3 is its contract).
+
+Each subcommand lives next to the code it runs and is registered here by name: a module listed in
+``COMMANDS`` exposes ``register(subparsers)``, which adds its parser and sets ``func`` to a callable
+taking the parsed arguments and returning an exit status. User errors (``TransitSynthError``) become
+one line on stderr and exit status 2, with no traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+import warnings
+from collections.abc import Sequence
+
+from synth import __version__
+from synth.errors import TransitSynthError
+
+#: Modules that register a subcommand, in the order ``--help`` lists them.
+COMMANDS: tuple[str, ...] = ("synth.demo",)
+
+SEEDED_WARNING = (
+    "warning: --seed makes the noise reproducible; a seeded release is NOT differentially private "
+    "and must not be published"
+)
+
+
+def add_seed_option(parser: argparse.ArgumentParser) -> None:
+    """Add ``--seed`` (reproducible, non-private noise for tests and debugging)."""
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        help="seed the noise for reproducible runs; the output is then NOT private",
+    )
+
+
+def add_quiet_option(parser: argparse.ArgumentParser) -> None:
+    """Add ``--quiet`` (no progress bars or summaries on stderr)."""
+    parser.add_argument("--quiet", action="store_true", help="print no progress or summary")
+
+
+def warn_if_seeded(seed: int | None) -> None:
+    """Print the not-private warning on stderr when a seed was given."""
+    if seed is not None:
+        print(SEEDED_WARNING, file=sys.stderr)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The top-level parser with every registered subcommand."""
+    parser = argparse.ArgumentParser(
+        prog="transit-synth",
+        description="Differentially private synthetic public-transport data.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    subparsers.required = True
+    for name in COMMANDS:
+        importlib.import_module(name).register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the process exit status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("default")
+            return int(args.func(args) or 0)
+    except TransitSynthError as exc:
+        message = " ".join(str(exc).split())
+        print(f"transit-synth {args.command}: error: {message}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"transit-synth {args.command}: interrupted; no output was written", file=sys.stderr)
+        return 130
