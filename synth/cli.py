@@ -18,7 +18,7 @@ from synth import __version__
 from synth.errors import TransitSynthError
 
 #: Modules that register a subcommand, in the order ``--help`` lists them.
-COMMANDS: tuple[str, ...] = ("synth.demo",)
+COMMANDS: tuple[str, ...] = ("synth.demo", "synth.evaluate.cli", "archetypes.cli", "prefixtree.cli", "synth.sbh_cli")
 
 SEEDED_WARNING = (
     "warning: --seed makes the noise reproducible; a seeded release is NOT differentially private "
@@ -61,6 +61,18 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _show_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: object = None,
+    line: str | None = None,
+) -> None:
+    """Warnings on the command line: one line each, no source excerpt."""
+    print(f"warning: {message}", file=sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the process exit status."""
     parser = build_parser()
@@ -68,6 +80,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("default")
+            warnings.showwarning = _show_warning
             return int(args.func(args) or 0)
     except TransitSynthError as exc:
         message = " ".join(str(exc).split())

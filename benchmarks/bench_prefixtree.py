@@ -1,0 +1,259 @@
+"""Benchmarks of the noisy prefix tree (KDD 2012): speed / memory, and utility.
+
+Speed (issue 4): SIMULATED sequences (``synth.simulate``) on the Montreal metro (68 stations, 4
+lines) or on a synthetic 1,000-station / 100-line network are written to Parquet (not timed); then,
+each in its own child process, (a) ``transit-synth sequences IN.parquet ... --format parquet`` end
+to end (read Parquet -> release written) and (b) reading and writing the same data with pyarrow.
+Reported: wall time of each child, the CLI's own time (from argument parsing to release written,
+without interpreter start-up), peak RSS of each child (``wait4``), the ratio CLI / pyarrow.
+
+    python benchmarks/bench_prefixtree.py speed --n 1000000 10000000 --network montreal synthetic
+
+Utility (the paper's Tables 3-5 / Figures 3-4 layout): TP of the top-k patterns (k = 50, 100, 300)
+and the mean relative count-query error (40,000 queries, 4 subsets) through
+``synth.evaluate.evaluate_sequences``, for hybrid, simple and epsilon = infinity (the truncated
+original, i.e. the tree with exact counts), over a grid of epsilon and h. Datasets: the SUBE
+Wednesday taps (one sequence per card, locations = line, taxonomy line -> mode) and simulated
+Montreal sequences. A simple tree whose empty cells multiply past ``--max-nodes`` is reported as
+exploded (the paper's Theorem 4.2 branching: |L| * P(pass) > 1).
+
+    python benchmarks/bench_prefixtree.py utility --dataset sube --epsilons 0.5 1 1.5 \
+        --heights 6 8 12 16 --out results.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+
+
+# ---------------------------------------------------------------------------------------- speed
+def _synthetic_taxonomy(n_stations: int = 1000, n_lines: int = 100) -> Any:
+    from synth.taxonomy import Taxonomy
+
+    per_line = n_stations // n_lines
+    edges = [(f"s{i:04d}", f"line:{i // per_line:03d}") for i in range(n_stations)]
+    edges += [(f"line:{k:03d}", "root") for k in range(n_lines)]
+    return Taxonomy.from_edges(edges, source=f"synthetic {n_stations}/{n_lines}")
+
+
+def _network(name: str) -> Any:
+    from synth.datasets import montreal_taxonomy
+
+    if name == "montreal":
+        return None, montreal_taxonomy()
+    tax = _synthetic_taxonomy()
+    return tax, tax
+
+
+def _child(cmd: list[str]) -> dict[str, Any]:
+    """Run ``cmd``; wall time, peak RSS (MB) and stderr of that child alone."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - start
+    err = proc.stderr.read() if proc.stderr else ""
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}):\n{err}")
+    return {"wall_s": round(wall, 2), "peak_rss_mb": round(usage.ru_maxrss / 1024, 1), "stderr": err}
+
+
+PYARROW_ROUND_TRIP = (
+    "import sys, pyarrow.parquet as pq; "
+    "pq.write_table(pq.read_table(sys.argv[1]), sys.argv[2], compression='zstd')"
+)
+
+
+def speed(args: argparse.Namespace) -> list[dict[str, Any]]:
+    from synth.simulate import write_simulated_sequences
+
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="bench-prefixtree-") as tmp_dir:
+        tmp = Path(tmp_dir)
+        for network in args.network:
+            sim_tax, tax = _network(network)
+            tax_csv = tmp / f"{network}-taxonomy.csv"
+            tax.to_csv(tax_csv)
+            for n in args.n:
+                data = tmp / f"{network}-{n}.parquet"
+                write_simulated_sequences(data, n, taxonomy=sim_tax, seed=args.seed)
+                cli = _child(
+                    [
+                        sys.executable,
+                        "-m",
+                        "synth",
+                        "sequences",
+                        str(data),
+                        "--taxonomy",
+                        str(tax_csv),
+                        "--epsilon",
+                        str(args.epsilon),
+                        "--height",
+                        str(args.height),
+                        "--variant",
+                        args.variant,
+                        "--out",
+                        str(tmp / "release"),
+                        "--format",
+                        "parquet",
+                    ]
+                )
+                internal = re.search(r"\(([\d.]+) s\)\s*$", cli["stderr"].strip())
+                base = _child(
+                    [sys.executable, "-c", PYARROW_ROUND_TRIP, str(data), str(tmp / "copy.parquet")]
+                )
+                row = {
+                    "network": f"{network} ({len(tax.leaves())} locations, simulated)",
+                    "n_sequences": n,
+                    "height": args.height,
+                    "epsilon": args.epsilon,
+                    "variant": args.variant,
+                    "cli_wall_s": cli["wall_s"],
+                    "cli_internal_s": float(internal.group(1)) if internal else None,
+                    "cli_peak_rss_mb": cli["peak_rss_mb"],
+                    "pyarrow_wall_s": base["wall_s"],
+                    "pyarrow_peak_rss_mb": base["peak_rss_mb"],
+                    "ratio_to_pyarrow": round(cli["wall_s"] / base["wall_s"], 2),
+                    "summary": cli["stderr"].strip().splitlines()[-1],
+                }
+                print(json.dumps(row), flush=True)
+                rows.append(row)
+    return rows
+
+
+# -------------------------------------------------------------------------------------- utility
+def _sube() -> tuple[pd.DataFrame, Any]:
+    from synth.records import load_sequences
+    from synth.taxonomy import Taxonomy
+
+    root = SHARED / "sube-buenos-aires"
+    tax = Taxonomy.from_sube_metadata(root / "metadata_amba_2019_m1.csv", location="id_linea")
+    taps = pd.read_csv(root / "miercoles_trx.csv", dtype=str)
+    taps = taps[taps["id_tarjeta"].notna()]  # 11 taps without a card id
+    seqs = load_sequences(taps, taxonomy=tax, on_unknown="drop", location_column="id_linea")
+    return seqs[["seq_id", "pos", "location"]], tax
+
+
+def _simulated(n: int, seed: int) -> tuple[pd.DataFrame, Any]:
+    from synth.datasets import montreal_taxonomy
+    from synth.simulate import simulate_sequences
+
+    return simulate_sequences(n, seed=seed), montreal_taxonomy()
+
+
+def _release(
+    seqs: pd.DataFrame, tax: Any, variant: str, epsilon: float, height: int, args: Any
+) -> tuple[pd.DataFrame | None, dict[str, Any]]:
+    from prefixtree import PrefixTreeSynthesizer
+    from synth.errors import ConfigError
+    from synth.records import truncate_sequences
+
+    if variant == "inf":
+        return truncate_sequences(seqs, height), {"fit_s": 0.0}
+    start = time.perf_counter()
+    syn = PrefixTreeSynthesizer(
+        epsilon=epsilon,
+        height=height,
+        taxonomy=tax,
+        variant=variant,
+        random_state=args.seed,
+        max_nodes=args.max_nodes,
+    )
+    try:
+        out = syn.fit(seqs).sample()
+    except ConfigError as exc:
+        return None, {"exploded": str(exc)}
+    out["location"] = out["location"].astype(str)
+    info = {
+        "fit_s": round(time.perf_counter() - start, 2),
+        "nodes": len(syn.tree_),
+        "spent_epsilon": syn.ledger_.spent_epsilon,
+        "released_sequences": int(syn.tree_["ending"].sum()),
+    }
+    return out, info
+
+
+def utility(args: argparse.Namespace) -> list[dict[str, Any]]:
+    from synth.evaluate import evaluate_sequences
+
+    rows = []
+    for dataset in args.dataset:
+        seqs, tax = _sube() if dataset == "sube" else _simulated(args.n, args.seed)
+        label = "SUBE Wednesday (real)" if dataset == "sube" else f"Montreal {args.n} (simulated)"
+        for height in args.heights:
+            releases: dict[str, pd.DataFrame] = {}
+            infos: dict[str, dict[str, Any]] = {}
+            for epsilon in args.epsilons:
+                for variant in args.variants:
+                    if variant == "inf" and epsilon != args.epsilons[0]:
+                        continue
+                    name = "inf" if variant == "inf" else f"{variant}@{epsilon:g}"
+                    out, info = _release(seqs, tax, variant, epsilon, height, args)
+                    infos[name] = info
+                    if out is not None and len(out):
+                        releases[name] = out
+            result = evaluate_sequences(
+                seqs,
+                releases,
+                universe=tax.leaves(),
+                height=height,
+                n_queries=args.queries,
+                ks=(50, 100, 300),
+            )
+            for name, info in infos.items():
+                row: dict[str, Any] = {"dataset": label, "h": height, "release": name, **info}
+                res = result["releases"].get(name)
+                if res is not None:
+                    row["tp"] = {str(r["k"]): r["tp"] for r in res["patterns"]}
+                    row["count_query_error"] = {
+                        kind: q.get("mean") if isinstance(q, dict) else q
+                        for kind, q in res["count_queries"].items()
+                    }
+                print(json.dumps(row, default=str), flush=True)
+                rows.append(row)
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="mode", required=True)
+    sp = sub.add_parser("speed")
+    sp.add_argument("--n", type=int, nargs="+", default=[1_000_000])
+    sp.add_argument("--network", nargs="+", choices=("montreal", "synthetic"), default=["montreal"])
+    sp.add_argument("--height", type=int, default=12)
+    sp.add_argument("--epsilon", type=float, default=1.0)
+    sp.add_argument("--variant", choices=("hybrid", "simple"), default="hybrid")
+    sp.add_argument("--seed", type=int, default=1)
+    up = sub.add_parser("utility")
+    up.add_argument("--dataset", nargs="+", choices=("sube", "sim"), default=["sube"])
+    up.add_argument("--n", type=int, default=1_000_000, help="simulated sequences")
+    up.add_argument("--epsilons", type=float, nargs="+", default=[0.5, 1.0, 1.5])
+    up.add_argument("--heights", type=int, nargs="+", default=[6, 8, 12, 16])
+    up.add_argument("--variants", nargs="+", default=["hybrid", "simple", "inf"])
+    up.add_argument("--queries", type=int, default=40_000)
+    up.add_argument("--max-nodes", type=int, default=20_000_000)
+    up.add_argument("--seed", type=int, default=1, help="noise seed (benchmarks only: NOT private)")
+    for p in (sp, up):
+        p.add_argument("--out", type=Path, default=None, help="write the rows as JSON here")
+    args = parser.parse_args(argv)
+    rows = speed(args) if args.mode == "speed" else utility(args)
+    if args.out is not None:
+        args.out.write_text(json.dumps(rows, indent=2, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

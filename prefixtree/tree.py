@@ -1,0 +1,349 @@
+"""Vectorised construction of the noisy (hybrid-granularity) prefix tree: Procedure 1 of Chen et al.
+
+The private input is an integer matrix ``codes`` (one row per card's sequence, truncated to the tree
+height; column i = the location at position i as an index into :attr:`TaxonomyIndex.locations`, -1
+pads) and, for trajectories, a matrix of time bins of the same shape. Levels are built one at a
+time; inside a level, one *sub-level* per generalized taxonomy level, then the locations (section
+4.1).
+
+Every sub-level is one discrete-Laplace histogram over *all* candidate cells: the children, in the
+taxonomy, of every surviving cell of the sub-level above (for the first sub-level of a level: every
+node of the generalized taxonomy level, crossed with every time bin not before the parent's, under
+every surviving tree node). Each card's sequence falls in at most one cell, so the vector has L1
+sensitivity 1. Cells holding data get explicit noise; the empty ones are never enumerated: how many
+pass the threshold and their values come from ``noise.empty_cells_passing`` (Theorem 4.1, exact for
+the discrete noise), and which empty cells they are from ``noise.choice`` over the concatenated
+absent cells of all parents (mapped back to cells without listing them). Surviving cells are then
+sorted by (parent, cell), so neither the tree nor its order tells real cells from passing empty
+ones.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from synth.errors import ConfigError
+from synth.taxonomy import Taxonomy
+
+__all__ = ["BuiltTree", "SubLevel", "TaxonomyIndex", "build_noisy_tree"]
+
+IntArray = npt.NDArray[np.int64]
+
+
+@dataclass(frozen=True)
+class TaxonomyIndex:
+    """Integer view of a taxonomy for the generalized levels in use.
+
+    ``locations`` are the leaves in depth-first order (children sorted), so the descendants, at any
+    lower level, of any node form a contiguous range. For each level ``levels[j]`` (the generalized
+    taxonomy levels in use, top first, then the leaf level), ``ancestor[j][leaf]`` is the index of
+    the leaf's node at that level (a leaf shallower than the level stands for itself), ``names[j]``
+    the node names, and ``start[j][a]``/``size[j][a]`` the range of level-j nodes under node ``a``
+    of the level above (the root for j = 0).
+    """
+
+    locations: list[str]
+    levels: list[int]
+    names: list[list[str]]
+    ancestor: list[IntArray]
+    start: list[IntArray]
+    size: list[IntArray]
+
+    @classmethod
+    def build(cls, taxonomy: Taxonomy, generalized_levels: Sequence[int]) -> TaxonomyIndex:
+        """Index ``taxonomy`` for the given generalized levels (strictly increasing, >= 1)."""
+        leaves = taxonomy.leaves()
+        gens = list(generalized_levels)
+        paths = [[taxonomy.generalize(leaf, g) for g in gens] + [leaf] for leaf in leaves]
+        paths.sort()
+        locations = [p[-1] for p in paths]
+        names: list[list[str]] = []
+        ancestor: list[IntArray] = []
+        for j in range(len(gens) + 1):
+            col = [p[j] for p in paths]
+            seen: dict[str, int] = {}
+            anc = np.array([seen.setdefault(x, len(seen)) for x in col], dtype=np.int64)
+            names.append(list(seen))
+            ancestor.append(anc)
+        start: list[IntArray] = []
+        size: list[IntArray] = []
+        for j, anc in enumerate(ancestor):
+            n_nodes = len(names[j])
+            if j == 0:
+                start.append(np.zeros(1, dtype=np.int64))
+                size.append(np.array([n_nodes], dtype=np.int64))
+                continue
+            above = np.zeros(n_nodes, dtype=np.int64)
+            above[anc] = ancestor[j - 1]
+            n_above = len(names[j - 1])
+            size.append(np.bincount(above, minlength=n_above).astype(np.int64))
+            start.append(np.searchsorted(above, np.arange(n_above)).astype(np.int64))
+        return cls(locations, [*gens, taxonomy.height], names, ancestor, start, size)
+
+    @property
+    def n_locations(self) -> int:
+        """Number of locations (leaves)."""
+        return len(self.locations)
+
+
+@dataclass(frozen=True)
+class SubLevel:
+    """One sub-level of every tree level: the index ``j`` into a :class:`TaxonomyIndex`, the
+    discrete Laplace scale of its noise and its integer pass threshold."""
+
+    j: int
+    scale: float
+    threshold: int
+
+
+@dataclass
+class BuiltTree:
+    """The noisy tree: non-generalized nodes in breadth-first order (parents first, siblings sorted
+    by (time bin, location)); ``parent`` is -1 under the virtual root. ``generalized`` lists the
+    surviving generalized cells per level and sub-level: (level, j, parent node, taxonomy node
+    index, time bin, noisy count) rows."""
+
+    parent: IntArray
+    depth: IntArray
+    location: IntArray
+    time_bin: IntArray
+    noisy: IntArray
+    generalized: list[IntArray] = field(default_factory=list)
+
+
+@dataclass
+class _Cells:
+    """Surviving cells of one sub-level (parents of the next)."""
+
+    tree_node: IntArray  # index, within the current tree level, of the tree node they hang under
+    node: IntArray  # taxonomy node index at this sub-level's level
+    time_bin: IntArray
+    noisy: IntArray
+
+
+def _absent_ranks(
+    parent_of_present: IntArray,
+    rank_of_present: IntArray,
+    group_start: IntArray,
+    parent: IntArray,
+    j: IntArray,
+    width: int,
+) -> IntArray:
+    """Rank of the j-th absent cell of each queried parent, from its sorted present ranks.
+
+    Within a parent with present ranks q_0 < q_1 < ..., the j-th absent rank is j plus the number of
+    k with q_k - k <= j; the keys ``parent * width + (q_k - k)`` are non-decreasing globally.
+    """
+    within = np.arange(parent_of_present.size) - group_start[parent_of_present]
+    keys = parent_of_present * width + (rank_of_present - within)
+    before = np.searchsorted(keys, parent * width + j, side="right") - group_start[parent]
+    return j + before
+
+
+def _sub_level(
+    noise: object,
+    level: SubLevel,
+    index: TaxonomyIndex,
+    parents: _Cells,
+    first: bool,
+    n_bins: int,
+    cell_parent: IntArray,
+    cell_leaf: IntArray,
+    cell_bin: IntArray,
+    cell_weight: IntArray,
+) -> tuple[_Cells, IntArray]:
+    """Noisy counts for every candidate cell under ``parents``; returns the survivors and the new
+    parent (survivor index or -1) of each data cell."""
+    j = level.j
+    start, size = index.start[j], index.size[j]
+    anc = index.ancestor[j]
+    n_par = parents.node.size
+    par_size = size[parents.node]
+    par_start = start[parents.node]
+    bins_open = (n_bins - parents.time_bin) if first else np.ones(n_par, dtype=np.int64)
+    n_candidates = par_size * bins_open
+    width = int(n_candidates.max()) + 1 if n_par else 1
+
+    live = cell_parent >= 0
+    cp = cell_parent[live]
+    rank = anc[cell_leaf[live]] - par_start[cp]
+    if first:
+        rank = rank + (cell_bin[live] - parents.time_bin[cp]) * par_size[cp]
+    keys, inverse = np.unique(cp * width + rank, return_inverse=True)
+    counts = np.bincount(inverse, weights=cell_weight[live]).astype(np.int64)
+    present_parent = keys // width
+    present_rank = keys % width
+
+    noisy_present = counts + noise.discrete_laplace(level.scale, keys.size)  # type: ignore[attr-defined]
+    passed = noisy_present >= level.threshold
+
+    n_present = np.bincount(present_parent, minlength=n_par)
+    n_empty = n_candidates - n_present
+    total_empty = int(n_empty.sum())
+    fake_values = np.asarray(
+        noise.empty_cells_passing(level.scale, level.threshold, total_empty),  # type: ignore[attr-defined]
+        dtype=np.int64,
+    )
+    if fake_values.size:
+        picked = np.asarray(noise.choice(total_empty, fake_values.size), dtype=np.int64)  # type: ignore[attr-defined]
+        ends = np.cumsum(n_empty)
+        fake_parent = np.searchsorted(ends, picked, side="right").astype(np.int64)
+        local = picked - (ends[fake_parent] - n_empty[fake_parent])
+        group_start = np.searchsorted(present_parent, np.arange(n_par)).astype(np.int64)
+        fake_rank = _absent_ranks(
+            present_parent, present_rank, group_start, fake_parent, local, width
+        )
+    else:
+        fake_parent = np.zeros(0, dtype=np.int64)
+        fake_rank = np.zeros(0, dtype=np.int64)
+
+    surv_parent = np.concatenate([present_parent[passed], fake_parent])
+    surv_rank = np.concatenate([present_rank[passed], fake_rank])
+    surv_noisy = np.concatenate([noisy_present[passed], fake_values])
+    order = np.lexsort((surv_rank, surv_parent))
+    surv_parent, surv_rank, surv_noisy = surv_parent[order], surv_rank[order], surv_noisy[order]
+
+    # survivor index of each present cell (-1 when it did not pass)
+    survivor_of_present = np.full(keys.size, -1, dtype=np.int64)
+    position = np.empty(order.size, dtype=np.int64)
+    position[order] = np.arange(order.size)
+    survivor_of_present[np.flatnonzero(passed)] = position[: int(passed.sum())]
+
+    new_cell_parent = np.full(cell_parent.size, -1, dtype=np.int64)
+    new_cell_parent[live] = survivor_of_present[inverse]
+
+    s_size = par_size[surv_parent]
+    if first:
+        node = par_start[surv_parent] + surv_rank % s_size
+        tbin = parents.time_bin[surv_parent] + surv_rank // s_size
+    else:
+        node = par_start[surv_parent] + surv_rank
+        tbin = parents.time_bin[surv_parent]
+    cells = _Cells(parents.tree_node[surv_parent], node, tbin, surv_noisy)
+    return cells, new_cell_parent
+
+
+def _group(key: IntArray, key_range: int) -> tuple[IntArray, IntArray, IntArray]:
+    """``np.unique(key, return_inverse=True)`` plus counts; by counting sort when the key range is
+    small compared with the number of keys (the common case: few nodes x locations x bins)."""
+    if key_range <= max(4 * key.size, 1 << 20):
+        counts = np.bincount(key, minlength=key_range)
+        present = counts > 0
+        ukey = np.flatnonzero(present)
+        rank = np.cumsum(present) - 1
+        return ukey, rank[key], counts[ukey].astype(np.int64)
+    ukey, inverse = np.unique(key, return_inverse=True)
+    return ukey, inverse, np.bincount(inverse).astype(np.int64)
+
+
+def build_noisy_tree(
+    codes: npt.NDArray[np.integer],
+    time_bins: npt.NDArray[np.integer] | None,
+    *,
+    index: TaxonomyIndex,
+    sub_levels: Sequence[SubLevel],
+    n_bins: int,
+    noise: object,
+    before_sub_level: object,
+    max_nodes: int,
+) -> BuiltTree:
+    """Procedure 1 (BuildNoisyPrefixTree), one level per column of ``codes``.
+
+    ``before_sub_level(level, sub_level)`` is called before the noise of each sub-level is drawn (it
+    records the spend in the ledger, which refuses an overspend before any noise is drawn).
+    """
+    codes = np.asarray(codes)
+    n_seq, height = codes.shape
+    bins = np.zeros((n_seq, height), dtype=np.int64) if time_bins is None else np.asarray(time_bins)
+    seq_node = np.zeros(n_seq, dtype=np.int64)  # node index within the current level (root: 0)
+    level_bins = np.zeros(1, dtype=np.int64)
+    parents_all: list[IntArray] = []
+    locs_all: list[IntArray] = []
+    bins_all: list[IntArray] = []
+    noisy_all: list[IntArray] = []
+    depth_all: list[IntArray] = []
+    generalized: list[IntArray] = []
+    level_offset = 0  # global id of the first node of the level being expanded (below the root)
+    n_total = 0
+    alive = np.arange(n_seq, dtype=np.int64)  # sequences still under a surviving tree node
+    for i in range(height):
+        n_level = level_bins.size
+        leaf = codes[alive, i].astype(np.int64)
+        has_step = leaf >= 0
+        alive, leaf = alive[has_step], leaf[has_step]
+        tb = bins[alive, i].astype(np.int64)
+        key = (seq_node[has_step] * n_bins + tb) * index.n_locations + leaf
+        ukey, seq_cell, cell_weight = _group(key, n_level * n_bins * index.n_locations)
+        cell_leaf = ukey % index.n_locations
+        cell_bin = (ukey // index.n_locations) % n_bins
+        cell_parent = ukey // (index.n_locations * n_bins)
+        parents = _Cells(
+            np.arange(n_level, dtype=np.int64),
+            np.zeros(n_level, dtype=np.int64),
+            level_bins,
+            np.zeros(n_level, dtype=np.int64),
+        )
+        for s, sub in enumerate(sub_levels):
+            before_sub_level(i, s)  # type: ignore[operator]
+            parents, cell_parent = _sub_level(
+                noise,
+                sub,
+                index,
+                parents,
+                s == 0,
+                n_bins,
+                cell_parent,
+                cell_leaf,
+                cell_bin,
+                cell_weight,
+            )
+            if s < len(sub_levels) - 1:
+                generalized.append(
+                    np.stack(
+                        [
+                            np.full(parents.node.size, i + 1),
+                            np.full(parents.node.size, sub.j),
+                            parents.tree_node + level_offset
+                            if i
+                            else np.full(parents.node.size, -1),
+                            parents.node,
+                            parents.time_bin,
+                            parents.noisy,
+                        ],
+                        axis=1,
+                    ).astype(np.int64)
+                )
+            if n_total + parents.node.size > max_nodes:
+                raise ConfigError(
+                    f"the noisy tree grew past max_nodes={max_nodes} at level {i + 1}: too many "
+                    "empty cells pass the threshold (use variant='hybrid', a smaller height or a "
+                    "larger epsilon, or raise max_nodes)"
+                )
+        n_new = parents.node.size
+        parents_all.append(parents.tree_node + level_offset if i else np.full(n_new, -1))
+        locs_all.append(parents.node)
+        bins_all.append(parents.time_bin)
+        noisy_all.append(parents.noisy)
+        depth_all.append(np.full(n_new, i + 1, dtype=np.int64))
+        level_offset = n_total
+        n_total += n_new
+        seq_node = cell_parent[seq_cell]
+        kept = seq_node >= 0
+        alive, seq_node = alive[kept], seq_node[kept]
+        level_bins = parents.time_bin
+        if n_new == 0:
+            break
+    cat = np.concatenate
+    empty = np.zeros(0, dtype=np.int64)
+    return BuiltTree(
+        parent=cat(parents_all) if parents_all else empty,
+        depth=cat(depth_all) if depth_all else empty,
+        location=cat(locs_all) if locs_all else empty,
+        time_bin=cat(bins_all) if bins_all else empty,
+        noisy=cat(noisy_all) if noisy_all else empty,
+        generalized=generalized,
+    )

@@ -1,0 +1,202 @@
+"""The whole evaluation of one original table against one or more synthetic releases.
+
+:func:`evaluate_sequences` runs the KDD 2012 utility measures (paper 004, sections 3.3 and 5.1):
+count queries on the uniform and popularity workloads, and TP / FP / FD of the top-k sequential
+patterns for several k (Table 3). :func:`evaluate_trips` runs the marginal measures of trip tables.
+Both return plain JSON-ready dictionaries that :mod:`synth.report` renders; several releases are
+compared side by side.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pandas as pd
+
+from synth.errors import ConfigError, InputError
+from synth.evaluate.counts import SANITY_FRACTION, CountIndex, count_query_errors, paper_workload
+from synth.evaluate.marginals import (
+    discretise,
+    k_marginal_score,
+    marginal_tvd,
+    od_error,
+    time_of_day,
+    trips_per_individual,
+)
+from synth.evaluate.patterns import top_k_patterns, utility_curve
+
+__all__ = ["evaluate_sequences", "evaluate_trips"]
+
+#: The k values of the paper's Table 3.
+PAPER_KS = (100, 150, 200, 250, 300)
+N_TOP_SHOWN = 20
+
+
+def _releases(synthetic: Mapping[str, pd.DataFrame]) -> Mapping[str, pd.DataFrame]:
+    if not synthetic:
+        raise ConfigError("give at least one synthetic release to evaluate")
+    return synthetic
+
+
+def evaluate_sequences(
+    original: pd.DataFrame,
+    synthetic: Mapping[str, pd.DataFrame],
+    *,
+    universe: Sequence[str] | None = None,
+    height: int = 12,
+    n_queries: int = 40_000,
+    ks: Sequence[int] = PAPER_KS,
+    seed: int = 0,
+    sanity_fraction: float = SANITY_FRACTION,
+) -> dict[str, Any]:
+    """Count-query errors and top-k pattern TP/FP/FD of each synthetic release against ``original``.
+
+    ``universe`` is the public location universe the queries draw from (e.g. the taxonomy leaves);
+    when ``None`` it is the set of locations of ``original`` (never of a synthetic release), and
+    the result says so. ``height`` is the ``h`` of the workload (subset i has lengths in ``[1,
+    i*h/4]``).
+    """
+    releases = _releases(synthetic)
+    if not ks or min(ks) < 1:
+        raise ConfigError("ks must be positive integers")
+    source = "given" if universe is not None else "original data"
+    locations = sorted(
+        map(str, universe if universe is not None else original["location"].unique())
+    )
+    orig_index = CountIndex.from_sequences(original, locations)
+    workloads = [
+        paper_workload(len(locations), height, n_queries=n_queries, seed=seed),
+        paper_workload(
+            len(locations), height, n_queries=n_queries, weights=orig_index.support_, seed=seed + 1
+        ),
+    ]
+    answers = [orig_index.count(w.queries) for w in workloads]
+    k_max = max(ks)
+    orig_top = top_k_patterns(original, k_max)
+    result: dict[str, Any] = {
+        "kind": "sequences",
+        "parameters": {
+            "height": height,
+            "n_queries": n_queries,
+            "seed": seed,
+            "sanity_fraction": sanity_fraction,
+            "ks": sorted(ks),
+            "universe_source": source,
+            "universe_size": len(locations),
+        },
+        "original": {
+            "n_sequences": orig_index.n_sequences_,
+            "n_records": len(original),
+            "records_outside_universe": orig_index.n_outside_,
+            "top_patterns": [[list(p), s] for p, s in orig_top[:N_TOP_SHOWN]],
+        },
+        "releases": {},
+    }
+    for name, synth in releases.items():
+        index = CountIndex.from_sequences(synth, locations)
+        top = top_k_patterns(synth, k_max)
+        result["releases"][name] = {
+            "n_sequences": index.n_sequences_,
+            "n_records": len(synth),
+            "records_outside_universe": index.n_outside_,
+            "count_queries": {
+                w.kind: count_query_errors(
+                    true,
+                    index.count(w.queries),
+                    w,
+                    orig_index.n_sequences_,
+                    sanity_fraction=sanity_fraction,
+                )
+                for w, true in zip(workloads, answers, strict=True)
+            },
+            "patterns": utility_curve(orig_top, top, sorted(ks)),
+            "top_patterns": [[list(p), s] for p, s in top[:N_TOP_SHOWN]],
+        }
+    return result
+
+
+def evaluate_trips(
+    original: pd.DataFrame,
+    synthetic: Mapping[str, pd.DataFrame],
+    *,
+    id_column: str = "card_id",
+    time_column: str = "on_time",
+    origin: str = "on_stop",
+    destination: str = "off_stop",
+    exclude: Sequence[str] = (),
+    n_marginals: int = 50,
+    seed: int = 0,
+    n_bins: int = 10,
+    max_categories: int = 50,
+) -> dict[str, Any]:
+    """Marginal TV distances, the k-marginal score, OD error and trip distributions of each release.
+
+    Every column of ``original`` except ``id_column`` and ``exclude`` enters the marginals; a
+    release lacking one of them (or having columns the original lacks) is refused with
+    :class:`InputError`. Measures whose columns the original does not have are listed under
+    ``skipped``.
+    """
+    releases = _releases(synthetic)
+    skip_cols = {id_column, *exclude}
+    columns = [c for c in original.columns if c not in skip_cols]
+    result: dict[str, Any] = {
+        "kind": "trips",
+        "parameters": {
+            "id_column": id_column,
+            "time_column": time_column,
+            "origin": origin,
+            "destination": destination,
+            "n_marginals": n_marginals,
+            "seed": seed,
+            "n_bins": n_bins,
+            "max_categories": max_categories,
+            "columns": columns,
+        },
+        "original": {"n_trips": len(original)},
+        "releases": {},
+        "skipped": [],
+    }
+    has_id = id_column in original.columns
+    has_time = time_column in original.columns
+    has_od = has_time and {origin, destination} <= set(original.columns)
+    if has_id:
+        result["original"]["n_individuals"] = int(original[id_column].nunique())
+    else:
+        result["skipped"].append(f"trips per individual: no column {id_column!r}")
+    if not has_time:
+        result["skipped"].append(f"time of day: no column {time_column!r}")
+    if not has_od:
+        result["skipped"].append(f"OD matrices: need {origin!r}, {destination!r}, {time_column!r}")
+    for name, synth in releases.items():
+        extra = sorted(set(synth.columns) - set(original.columns) - skip_cols)
+        if extra:
+            raise InputError(
+                f"release {name!r}: schemas differ: columns {', '.join(extra)} not in the original"
+            )
+        try:
+            codes_o, codes_s, cols = discretise(
+                original, synth, columns=columns, n_bins=n_bins, max_categories=max_categories
+            )
+        except InputError as exc:
+            raise InputError(f"release {name!r}: {exc}") from None
+        entry: dict[str, Any] = {
+            "n_trips": len(synth),
+            "k_marginal": k_marginal_score(
+                codes_o, codes_s, cols, n_marginals=n_marginals, seed=seed
+            ),
+            "marginals": marginal_tvd(codes_o, codes_s, cols),
+        }
+        if has_id:
+            entry["trips_per_individual"] = trips_per_individual(
+                original, synth, id_column=id_column
+            )
+            entry["n_individuals"] = int(synth[id_column].nunique())
+        if has_time:
+            entry["time_of_day"] = time_of_day(original, synth, time_column=time_column)
+        if has_od:
+            entry["od"] = od_error(
+                original, synth, origin=origin, destination=destination, time_column=time_column
+            )
+        result["releases"][name] = entry
+    return result

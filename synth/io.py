@@ -1,0 +1,222 @@
+"""Table IO and atomic writes.
+
+Every file the library writes goes through :func:`atomic_path` (a temporary file in the
+destination directory, renamed over the target with :func:`os.replace` only once it is complete),
+and every release directory through :func:`release_dir` (files are staged in a hidden sibling
+directory and moved into place only when the whole release succeeded). A failed or interrupted run
+therefore leaves no partial output.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import shutil
+import tempfile
+import uuid
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from synth.errors import ConfigError, InputError
+
+__all__ = [
+    "CSV_SUFFIXES",
+    "PARQUET_SUFFIXES",
+    "atomic_path",
+    "fingerprint",
+    "id_strings",
+    "read_table",
+    "release_dir",
+    "table_format",
+    "write_table",
+]
+
+CSV_SUFFIXES = (".csv", ".csv.gz", ".csv.bz2", ".csv.zst", ".csv.xz")
+PARQUET_SUFFIXES = (".parquet", ".pq")
+
+
+def table_format(path: str | os.PathLike[str]) -> str | None:
+    """``"csv"`` or ``"parquet"`` from the file extension (any case), ``None`` if neither."""
+    name = Path(path).name.lower()
+    if name.endswith(CSV_SUFFIXES):
+        return "csv"
+    if name.endswith(PARQUET_SUFFIXES):
+        return "parquet"
+    return None
+
+
+def id_strings(series: pd.Series) -> pd.Series:
+    """Identifiers as stripped strings, missing values kept missing.
+
+    Integral floats (``32.0``, as pandas reads an integer column with gaps) become ``"32"``; so do
+    strings that are all of the form ``"123.0"`` (such a CSV column was written from floats).
+    """
+    if pd.api.types.is_float_dtype(series):
+        vals = series.to_numpy(dtype=float, na_value=np.nan)
+        finite = vals[~np.isnan(vals)]
+        if finite.size and np.all(finite == np.round(finite)):
+            return series.astype("Int64").astype(str).where(series.notna(), None)
+    out = series.astype(str).str.strip().where(series.notna(), None)
+    first = out.dropna().head(1)
+    if len(first) and first.iloc[0].endswith(".0"):
+        present = out.dropna()
+        if present.str.fullmatch(r"-?\d+\.0+").all():
+            out = out.str.replace(r"\.0+$", "", regex=True)
+    return out
+
+
+def read_table(
+    path: str | os.PathLike[str],
+    *,
+    columns: list[str] | None = None,
+    dtype: dict[str, Any] | None = None,
+) -> pd.DataFrame:
+    """Read a CSV or Parquet table, chosen by extension.
+
+    ``columns`` restricts the columns read (missing ones are ignored here; callers validate);
+    ``dtype`` maps column names to dtypes for CSV parsing (e.g. ``str`` for identifiers so that
+    ``007`` stays ``007``) and is applied after reading for Parquet. Raises :class:`InputError`
+    for a missing, unreadable or unsupported file.
+    """
+    p = Path(path)
+    fmt = table_format(p)
+    if fmt is None:
+        raise InputError(
+            f"{p}: unsupported file type (expected {', '.join(CSV_SUFFIXES + PARQUET_SUFFIXES)})"
+        )
+    if not p.is_file():
+        raise InputError(f"{p}: file not found")
+    try:
+        if fmt == "csv":
+            header = pd.read_csv(p, nrows=0).columns
+            usecols = None if columns is None else [c for c in columns if c in header]
+            dtypes = None if dtype is None else {k: v for k, v in dtype.items() if k in header}
+            df = pd.read_csv(p, usecols=usecols, dtype=dtypes, engine="pyarrow")
+        else:
+            import pyarrow.parquet as pq
+
+            schema_names = pq.read_schema(p).names
+            use = None if columns is None else [c for c in columns if c in schema_names]
+            df = pd.read_parquet(p, columns=use)
+            if dtype:
+                df = df.astype({k: v for k, v in dtype.items() if k in df.columns})
+    except InputError:
+        raise
+    except Exception as exc:  # parser errors of pandas / pyarrow, permissions, corrupt files
+        msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise InputError(f"{p}: cannot read {fmt.upper()} file: {msg}") from exc
+    df.columns = [str(c).strip() for c in df.columns]
+    return df
+
+
+def write_table(df: pd.DataFrame, path: str | os.PathLike[str]) -> Path:
+    """Write ``df`` (no index) as CSV or Parquet (zstd), chosen by extension, atomically."""
+    p = Path(path)
+    fmt = table_format(p)
+    if fmt is None:
+        raise ConfigError(f"{p}: unsupported output file type (use .csv or .parquet)")
+    with atomic_path(p) as tmp:
+        if fmt == "csv":
+            df.to_csv(tmp, index=False)
+        else:
+            df.to_parquet(tmp, index=False, compression="zstd")
+    return p
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
+    """Yield a temporary path next to ``path``; renamed over ``path`` on success, deleted on error.
+
+    The temporary name keeps the target's suffix (some writers pick the format from it). Missing
+    parent directories are created, and removed again on error. Interrupts (``KeyboardInterrupt``)
+    also clean up.
+    """
+    target = Path(path)
+    created = [d for d in (target.parent, *target.parent.parents) if not d.exists()]
+    target.parent.mkdir(parents=True, exist_ok=True)
+    suffix = "".join(target.suffixes[-2:]) if target.name.lower().endswith(".gz") else target.suffix
+    tmp = target.with_name(f".{target.stem}.tmp-{uuid.uuid4().hex[:12]}{suffix}")
+    try:
+        yield tmp
+        if not tmp.exists():
+            raise FileNotFoundError(f"{tmp}: nothing was written to the temporary file")
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+        for d in created:  # deepest first
+            with contextlib.suppress(OSError):
+                d.rmdir()
+        raise
+
+
+def _nearest_existing(path: Path) -> Path:
+    for parent in path.parents:
+        if parent.is_dir():
+            return parent
+    return Path.cwd()
+
+
+@contextlib.contextmanager
+def release_dir(out_dir: str | os.PathLike[str]) -> Iterator[Path]:
+    """Stage a release: yield an empty directory; on success its entries move into ``out_dir``.
+
+    When ``out_dir`` does not exist, the staged directory is renamed to it in one atomic step (its
+    parents are created at that moment, not before). When it exists, each staged entry replaces the
+    entry of the same name (other files in ``out_dir`` are left alone). On any exception, including
+    ``KeyboardInterrupt``, the stage is deleted and ``out_dir`` is left absent or unchanged.
+    """
+    out = Path(out_dir).absolute()
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"{out}: output path exists and is not a directory")
+    anchor = out.parent if out.parent.is_dir() else _nearest_existing(out)
+    stage = Path(tempfile.mkdtemp(prefix=f".{out.name}.stage-", dir=anchor))
+    try:
+        yield stage
+        if not out.exists():
+            out.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(stage, out)
+            return
+        for entry in sorted(stage.iterdir()):
+            dest = out / entry.name
+            if entry.is_dir() and dest.is_dir():
+                shutil.rmtree(dest)
+            os.replace(entry, dest)
+        stage.rmdir()
+    except BaseException:
+        shutil.rmtree(stage, ignore_errors=True)
+        raise
+
+
+def _file_digest(path: Path) -> bytes:
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.digest()
+
+
+def fingerprint(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]]) -> str:
+    """``"sha256:<hex>"`` over the contents of the given files, in the given order.
+
+    A directory contributes its files recursively, in sorted relative-path order. File names do not
+    enter the hash (renaming an input keeps its fingerprint); contents and order do.
+    """
+    items = [paths] if isinstance(paths, str | os.PathLike) else list(paths)
+    outer = hashlib.sha256()
+    for item in items:
+        p = Path(item)
+        if p.is_dir():
+            files = sorted(f for f in p.rglob("*") if f.is_file())
+        elif p.is_file():
+            files = [p]
+        else:
+            raise InputError(f"{p}: file not found (cannot fingerprint)")
+        for f in files:
+            outer.update(_file_digest(f))
+    return f"sha256:{outer.hexdigest()}"

@@ -1,0 +1,37 @@
+"""Privacy core: exact secure noise, mechanisms, calibration and the budget ledger.
+
+See :mod:`synth.privacy.noise` (exact samplers), :mod:`synth.privacy.calibration` (Balle and Wang
+2018; Canonne, Kamath and Steinke 2020), :mod:`synth.privacy.mechanisms` and
+:mod:`synth.privacy.ledger`.
+"""
+
+from synth.privacy.calibration import (
+    analytic_gaussian_sigma,
+    discrete_gaussian_privacy,
+    discrete_gaussian_vector_privacy,
+)
+from synth.privacy.ledger import LedgerBranch, ParallelGroup, PrivacyLedger, Spend
+from synth.privacy.mechanisms import (
+    DiscreteGaussian,
+    DiscreteLaplace,
+    ThresholdRelease,
+    threshold_delta,
+    threshold_histogram,
+)
+from synth.privacy.noise import SecureNoise
+
+__all__ = [
+    "DiscreteGaussian",
+    "DiscreteLaplace",
+    "LedgerBranch",
+    "ParallelGroup",
+    "PrivacyLedger",
+    "SecureNoise",
+    "Spend",
+    "ThresholdRelease",
+    "analytic_gaussian_sigma",
+    "discrete_gaussian_privacy",
+    "discrete_gaussian_vector_privacy",
+    "threshold_delta",
+    "threshold_histogram",
+]

@@ -1,0 +1,155 @@
+"""Exact sampling machinery: random bit sources, rigorous interval bounds, inverse-CDF tables.
+
+Every sampler in :mod:`synth.privacy.noise` reduces to comparisons ``V < c`` between a uniform
+real ``V`` in [0, 1) and a real constant ``c`` (a CDF value, ``exp(-gamma)``). ``V`` is revealed
+lazily, 64 bits at a time: its first 64 bits ``U`` decide the comparison unless
+``floor(2**64 c)`` is within one of ``U``; only then are more bits drawn and ``c`` bounded
+rigorously (interval arithmetic, ``mpmath.iv``) at a higher precision, until the comparison is
+decided. The output distribution is therefore exactly the target pmf: no rounding of
+probabilities to 2^-64 is ever exposed (the "lazy uniform" technique of exact inverse-CDF
+sampling; cf. Knuth and Yao 1976, Canonne, Kamath and Steinke 2020, section 5).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Callable, Iterator
+from fractions import Fraction
+
+import numpy as np
+from mpmath import iv
+from mpmath.libmp import to_rational
+
+__all__ = [
+    "BitSource",
+    "Bounds",
+    "CdfTable",
+    "FixedCdf",
+    "LazyUniform",
+    "bounds",
+    "precision",
+    "rational",
+]
+
+TWO64 = 1 << 64
+# Bounds: prec -> (lower, upper) Fractions bracketing an exact real, computed at about prec bits.
+Bounds = Callable[[int], tuple[Fraction, Fraction]]
+# FixedCdf: (prec, count) -> [(lo, hi)] integer enclosures of 2**prec * C_j for j < count.
+FixedCdf = Callable[[int, int], list[tuple[int, int]]]
+
+
+class BitSource:
+    """Uniform 64-bit words: ``os.urandom`` (the OS CSPRNG) or, when seeded, numpy's PCG64 raw bits.
+
+    The secure source keeps no buffer, so a forked child never repeats its parent's words. The
+    seeded stream is deterministic (reproducible tests) and offers no privacy.
+    """
+
+    def __init__(self, seed: int | None = None) -> None:
+        self._pcg = None if seed is None else np.random.PCG64(seed)
+
+    def uint64(self, n: int) -> np.ndarray:
+        """``n`` independent uniform words as a uint64 array."""
+        if self._pcg is not None:
+            return self._pcg.random_raw(n)
+        return np.frombuffer(os.urandom(8 * n), dtype=np.uint64)
+
+    def word(self) -> int:
+        """One uniform word as a Python int."""
+        return int(self.uint64(1)[0])
+
+
+@contextlib.contextmanager
+def precision(bits: int) -> Iterator[None]:
+    """Run interval arithmetic (``mpmath.iv``) at ``bits`` bits of working precision."""
+    old = iv.prec
+    iv.prec = max(int(bits), 53)
+    try:
+        yield
+    finally:
+        iv.prec = old
+
+
+def rational(q: Fraction | int) -> iv.mpf:
+    """A rigorous interval enclosing the rational ``q`` at the current precision."""
+    q = Fraction(q)
+    return iv.mpf(q.numerator) / iv.mpf(q.denominator)
+
+
+def bounds(x: iv.mpf) -> tuple[Fraction, Fraction]:
+    """The exact rational endpoints of an ``mpmath.iv`` interval."""
+    lo, hi = x._mpi_
+    return Fraction(*to_rational(lo)), Fraction(*to_rational(hi))
+
+
+class LazyUniform:
+    """A uniform real V in [0, 1) whose binary expansion is drawn 64 bits at a time on demand."""
+
+    def __init__(self, first_word: int, source: BitSource) -> None:
+        self._bits = first_word
+        self._nbits = 64
+        self._source = source
+
+    def less_than(self, c: Bounds) -> bool:
+        """Whether V < c, for the real c bracketed by ``c(prec)``; exact (c is drawn-free)."""
+        while True:
+            lo, hi = c(self._nbits + 64)
+            v_lo = Fraction(self._bits, 1 << self._nbits)
+            if hi <= v_lo:
+                return False
+            if lo >= v_lo + Fraction(1, 1 << self._nbits):
+                return True
+            self._bits = (self._bits << 64) | self._source.word()
+            self._nbits += 64
+
+
+class CdfTable:
+    """Exact inverse-CDF sampling of an outcome in ``0..n`` from CDF values ``C_0 <= ... < 1``.
+
+    ``cdf(prec, count)`` returns, for ``j < count``, integer enclosures ``(lo, hi)`` of
+    ``2**prec * C_j`` where ``C_j = P(outcome <= j)``; the outcome is ``#{j : C_j <= V}`` for a
+    lazy uniform V. The table stores ``F_j ~ floor(2**64 C_j)`` (each within one of the true floor);
+    a word ``U`` at distance >= 2 from every ``F_j`` decides the outcome with one binary search, any
+    other word is resolved exactly with more bits.
+    """
+
+    def __init__(self, n: int, cdf: FixedCdf, prec: int) -> None:
+        self._cdf = cdf
+        self._prec = prec
+        shift = prec - 64
+        lows = []
+        for lo, hi in cdf(prec, n):
+            if (hi - lo) >> (shift - 2):
+                raise ArithmeticError("CDF enclosure too wide for the table; raise precision")
+            lows.append(min(lo >> shift, TWO64 - 1))
+        self.thresholds = np.array(lows, dtype=np.uint64)
+        self._padded = np.append(self.thresholds, np.uint64(TWO64 - 1))
+
+    def _bound(self, j: int) -> Bounds:
+        def c(prec: int) -> tuple[Fraction, Fraction]:
+            prec = max(prec, self._prec)
+            lo, hi = self._cdf(prec, j + 1)[j]
+            return Fraction(lo, 1 << prec), Fraction(hi, 1 << prec)
+
+        return c
+
+    def sample(self, source: BitSource, size: int) -> np.ndarray:
+        """``size`` exact draws of the outcome index (int64, in ``0..n``)."""
+        u = source.uint64(size)
+        um1 = u - (u > 0).astype(np.uint64)
+        idx = np.searchsorted(self.thresholds, um1, side="left")
+        ambiguous = np.flatnonzero(self._padded[idx] - um1 <= 2)
+        out = idx.astype(np.int64)
+        for i in ambiguous:
+            out[i] = self._resolve(int(u[i]), int(idx[i]), source)
+        return out
+
+    def _resolve(self, word: int, first: int, source: BitSource) -> int:
+        """Outcome for a word near some thresholds: compare V exactly against those ``C_j``."""
+        v = LazyUniform(word, source)
+        j = first
+        n = len(self.thresholds)
+        while j < n and int(self.thresholds[j]) <= word + 1 and not v.less_than(self._bound(j)):
+            j += 1
+        return j

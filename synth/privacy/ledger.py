@@ -1,0 +1,343 @@
+"""Privacy budget ledger and release manifest.
+
+Accounting is basic (epsilon, delta) composition (Dwork and Roth 2014, Theorem 3.16): spends in one
+sequential ledger add up; a parallel group over disjoint partitions of the privacy units (McSherry
+2009, Theorem 4) costs, in each coordinate, the max over its branches of the branch's total. Totals
+are exact rationals: a float is read through its shortest repr (``0.1`` is 1/10), so ``0.1 + 0.2``
+spends exactly 3/10 and a cap is never passed through rounding. Every spend is checked against the
+cap before it is recorded, and mechanisms record before drawing noise, so an overspend raises
+:class:`~synth.errors.BudgetExceededError` before any noise exists.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import numbers
+import os
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from synth.errors import BudgetExceededError, ConfigError
+
+__all__ = ["LedgerBranch", "ParallelGroup", "PrivacyLedger", "Spend", "exact"]
+
+ACCOUNTING = (
+    "basic composition, exact rational arithmetic: sequential spends add (epsilon and delta "
+    "separately); a parallel group over disjoint partitions costs the max over its branches of "
+    "each branch's total (epsilon and delta separately); floats enter through their shortest repr"
+)
+NORMS = ("l1", "l2")
+
+
+def exact(value: float | int | Fraction | str, name: str) -> Fraction:
+    """``value`` as an exact Fraction (floats through ``repr``); ConfigError unless finite, >= 0."""
+    if isinstance(value, bool):
+        raise ConfigError(f"{name} must be a number, got {value!r}")
+    if isinstance(value, float | np.floating):
+        if not math.isfinite(value):
+            raise ConfigError(f"{name} must be finite, got {value!r}")
+        value = repr(float(value))
+    try:
+        q = Fraction(value)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"{name} must be a number, got {value!r}") from exc
+    if q < 0:
+        raise ConfigError(f"{name} must be >= 0, got {value!r}")
+    return q
+
+
+def _fmt(q: Fraction) -> str:
+    return f"{q.numerator}" if q.denominator == 1 else f"{q.numerator}/{q.denominator}"
+
+
+def _amount(eps: Fraction, delta: Fraction) -> dict[str, Any]:
+    return {
+        "epsilon": float(eps),
+        "delta": float(delta),
+        "epsilon_exact": _fmt(eps),
+        "delta_exact": _fmt(delta),
+    }
+
+
+@dataclass(frozen=True)
+class Spend:
+    """One mechanism application: what was spent, on what, with which noise, in which group."""
+
+    label: str
+    mechanism: str
+    epsilon: Fraction
+    delta: Fraction
+    sensitivity: float
+    sensitivity_norm: str
+    scale: float | None
+    threshold: float | None
+    unit: str
+    note: str
+    group: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready fields (exact budget as strings alongside floats)."""
+        return {
+            "type": "spend",
+            "label": self.label,
+            "mechanism": self.mechanism,
+            **_amount(self.epsilon, self.delta),
+            "sensitivity": self.sensitivity,
+            "sensitivity_norm": self.sensitivity_norm,
+            "scale": self.scale,
+            "threshold": self.threshold,
+            "unit": self.unit,
+            "note": self.note,
+            "group": self.group,
+        }
+
+
+class LedgerBranch:
+    """A sequential list of spends and parallel groups (the root ledger is one too)."""
+
+    def __init__(self, name: str, root: PrivacyLedger, path: str) -> None:
+        self.name = name
+        self.root = root  # the ledger holding the cap
+        self._path = path
+        self._items: list[Spend | ParallelGroup] = []
+
+    def cost(self) -> tuple[Fraction, Fraction]:
+        """Exact (epsilon, delta) of this sequential list."""
+        eps, delta = Fraction(0), Fraction(0)
+        for item in self._items:
+            e, d = (item.epsilon, item.delta) if isinstance(item, Spend) else item.cost()
+            eps, delta = eps + e, delta + d
+        return eps, delta
+
+    @property
+    def spends(self) -> list[Spend]:
+        """Every spend under this list, depth first, in the order recorded."""
+        out: list[Spend] = []
+        for item in self._items:
+            if isinstance(item, Spend):
+                out.append(item)
+            else:
+                for branch in item.branches.values():
+                    out.extend(branch.spends)
+        return out
+
+    def spend(
+        self,
+        *,
+        label: str,
+        mechanism: str,
+        epsilon: float | Fraction,
+        delta: float | Fraction = 0.0,
+        sensitivity: float = 1,
+        sensitivity_norm: str = "l1",
+        scale: float | None = None,
+        threshold: float | None = None,
+        unit: str | None = None,
+        note: str = "",
+    ) -> Spend:
+        """Record a spend; BudgetExceededError (nothing recorded) if it would pass the cap."""
+        root = self.root
+        if not isinstance(label, str) or not label:
+            raise ConfigError("a spend needs a non-empty label")
+        eps, dlt = exact(epsilon, "epsilon"), exact(delta, "delta")
+        if not (isinstance(sensitivity, numbers.Real) and 0 < sensitivity < math.inf):
+            raise ConfigError(f"sensitivity must be a positive finite number, got {sensitivity!r}")
+        if sensitivity_norm not in NORMS:
+            raise ConfigError(f"sensitivity_norm must be one of {NORMS}, got {sensitivity_norm!r}")
+        if scale is not None and not (0 < scale < math.inf):
+            raise ConfigError(f"scale must be a positive finite number, got {scale!r}")
+        if unit is not None and unit != root.unit:
+            raise ConfigError(
+                f"spend {label!r} is for privacy unit {unit!r} "
+                f"but the ledger composes over {root.unit!r}"
+            )
+        item = Spend(
+            label=label,
+            mechanism=mechanism,
+            epsilon=eps,
+            delta=dlt,
+            sensitivity=float(sensitivity),
+            sensitivity_norm=sensitivity_norm,
+            scale=None if scale is None else float(scale),
+            threshold=None if threshold is None else float(threshold),
+            unit=root.unit,
+            note=note,
+            group=self._path,
+        )
+        self._items.append(item)
+        total_eps, total_delta = root.cost()
+        if total_eps > root.cap_epsilon or total_delta > root.cap_delta:
+            self._items.pop()
+            spent_eps, spent_delta = root.cost()
+            raise BudgetExceededError(
+                f"spend {label!r} (epsilon={float(eps):g}, delta={float(dlt):g}"
+                f"{' in ' + self._path if self._path else ''}) would bring the total to "
+                f"epsilon={float(total_eps):g}, delta={float(total_delta):g}, past the cap "
+                f"epsilon={float(root.cap_epsilon):g}, delta={float(root.cap_delta):g} "
+                f"(already spent epsilon={float(spent_eps):g}, delta={float(spent_delta):g})"
+            )
+        return item
+
+    @contextmanager
+    def parallel(self, name: str, *, disjoint_by: str) -> Iterator[ParallelGroup]:
+        """A parallel group: branches over disjoint partitions of the units (``disjoint_by``)."""
+        if not disjoint_by:
+            raise ConfigError(f"parallel group {name!r} must state why its branches are disjoint")
+        group = ParallelGroup(name, disjoint_by, self)
+        self._items.append(group)
+        yield group
+
+    def to_list(self) -> list[dict[str, Any]]:
+        """The composition tree under this list."""
+        return [item.to_dict() for item in self._items]
+
+
+class ParallelGroup:
+    """Branches that each touch a disjoint set of privacy units; cost = max over branches."""
+
+    def __init__(self, name: str, disjoint_by: str, parent: LedgerBranch) -> None:
+        self.name = name
+        self.disjoint_by = disjoint_by
+        self._parent = parent
+        self.branches: dict[str, LedgerBranch] = {}
+
+    def branch(self, name: str) -> LedgerBranch:
+        """The sequential sub-ledger of one partition (created on first use)."""
+        if name not in self.branches:
+            prefix = f"{self._parent._path} / " if self._parent._path else ""
+            path = f"{prefix}{self.name}: {name}"
+            self.branches[name] = LedgerBranch(name, self._parent.root, path)
+        return self.branches[name]
+
+    def cost(self) -> tuple[Fraction, Fraction]:
+        """Exact (max epsilon, max delta) over the branches."""
+        costs = [b.cost() for b in self.branches.values()] or [(Fraction(0), Fraction(0))]
+        return max(c[0] for c in costs), max(c[1] for c in costs)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready group with its branches."""
+        return {
+            "type": "parallel",
+            "name": self.name,
+            "disjoint_by": self.disjoint_by,
+            **_amount(*self.cost()),
+            "branches": [
+                {"name": name, **_amount(*b.cost()), "items": b.to_list()}
+                for name, b in self.branches.items()
+            ],
+        }
+
+
+def _json_default(obj: Any) -> Any:
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    if isinstance(obj, Fraction):
+        return _fmt(obj)
+    if isinstance(obj, Path | os.PathLike):
+        return os.fspath(obj)
+    if isinstance(obj, set | frozenset):
+        return sorted(obj)
+    raise TypeError(f"cannot write {type(obj).__name__} to the manifest")
+
+
+class PrivacyLedger(LedgerBranch):
+    """The budget cap (epsilon, delta) of one release and everything spent under it.
+
+    Example::
+
+        ledger = PrivacyLedger(epsilon=1.0, delta=1e-6, unit="card",
+                               neighbouring="add or remove one card's records")
+        ledger.spend(label="level 1", mechanism="discrete_laplace", epsilon=0.5, scale=2.0)
+        with ledger.parallel("level 2", disjoint_by="children of distinct nodes") as par:
+            par.branch("line 1").spend(label="counts", mechanism="discrete_laplace", epsilon=0.5)
+    """
+
+    def __init__(
+        self,
+        epsilon: float | Fraction,
+        delta: float | Fraction = 0.0,
+        *,
+        unit: str = "card",
+        neighbouring: str | None = None,
+    ) -> None:
+        super().__init__("release", self, "")
+        self.cap_epsilon = exact(epsilon, "epsilon")
+        self.cap_delta = exact(delta, "delta")
+        if self.cap_epsilon == 0:
+            raise ConfigError("epsilon must be > 0")
+        if self.cap_delta >= 1:
+            raise ConfigError(f"delta must be in [0, 1), got {delta!r}")
+        self.unit = unit
+        self.neighbouring = neighbouring or f"add or remove all records of one {unit}"
+
+    @property
+    def spent_epsilon(self) -> float:
+        """Total epsilon spent (float of the exact total)."""
+        return float(self.cost()[0])
+
+    @property
+    def spent_delta(self) -> float:
+        """Total delta spent (float of the exact total)."""
+        return float(self.cost()[1])
+
+    @property
+    def remaining_epsilon(self) -> float:
+        """Epsilon left under the cap."""
+        return float(self.cap_epsilon - self.cost()[0])
+
+    @property
+    def remaining_delta(self) -> float:
+        """Delta left under the cap."""
+        return float(self.cap_delta - self.cost()[1])
+
+    def to_dict(
+        self,
+        parameters: dict[str, Any] | None = None,
+        inputs: Sequence[str | os.PathLike[str]] | None = None,
+    ) -> dict[str, Any]:
+        """The release manifest as a JSON-ready dict (see module docstring for the accounting)."""
+        from synth import __version__
+        from synth.io import fingerprint
+
+        eps, delta = self.cost()
+        files = [os.fspath(p) for p in inputs or []]
+        return {
+            "software": {"package": "transit-synth", "version": __version__},
+            "privacy_unit": self.unit,
+            "neighbouring": self.neighbouring,
+            "accounting": ACCOUNTING,
+            "cap": _amount(self.cap_epsilon, self.cap_delta),
+            "spent": _amount(eps, delta),
+            "remaining": _amount(self.cap_epsilon - eps, self.cap_delta - delta),
+            "composition": self.to_list(),
+            "spends": [s.to_dict() for s in self.spends],
+            "parameters": json.loads(json.dumps(parameters or {}, default=_json_default)),
+            "inputs": {
+                "files": [Path(f).name for f in files],
+                "fingerprint": fingerprint(files) if files else None,
+            },
+        }
+
+    def to_json(
+        self,
+        path: str | os.PathLike[str] | None = None,
+        parameters: dict[str, Any] | None = None,
+        inputs: Sequence[str | os.PathLike[str]] | None = None,
+    ) -> str:
+        """The manifest as deterministic JSON (sorted keys); atomically written to ``path``."""
+        from synth.io import atomic_path
+
+        text = json.dumps(self.to_dict(parameters, inputs), sort_keys=True, indent=2) + "\n"
+        if path is not None:
+            with atomic_path(path) as tmp:
+                Path(tmp).write_text(text, encoding="utf-8")
+        return text

@@ -1,0 +1,96 @@
+"""``transit-synth evaluate``: JSON and HTML report written atomically, summary, user errors."""
+
+from __future__ import annotations
+
+import json
+from html.parser import HTMLParser
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from synth.cli import main
+
+
+class _Images(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.srcs: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "img":
+            self.srcs.append(dict(attrs).get("src") or "")
+
+
+def _write_sequences(path: Path, n: int, seed: int) -> Path:
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(1, 7, n)
+    seq = np.repeat(np.arange(n), lengths)
+    pos = np.concatenate([np.arange(k) for k in lengths])
+    loc = rng.choice([f"st{i}" for i in range(12)], len(seq))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pd.DataFrame({"seq_id": seq, "pos": pos, "location": loc}).to_csv(path, index=False)
+    return path
+
+
+def test_evaluate_sequences_writes_json_and_report(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    original = _write_sequences(tmp_path / "original.csv", 300, 0)
+    release = tmp_path / "release"
+    _write_sequences(release / "sequences.csv", 300, 1)
+    (release / "manifest.json").write_text(json.dumps({"epsilon": 1.0, "unit": "card"}))
+    other = _write_sequences(tmp_path / "simple.csv", 250, 2)
+    out = tmp_path / "eval"
+    argv = ["evaluate", str(original), str(release), str(other), "--out", str(out)]
+    assert main([*argv, "--queries", "400", "--top-k", "20"]) == 0
+    assert sorted(p.name for p in out.iterdir()) == ["evaluation.json", "report.html"]
+    results = json.loads((out / "evaluation.json").read_text())
+    assert set(results["releases"]) == {"release", "simple"}
+    assert results["releases"]["release"]["patterns"][0]["k"] == 20
+    parser = _Images()
+    parser.feed((out / "report.html").read_text(encoding="utf-8"))
+    assert len(parser.srcs) == 3
+    assert all(s.startswith("data:image/png;base64,") for s in parser.srcs)
+    assert '"unit": "card"' in (out / "report.html").read_text(encoding="utf-8")
+    printed = capsys.readouterr().out
+    assert "release: relative error" in printed and "simple:" in printed
+
+
+def test_evaluate_trips_defaults_to_the_release_directory(tmp_path: Path) -> None:
+    rng = np.random.default_rng(0)
+    trips = pd.DataFrame(
+        {
+            "card_id": rng.integers(0, 40, 200),
+            "on_time": (
+                pd.Timestamp("2019-11-27") + pd.to_timedelta(rng.integers(0, 1440, 200), "m")
+            ).strftime("%Y-%m-%dT%H:%M"),
+            "mode": rng.choice(["bus", "rail"], 200),
+        }
+    )
+    trips.to_csv(tmp_path / "private.csv", index=False)
+    release = tmp_path / "rel"
+    release.mkdir()
+    trips.sample(frac=1.0, random_state=1).to_csv(release / "trips.csv", index=False)
+    assert main(["evaluate", str(tmp_path / "private.csv"), str(release), "--kind", "trips"]) == 0
+    results = json.loads((release / "evaluation.json").read_text())
+    assert results["releases"]["rel"]["k_marginal"]["score"] == 1000.0
+    assert (release / "report.html").is_file()
+
+
+def test_user_errors_exit_2_and_write_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    original = _write_sequences(tmp_path / "original.csv", 50, 0)
+    out = tmp_path / "eval"
+    assert main(["evaluate", str(original), str(tmp_path / "missing.csv"), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("transit-synth evaluate: error:") and "missing.csv" in err
+    assert "\n" not in err
+    pd.DataFrame({"a": [1], "b": [2]}).to_csv(tmp_path / "t.csv", index=False)
+    pd.DataFrame({"a": [1]}).to_csv(tmp_path / "s.csv", index=False)
+    argv = ["evaluate", str(tmp_path / "t.csv"), str(tmp_path / "s.csv"), "--kind", "trips"]
+    assert main([*argv, "--out", str(out)]) == 2
+    assert "lacks column(s) b" in capsys.readouterr().err
+    assert not out.exists()

@@ -1,0 +1,168 @@
+"""``transit-synth sequences``: SUBE taps, the Montreal simulation, fan-out taxonomies, user errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from synth.cli import main
+from synth.simulate import simulate_sequences
+from synth.taxonomy import Taxonomy
+
+
+def _manifest(out: Path) -> dict:
+    return json.loads((out / "manifest.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def sube(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Wednesday SUBE taps (rows without a card id dropped) and line / branch taxonomies."""
+    root = shared_data / "sube-buenos-aires"
+    tmp = tmp_path_factory.mktemp("sube")
+    taps = pd.read_csv(root / "miercoles_trx.csv", dtype=str)
+    taps = taps[taps["id_tarjeta"].notna()]
+    taps.to_csv(tmp / "taps.csv", index=False)
+    meta = root / "metadata_amba_2019_m1.csv"
+    Taxonomy.from_sube_metadata(meta, location="id_linea").to_csv(tmp / "lines.csv")
+    Taxonomy.from_sube_metadata(meta, location="id_ramal").to_csv(tmp / "branches.csv")
+    return {"taps": tmp / "taps.csv", "lines": tmp / "lines.csv", "branches": tmp / "branches.csv"}
+
+
+@pytest.mark.parametrize(("column", "taxonomy"), [("id_linea", "lines"), ("id_ramal", "branches")])
+def test_sube_taps(
+    sube: dict[str, Path],
+    tmp_path: Path,
+    column: str,
+    taxonomy: str,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    out = tmp_path / "release"
+    status = main(
+        [
+            "sequences",
+            str(sube["taps"]),
+            "--taxonomy",
+            str(sube[taxonomy]),
+            "--epsilon",
+            "1",
+            "--height",
+            "4",
+            "--out",
+            str(out),
+            "--location-column",
+            column,
+            "--on-unknown",
+            "drop",
+            "--seed",
+            "1",
+        ]
+    )
+    assert status == 0
+    err = capsys.readouterr().err
+    assert "NOT differentially private" in err
+    release = pd.read_csv(out / "sequences.csv", dtype={"location": str})
+    assert list(release.columns) == ["seq_id", "pos", "location"]
+    assert len(release) > 0
+    leaves = set(Taxonomy.from_csv(sube[taxonomy]).leaves())
+    assert set(release["location"]) <= leaves
+    assert release.groupby("seq_id")["pos"].max().max() <= 3
+    manifest = _manifest(out)
+    assert 0 < manifest["spent"]["epsilon"] <= manifest["cap"]["epsilon"] == 1.0
+    spends = [s for s in manifest["composition"] if s.get("type") == "spend"]
+    assert spends and all(s["mechanism"] == "discrete_laplace" for s in spends)
+    assert all(s["unit"] == "card" for s in spends)
+    assert manifest["parameters"]["seeded"] is True
+
+
+def test_montreal_simulation_trajectories_parquet(tmp_path: Path) -> None:
+    from synth.datasets import montreal_taxonomy
+
+    seqs = simulate_sequences(3000, with_time=True, seed=4)
+    seqs.to_parquet(tmp_path / "sim.parquet", index=False)
+    montreal_taxonomy().to_csv(tmp_path / "metro.csv")
+    out = tmp_path / "release"
+    status = main(
+        [
+            "sequences",
+            str(tmp_path / "sim.parquet"),
+            "--taxonomy",
+            str(tmp_path / "metro.csv"),
+            "--epsilon",
+            "2",
+            "--height",
+            "3",
+            "--out",
+            str(out),
+            "--time-bin",
+            "120",
+            "--format",
+            "parquet",
+            "--quiet",
+        ]
+    )
+    assert status == 0
+    release = pd.read_parquet(out / "sequences.parquet")
+    assert list(release.columns) == ["seq_id", "pos", "location", "time"]
+    assert len(release) > 0
+    assert set(release["time"]) <= {f"{2 * b:02d}:00" for b in range(12)}
+    hours = release["time"].str.slice(0, 2).astype(int)
+    assert (hours.groupby(release["seq_id"]).diff().fillna(0) >= 0).all()
+    assert not (out / "sequences.csv").exists()
+
+
+def test_fanout_taxonomy_needs_public_locations(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    seqs = pd.DataFrame(
+        {"seq_id": ["a", "a", "b", "c"], "pos": [0, 1, 0, 0], "location": ["s1", "s2", "s1", "s3"]}
+    )
+    seqs.to_csv(tmp_path / "seqs.csv", index=False)
+    out = tmp_path / "release"
+    args = ["sequences", str(tmp_path / "seqs.csv"), "--taxonomy", "fanout:3", "--epsilon", "1"]
+    args += ["--height", "2", "--out", str(out)]
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "transit-synth sequences: error:" in err[0]
+    assert not out.exists()
+    (tmp_path / "stations.txt").write_text("\n".join(f"s{i}" for i in range(10)) + "\n")
+    assert main([*args, "--locations", str(tmp_path / "stations.txt"), "--quiet"]) == 0
+    assert (out / "sequences.csv").is_file() and (out / "manifest.json").is_file()
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--epsilon", "0"], "epsilon"),
+        (["--height", "0"], "height"),
+    ],
+)
+def test_user_errors_exit_2_and_write_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: list[str], message: str
+) -> None:
+    pd.DataFrame({"seq_id": ["a"], "pos": [0], "location": ["x"]}).to_csv(
+        tmp_path / "s.csv", index=False
+    )
+    (tmp_path / "tax.csv").write_text("child,parent\nx,root\ny,root\n")
+    args = ["sequences", str(tmp_path / "s.csv"), "--taxonomy", str(tmp_path / "tax.csv")]
+    args += ["--epsilon", "1", "--height", "2", "--out", str(tmp_path / "out"), *extra]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "out").exists()
+
+
+def test_unknown_location_fails_without_output(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pd.DataFrame({"seq_id": ["a"], "pos": [0], "location": ["nowhere"]}).to_csv(
+        tmp_path / "s.csv", index=False
+    )
+    (tmp_path / "tax.csv").write_text("child,parent\nx,root\ny,root\n")
+    args = ["sequences", str(tmp_path / "s.csv"), "--taxonomy", str(tmp_path / "tax.csv")]
+    args += ["--epsilon", "1", "--height", "2", "--out", str(tmp_path / "out")]
+    assert main(args) == 2
+    assert "nowhere" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()

@@ -1,0 +1,199 @@
+"""PrivacyLedger: exact totals, overspend refused before noise, parallel groups, the manifest."""
+
+from __future__ import annotations
+
+import json
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import synth
+from synth.errors import BudgetExceededError, ConfigError
+from synth.privacy import DiscreteGaussian, DiscreteLaplace, PrivacyLedger, SecureNoise
+
+
+class CountingNoise(SecureNoise):
+    """Counts sampler calls, to prove no noise is drawn when a spend is refused."""
+
+    def __init__(self) -> None:
+        super().__init__(seed=0)
+        self.calls = 0
+
+    def discrete_laplace(self, scale: float, size: int) -> np.ndarray:
+        self.calls += 1
+        return super().discrete_laplace(scale, size)
+
+    def discrete_gaussian(self, sigma: float, size: int) -> np.ndarray:
+        self.calls += 1
+        return super().discrete_gaussian(sigma, size)
+
+
+def spend(ledger, eps, delta=0.0, label="q"):  # type: ignore[no-untyped-def]
+    return ledger.spend(label=label, mechanism="discrete_laplace", epsilon=eps, delta=delta)
+
+
+def test_float_sums_are_exact_at_the_cap() -> None:
+    ledger = PrivacyLedger(epsilon=0.3, delta=0.0)
+    spend(ledger, 0.1)
+    spend(ledger, 0.2)  # 0.1 + 0.2 != 0.3 in floats, == 3/10 here
+    assert ledger.spent_epsilon == 0.3
+    assert ledger.remaining_epsilon == 0.0
+    with pytest.raises(BudgetExceededError):
+        spend(ledger, 1e-12)
+
+
+def test_many_small_spends_never_drift_past_the_cap() -> None:
+    ledger = PrivacyLedger(epsilon=1.0, delta=1e-6)
+    for _ in range(10):
+        spend(ledger, 0.1, 1e-7)
+    assert ledger.cost() == (Fraction(1), Fraction(1, 10**6))
+    with pytest.raises(BudgetExceededError):
+        spend(ledger, 0.0, 1e-300)
+    with pytest.raises(BudgetExceededError):
+        spend(ledger, 5e-324)
+
+
+def test_fraction_inputs_and_thirds() -> None:
+    ledger = PrivacyLedger(epsilon=Fraction(1), delta=0.0)
+    for _ in range(3):
+        spend(ledger, Fraction(1, 3))
+    assert ledger.cost()[0] == 1
+    with pytest.raises(BudgetExceededError):
+        spend(ledger, Fraction(1, 10**30))
+
+
+def test_overspend_message_and_nothing_recorded() -> None:
+    ledger = PrivacyLedger(epsilon=1.0, delta=0.0)
+    spend(ledger, 0.75, label="first")
+    with pytest.raises(BudgetExceededError, match=r"'second'.*past the cap epsilon=1"):
+        spend(ledger, 0.5, label="second")
+    assert [s.label for s in ledger.spends] == ["first"]
+    with pytest.raises(BudgetExceededError, match="delta"):
+        spend(ledger, 0.1, 1e-9)  # no delta budget at all
+
+
+def test_release_refuses_before_drawing_noise() -> None:
+    noise = CountingNoise()
+    ledger = PrivacyLedger(epsilon=0.5, delta=1e-6)
+    DiscreteLaplace(epsilon=0.5).release(np.array([3, 4]), noise=noise, ledger=ledger, label="a")
+    assert noise.calls == 1
+    with pytest.raises(BudgetExceededError):
+        DiscreteLaplace(epsilon=0.1).release(np.array([1]), noise=noise, ledger=ledger, label="b")
+    with pytest.raises(BudgetExceededError):
+        DiscreteGaussian(epsilon=0.1, delta=1e-7).release(
+            np.array([1]), noise=noise, ledger=ledger, label="c"
+        )
+    assert noise.calls == 1
+    assert len(ledger.spends) == 1
+
+
+def test_parallel_group_costs_the_max_over_branches() -> None:
+    ledger = PrivacyLedger(epsilon=1.0, delta=1e-6)
+    spend(ledger, 0.25, label="level 1")
+    with ledger.parallel("level 2", disjoint_by="children of distinct level-1 nodes") as par:
+        spend(par.branch("a"), 0.5, label="a1")
+        spend(par.branch("b"), 0.25, 1e-7, label="b1")
+        spend(par.branch("b"), 0.25, label="b2")
+        spend(par.branch("c"), 0.75)  # branch total 0.75: 0.25 + 0.75 = 1.0 still fits
+        with pytest.raises(BudgetExceededError, match="level 2: a"):
+            spend(par.branch("a"), 0.5, label="a2")  # branch a would reach 1.0 -> total 1.25
+    assert ledger.cost() == (Fraction(1), Fraction(1, 10**7))
+    with pytest.raises(BudgetExceededError):
+        spend(ledger, 0.01)
+
+
+def test_nested_parallel_groups() -> None:
+    ledger = PrivacyLedger(epsilon=1.0, delta=0.0)
+    with ledger.parallel("lines", disjoint_by="line of the card's first tap") as lines:
+        branch = lines.branch("line 1")
+        spend(branch, 0.5)
+        with branch.parallel("stations", disjoint_by="first station") as stations:
+            spend(stations.branch("s1"), 0.5)
+            spend(stations.branch("s2"), 0.25)
+        spend(lines.branch("line 2"), 0.5)
+    assert ledger.spent_epsilon == 1.0
+    spends = ledger.to_dict()["spends"]
+    assert {s["group"] for s in spends} == {
+        "lines: line 1",
+        "lines: line 1 / stations: s1",
+        "lines: line 1 / stations: s2",
+        "lines: line 2",
+    }
+
+
+def test_invalid_parameters() -> None:
+    for eps in (0.0, -1.0, float("inf"), float("nan")):
+        with pytest.raises(ConfigError):
+            PrivacyLedger(epsilon=eps)
+    for delta in (1.0, 2.0, -0.1, float("nan")):
+        with pytest.raises(ConfigError):
+            PrivacyLedger(epsilon=1.0, delta=delta)
+    ledger = PrivacyLedger(epsilon=1.0, unit="card")
+    with pytest.raises(ConfigError):
+        spend(ledger, -0.1)
+    with pytest.raises(ConfigError, match="privacy unit"):
+        ledger.spend(label="x", mechanism="m", epsilon=0.1, unit="trip")
+    with pytest.raises(ConfigError):
+        ledger.spend(label="", mechanism="m", epsilon=0.1)
+    with pytest.raises(ConfigError):
+        ledger.spend(label="x", mechanism="m", epsilon=0.1, sensitivity=0)
+    with pytest.raises(ConfigError):
+        ledger.spend(label="x", mechanism="m", epsilon=0.1, sensitivity_norm="l3")
+    with pytest.raises(ConfigError), ledger.parallel("p", disjoint_by=""):
+        pass
+    assert ledger.spends == []
+
+
+def test_manifest_contents_and_deterministic_atomic_json(tmp_path: Path) -> None:
+    data = tmp_path / "taps.csv"
+    data.write_text("card_id,time,stop_id\n1,2024-01-01T08:00,A\n")
+    noise = SecureNoise(seed=1)
+    ledger = PrivacyLedger(epsilon=1.0, delta=1e-6, unit="card", neighbouring="add/remove a card")
+    DiscreteLaplace(epsilon=0.5).release(np.array([1, 2]), noise=noise, ledger=ledger, label="lap")
+    with ledger.parallel("modes", disjoint_by="mode of the card") as par:
+        DiscreteGaussian(epsilon=0.5, delta=1e-6).release(
+            np.array([5]), noise=noise, ledger=par.branch("bus"), label="gauss", threshold=3
+        )
+    params = {"epsilon": 1.0, "height": np.int64(12), "out": tmp_path}
+    out = tmp_path / "release" / "manifest.json"
+    text = ledger.to_json(out, parameters=params, inputs=[data])
+    assert out.read_text() == text
+    assert text == ledger.to_json(parameters=params, inputs=[data])
+    assert not [p for p in out.parent.iterdir() if p.name != "manifest.json"]  # no temp left
+    manifest = json.loads(text)
+    assert list(manifest) == sorted(manifest)
+    assert manifest["privacy_unit"] == "card"
+    assert manifest["neighbouring"] == "add/remove a card"
+    assert manifest["software"]["version"] == synth.__version__
+    assert manifest["cap"]["epsilon_exact"] == "1"
+    assert manifest["spent"]["epsilon"] == 1.0
+    assert manifest["parameters"]["height"] == 12
+    assert manifest["inputs"]["fingerprint"].startswith("sha256:")
+    assert manifest["inputs"]["files"] == ["taps.csv"]
+    assert "basic composition" in manifest["accounting"]
+    lap, gauss = manifest["spends"]
+    assert lap["scale"] == 2.0 and lap["sensitivity_norm"] == "l1" and lap["group"] == ""
+    assert gauss["mechanism"] == "discrete_gaussian" and gauss["sensitivity_norm"] == "l2"
+    assert gauss["group"] == "modes: bus" and gauss["threshold"] == 3.0
+    assert 0 < gauss["delta"] <= 1e-6
+    group = manifest["composition"][1]
+    assert group["type"] == "parallel" and group["disjoint_by"] == "mode of the card"
+    assert group["branches"][0]["items"][0]["label"] == "gauss"
+
+
+def test_failed_write_leaves_nothing(tmp_path: Path) -> None:
+    ledger = PrivacyLedger(epsilon=1.0)
+    out = tmp_path / "manifest.json"
+    with pytest.raises(TypeError):
+        ledger.to_json(out, parameters={"bad": object()})
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_seeded_release_is_flagged_in_the_manifest() -> None:
+    ledger = PrivacyLedger(epsilon=1.0)
+    DiscreteLaplace(epsilon=1.0).release(
+        np.array([1]), noise=SecureNoise(seed=3), ledger=ledger, label="x"
+    )
+    assert "NOT private" in ledger.spends[0].note

@@ -1,0 +1,280 @@
+"""PrefixTreeSynthesizer: budget plan, ledger, release, trajectories, validation (KDD 2012)."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from fractions import Fraction
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from prefixtree import PrefixTreeSynthesizer
+from synth.errors import ConfigError, InputError
+from synth.taxonomy import Taxonomy
+
+TABLE_1 = [
+    ["L1", "L2", "L3"],
+    ["L1", "L2"],
+    ["L3", "L2", "L1"],
+    ["L1", "L2", "L4"],
+    ["L1", "L2", "L3"],
+    ["L3", "L2"],
+    ["L1", "L2", "L4", "L1"],
+    ["L3", "L1"],
+]
+
+
+class ZeroNoise:
+    """Test-only SecureNoise stand-in: no noise; empty cells pass iff threshold <= 0."""
+
+    seeded = True
+
+    def discrete_laplace(self, scale: float, size: int) -> np.ndarray:
+        return np.zeros(size, dtype=np.int64)
+
+    def empty_cells_passing(self, scale: float, threshold: int, n_empty: int) -> np.ndarray:
+        return np.zeros(n_empty if threshold <= 0 else 0, dtype=np.int64)
+
+    def choice(self, n: int, k: int) -> np.ndarray:
+        return np.arange(k, dtype=np.int64)
+
+
+def long_format(rows: list[list[str]], ids: list[str] | None = None) -> pd.DataFrame:
+    ids = ids or [f"c{i}" for i in range(len(rows))]
+    return pd.DataFrame(
+        [(sid, k, loc) for sid, row in zip(ids, rows, strict=True) for k, loc in enumerate(row)],
+        columns=["seq_id", "pos", "location"],
+    )
+
+
+def as_multiset(release: pd.DataFrame) -> Counter:
+    grouped = release.sort_values(["seq_id", "pos"]).groupby("seq_id")["location"]
+    return Counter(tuple(map(str, g)) for _, g in grouped)
+
+
+def taxonomy_4() -> Taxonomy:
+    return Taxonomy.from_edges(
+        [("L1", "G12"), ("L2", "G12"), ("L3", "G34"), ("L4", "G34")]
+        + [("G12", "root"), ("G34", "root")]
+    )
+
+
+def metro_like(n_lines: int = 4, per_line: int = 17) -> Taxonomy:
+    edges = [(f"s{k}-{i}", f"line{k}") for k in range(n_lines) for i in range(per_line)]
+    return Taxonomy.from_edges(edges + [(f"line{k}", "root") for k in range(n_lines)])
+
+
+@pytest.mark.parametrize("variant", ["hybrid", "simple"])
+def test_zero_noise_release_is_the_database(variant: str) -> None:
+    syn = PrefixTreeSynthesizer(
+        epsilon=1.0,
+        height=4,
+        taxonomy=taxonomy_4(),
+        variant=variant,
+        thresholds={2: 1},
+        random_state=ZeroNoise(),
+    ).fit(long_format(TABLE_1))
+    assert as_multiset(syn.sample()) == Counter(map(tuple, TABLE_1))
+    tree = syn.tree_
+    assert (tree["count"] == tree["noisy_count"]).all()  # true counts are already consistent
+    ends = dict(zip(tree["node"], tree["ending"], strict=True))
+    assert sum(ends.values()) == len(TABLE_1)
+
+
+def test_truncation_to_height() -> None:
+    syn = PrefixTreeSynthesizer(
+        epsilon=1.0, height=2, taxonomy=taxonomy_4(), thresholds={2: 1}, random_state=ZeroNoise()
+    ).fit(long_format(TABLE_1))
+    assert as_multiset(syn.sample()) == Counter(tuple(r[:2]) for r in TABLE_1)
+    assert syn.tree_["depth"].max() == 2
+
+
+def test_two_level_budget_split_follows_the_paper() -> None:
+    tax = metro_like()  # f = 68 / 4 = 17
+    rows = [["s0-1", "s1-2"], ["s0-1"]] * 20
+    syn = PrefixTreeSynthesizer(epsilon=1.0, height=3, taxonomy=tax, random_state=0)
+    syn.fit(long_format(rows))
+    plan = syn.sub_levels_
+    eps_bar = 1.0 / 3
+    assert plan["generalized"].tolist() == [True, False]
+    assert plan["fanout"].iloc[0] == pytest.approx(17.0)
+    np.testing.assert_allclose(plan["epsilon"], [2 * eps_bar / 17, 15 * eps_bar / 17])
+    assert plan["threshold"].tolist() == [
+        math.ceil(4 * math.sqrt(2) / (2 * eps_bar / 17)),
+        math.ceil(2 * math.sqrt(2) / (15 * eps_bar / 17)),
+    ]
+    # one spend per sub-level per level built; the total is exactly epsilon when all h levels ran
+    spends = syn.ledger_.to_dict()["composition"]
+    levels_built = len(spends) // 2
+    assert levels_built >= 1
+    total = sum(Fraction(s["epsilon_exact"]) for s in spends)
+    assert total == Fraction(levels_built, 3)
+
+
+def test_ledger_total_is_epsilon_when_every_level_is_built() -> None:
+    syn = PrefixTreeSynthesizer(
+        epsilon=0.7, height=4, taxonomy=taxonomy_4(), thresholds={2: 1}, random_state=ZeroNoise()
+    ).fit(long_format(TABLE_1))
+    assert syn.ledger_.spent_epsilon == pytest.approx(0.7)
+    assert syn.ledger_.remaining_epsilon == pytest.approx(0.0, abs=1e-12)
+
+
+def test_fanout_at_most_two_falls_back_to_simple() -> None:
+    syn = PrefixTreeSynthesizer(epsilon=1.0, height=2, taxonomy=taxonomy_4(), random_state=0)
+    syn.fit(long_format(TABLE_1))
+    assert syn.sub_levels_["generalized"].tolist() == [False]
+    assert syn.sub_levels_["epsilon"].iloc[0] == pytest.approx(0.5)
+
+
+def test_multi_level_taxonomy_split_is_recursive() -> None:
+    # 4 modes -> 16 lines -> 160 stations: f(line) = 10, f(mode) = 4
+    edges = [(f"s{i}", f"l{i // 10}") for i in range(160)]
+    edges += [(f"l{k}", f"m{k // 4}") for k in range(16)] + [(f"m{m}", "root") for m in range(4)]
+    tax = Taxonomy.from_edges(edges)
+    syn = PrefixTreeSynthesizer(epsilon=1.0, height=1, taxonomy=tax, random_state=0)
+    syn.fit(long_format([["s1"], ["s2"]]))
+    plan = syn.sub_levels_
+    assert plan["taxonomy_level"].tolist() == [1, 2, 3]
+    shares = (plan["epsilon"] / 1.0).tolist()
+    np.testing.assert_allclose(shares, [2 / 4, (1 - 2 / 4) * 2 / 10, (1 - 2 / 4) * (1 - 2 / 10)])
+
+
+def test_budget_split_and_threshold_overrides() -> None:
+    syn = PrefixTreeSynthesizer(
+        epsilon=1.0,
+        height=1,
+        taxonomy=metro_like(),
+        budget_split={1: 0.5},
+        thresholds={1: 7, 2: 3},
+        random_state=0,
+    ).fit(long_format([["s0-1"]]))
+    np.testing.assert_allclose(syn.sub_levels_["epsilon"], [0.5, 0.5])
+    assert syn.sub_levels_["threshold"].tolist() == [7, 3]
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"epsilon": 0},
+        {"epsilon": -1.0},
+        {"epsilon": float("nan")},
+        {"height": 0},
+        {"variant": "fancy"},
+        {"budget_split": {1: 1.0}},
+        {"budget_split": {5: 0.1}},
+        {"budget_split": {1: 0.2}, "variant": "simple"},
+        {"thresholds": {9: 1.0}},
+        {"time_bins": 0},
+        {"random_state": object()},
+        {"max_nodes": 0},
+    ],
+)
+def test_bad_parameters_raise_config_error(kwargs: dict) -> None:
+    params = {"epsilon": 1.0, "height": 2, "taxonomy": metro_like(), **kwargs}
+    with pytest.raises(ConfigError):
+        PrefixTreeSynthesizer(**params).fit(long_format([["s0-1"]]))
+
+
+def test_unknown_location_is_an_input_error() -> None:
+    with pytest.raises(InputError):
+        PrefixTreeSynthesizer(epsilon=1.0, height=2, taxonomy=metro_like(), random_state=0).fit(
+            long_format([["nowhere"]])
+        )
+
+
+def test_sample_before_fit() -> None:
+    with pytest.raises(ConfigError):
+        PrefixTreeSynthesizer(epsilon=1.0, height=2, taxonomy=metro_like()).sample()
+
+
+def test_seeded_release_does_not_depend_on_input_order_or_ids() -> None:
+    rng = np.random.default_rng(3)
+    locs = metro_like().leaves()
+    rows = [[str(x) for x in rng.choice(locs[:20], size=rng.integers(1, 6))] for _ in range(400)]
+    a = long_format(rows)
+    perm = rng.permutation(len(rows))
+    b = long_format([rows[i] for i in perm], ids=[f"other{i}" for i in range(len(rows))])
+    b = b.sample(frac=1.0, random_state=1).sort_values(["seq_id", "pos"])
+    out = []
+    for frame in (a, b):
+        syn = PrefixTreeSynthesizer(epsilon=2.0, height=4, taxonomy=metro_like(), random_state=11)
+        out.append(syn.fit(frame).sample())
+    pd.testing.assert_frame_equal(out[0], out[1])
+    # rows grouped by sequence, sequences ordered by length
+    lengths = out[0].groupby("seq_id").size().to_numpy()
+    assert (np.diff(lengths) >= 0).all()
+
+
+def test_secure_noise_by_default() -> None:
+    syn = PrefixTreeSynthesizer(epsilon=1.0, height=2, taxonomy=metro_like())
+    syn.fit(long_format([["s0-1"]] * 5))
+    assert syn.noise_seeded_ is False
+    assert PrefixTreeSynthesizer(
+        epsilon=1.0, height=2, taxonomy=metro_like(), random_state=1
+    ).fit(long_format([["s0-1"]])).noise_seeded_
+
+
+def test_consistent_counts_in_tree() -> None:
+    rng = np.random.default_rng(0)
+    locs = metro_like().leaves()
+    rows = [[str(x) for x in rng.choice(locs[:10], size=rng.integers(1, 5))] for _ in range(3000)]
+    syn = PrefixTreeSynthesizer(epsilon=1.0, height=4, taxonomy=metro_like(), random_state=5)
+    tree = syn.fit(long_format(rows)).tree_
+    child_sum = tree[tree.parent >= 0].groupby("parent")["count"].sum()
+    assert (child_sum <= tree.set_index("node").loc[child_sum.index, "count"]).all()
+    assert (tree["ending"] >= 0).all()
+    assert len(syn.sample().groupby("seq_id")) == tree["ending"].sum()
+
+
+def test_trajectories_zero_noise() -> None:
+    rows = [["L1", "L2"], ["L1", "L2"], ["L3"]]
+    seqs = long_format(rows)
+    seqs["time"] = ["08:10", "09:40", "08:20", "07:05", "18:00"]
+    syn = PrefixTreeSynthesizer(
+        epsilon=1.0,
+        height=3,
+        taxonomy=taxonomy_4(),
+        time_bins=60,
+        thresholds={2: 1},
+        random_state=ZeroNoise(),
+    ).fit(seqs)
+    out = syn.sample()
+    got = Counter(
+        tuple(zip(g["location"].astype(str), g["time"].astype(str), strict=True))
+        for _, g in out.groupby("seq_id")
+    )
+    assert got == Counter(
+        {
+            (("L1", "08:00"), ("L2", "09:00")): 1,
+            (("L1", "08:00"), ("L2", "08:00")): 1,
+            (("L3", "18:00"),): 1,
+        }
+    )
+    assert "time_bin" in syn.tree_.columns
+
+
+def test_trajectories_times_non_decreasing_with_noise() -> None:
+    rng = np.random.default_rng(1)
+    rows = [[str(x) for x in rng.choice(["L1", "L2", "L3"], size=3)] for _ in range(500)]
+    seqs = long_format(rows)
+    seqs["time"] = pd.to_datetime("2019-11-27 06:00") + pd.to_timedelta(
+        np.sort(rng.integers(0, 600, len(seqs))), unit="min"
+    )
+    syn = PrefixTreeSynthesizer(
+        epsilon=3.0, height=3, taxonomy=taxonomy_4(), time_bins=120, random_state=2
+    ).fit(seqs)
+    out = syn.sample()
+    assert len(out) > 0
+    minutes = out["time"].astype(str).str.slice(0, 2).astype(int)
+    assert (minutes.groupby(out["seq_id"]).diff().fillna(0) >= 0).all()
+
+
+def test_bad_time_column() -> None:
+    seqs = long_format([["L1"]])
+    seqs["time"] = ["not a time"]
+    with pytest.raises(InputError):
+        PrefixTreeSynthesizer(
+            epsilon=1.0, height=2, taxonomy=taxonomy_4(), time_bins=60, random_state=0
+        ).fit(seqs)
