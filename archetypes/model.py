@@ -70,7 +70,9 @@ class ArchetypeModel:
     Parameters are keyword-only and stored as given; ``fit`` learns. ``features`` are numeric columns
     clustered by the mixture (missing values are imputed with the public mean); ``key_columns`` (default
     ``features``) form each archetype's joint distribution; ``category_column`` splits individuals by
-    their dominant category. ``random_state`` seeds the mixture and the tie-breaking.
+    their dominant category. The mixture is fitted on at most ``max_fit_rows`` public trips drawn at
+    random (None: all), then labels every trip. ``random_state`` seeds the mixture, that draw and
+    the tie-breaking.
     """
 
     def __init__(
@@ -82,6 +84,7 @@ class ArchetypeModel:
         key_columns: Sequence[str] | None = None,
         category_column: str | None = None,
         category_values: Sequence[Any] | None = None,
+        max_fit_rows: int | None = 10_000,
         random_state: int | np.random.Generator | None = None,
     ) -> None:
         self.n_archetypes = n_archetypes
@@ -90,6 +93,7 @@ class ArchetypeModel:
         self.key_columns = key_columns
         self.category_column = category_column
         self.category_values = category_values
+        self.max_fit_rows = max_fit_rows
         self.random_state = random_state
 
     # -- fitting -----------------------------------------------------------------------------------
@@ -115,13 +119,16 @@ class ArchetypeModel:
         public = public.reset_index(drop=True)
         x = self._features(public, fit=True)
         # one BLAS thread: the tiny d x d solves of the EM steps only lose time to thread handoffs
+        rows = np.arange(len(x))
+        if self.max_fit_rows is not None and len(x) > self.max_fit_rows:
+            rows = rng.choice(len(x), size=self.max_fit_rows, replace=False)
         with threadpool_limits(limits=1):
             self.gmm_ = GaussianMixture(
                 n_components=self.n_archetypes,
                 covariance_type="full",
                 reg_covar=1e-4,
                 random_state=int(rng.integers(2**31 - 1)),
-            ).fit(x)
+            ).fit(x[rows])
             labels = self.gmm_.predict(x)
         self.key_columns_ = keys
         ids, id_codes = _codes(public[self.id_column])

@@ -1,23 +1,29 @@
 """Draws per second of the exact samplers (ours and OpenDP's) at 1e6 and 1e7 draws.
 
-Run: ``python benchmarks/bench_noise.py`` (``--sizes``, ``--opendp-max`` to limit the slow OpenDP
-runs). Ours read ``os.urandom``; table construction for a new scale is timed separately (once per
-scale, cached). Single process, single thread.
+Run: ``python benchmarks/bench_noise.py`` (``--sizes``; ``--opendp-max`` limits the slow OpenDP
+runs; ``--processes 2`` also measures our samplers on two cores, each process drawing half).
+Ours read ``os.urandom``; table construction for a new scale is timed separately (it happens once
+per scale and is cached).
 """
 
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import time
 from collections.abc import Callable
 
 from synth.privacy import SecureNoise
 
+NOISE = SecureNoise()
+LAPLACE_SCALES = (1.0, 10.0, 1000.0, 1e9)
+GAUSSIAN_SIGMAS = (4.22, 36.3, 1000.0)
 
-def rate(draw: Callable[[int], object], n: int) -> float:
-    start = time.perf_counter()
-    draw(n)
-    return n / (time.perf_counter() - start)
+
+def ours(kind: str, scale: float, n: int) -> int:
+    """Draw n values with our sampler (top-level: picklable for worker processes)."""
+    sampler = NOISE.discrete_laplace if kind == "laplace" else NOISE.discrete_gaussian
+    return int(sampler(scale, n).size)
 
 
 def opendp_sampler(kind: str, scale: float) -> Callable[[int], object]:
@@ -32,37 +38,68 @@ def opendp_sampler(kind: str, scale: float) -> Callable[[int], object]:
     return lambda n: meas([0] * n)
 
 
+def rate(draw: Callable[[int], object], n: int) -> float:
+    start = time.perf_counter()
+    draw(n)
+    return n / (time.perf_counter() - start)
+
+
+def parallel_rate(pool: multiprocessing.pool.Pool, kind: str, scale: float, n: int) -> float:
+    workers = pool._processes  # type: ignore[attr-defined]
+    start = time.perf_counter()
+    pool.starmap(ours, [(kind, scale, n // workers)] * workers)
+    return n / (time.perf_counter() - start)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=float, nargs="+", default=[1e6, 1e7])
     parser.add_argument("--opendp-max", type=float, default=1e7, help="largest OpenDP run")
+    parser.add_argument("--processes", type=int, default=1, help="also run ours on N processes")
     args = parser.parse_args()
-    noise = SecureNoise()
-    samplers: list[tuple[str, float, Callable[[int], object]]] = []
-    for scale in (1.0, 10.0, 1000.0, 1e9):
+    sizes = [int(n) for n in args.sizes]
+    for scale in LAPLACE_SCALES:  # build (and cache) the tables before any fork
         start = time.perf_counter()
-        noise.discrete_laplace(scale, 1)
-        setup = time.perf_counter() - start
-        print(f"table set-up, discrete Laplace scale {scale:g}: {setup:.3f} s")
-        samplers.append(
-            ("ours discrete_laplace", scale, lambda n, s=scale: noise.discrete_laplace(s, n))
+        ours("laplace", scale, 1)
+        print(
+            f"table set-up, discrete Laplace scale {scale:g}: {time.perf_counter() - start:.3f} s"
         )
-    for sigma in (4.22, 36.3, 1000.0):
-        samplers.append(
-            ("ours discrete_gaussian", sigma, lambda n, s=sigma: noise.discrete_gaussian(s, n))
+    for sigma in GAUSSIAN_SIGMAS:
+        ours("gaussian", sigma, 1)
+    rows: list[tuple[str, float, Callable[[int], float]]] = []
+    for kind, scales in (("laplace", LAPLACE_SCALES), ("gaussian", GAUSSIAN_SIGMAS)):
+        for scale in scales:
+            rows.append(
+                (f"ours {kind}", scale, lambda n, k=kind, s=scale: rate(lambda m: ours(k, s, m), n))
+            )
+    pool = None
+    if args.processes > 1:
+        pool = multiprocessing.get_context("fork").Pool(args.processes)
+        for kind, scales in (("laplace", LAPLACE_SCALES), ("gaussian", GAUSSIAN_SIGMAS)):
+            for scale in scales:
+                rows.append(
+                    (
+                        f"ours {kind} x{args.processes}",
+                        scale,
+                        lambda n, k=kind, s=scale: parallel_rate(pool, k, s, n),
+                    )
+                )
+    for kind, scale in (("laplace", 10.0), ("gaussian", 36.3)):
+        draw = opendp_sampler(kind, scale)
+        rows.append(
+            (
+                f"opendp {kind}",
+                scale,
+                lambda n, d=draw: rate(d, n) if n <= args.opendp_max else float("nan"),
+            )
         )
-    samplers.append(("opendp discrete_laplace", 10.0, opendp_sampler("laplace", 10.0)))
-    samplers.append(("opendp discrete_gaussian", 36.3, opendp_sampler("gaussian", 36.3)))
-    header = "".join(f"{f'{n:.0e} draws/s':>18}" for n in args.sizes)
-    print(f"{'sampler':<26}{'scale':>8}{header}")
-    for name, scale, draw in samplers:
-        cells = []
-        for n in args.sizes:
-            if name.startswith("opendp") and n > args.opendp_max:
-                cells.append(f"{'skipped':>18}")
-            else:
-                cells.append(f"{rate(draw, int(n)):>18,.0f}")
-        print(f"{name:<26}{scale:>8g}" + "".join(cells), flush=True)
+    header = "".join(f"{f'{n:.0e} draws/s':>18}" for n in sizes)
+    print(f"{'sampler':<22}{'scale':>8}{header}")
+    for name, scale, measure in rows:
+        cells = "".join(f"{measure(n):>18,.0f}" for n in sizes)
+        print(f"{name:<22}{scale:>8g}{cells}", flush=True)
+    if pool is not None:
+        pool.close()
 
 
 if __name__ == "__main__":

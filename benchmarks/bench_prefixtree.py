@@ -68,7 +68,11 @@ def _child(cmd: list[str]) -> dict[str, Any]:
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}):\n{err}")
-    return {"wall_s": round(wall, 2), "peak_rss_mb": round(usage.ru_maxrss / 1024, 1), "stderr": err}
+    return {
+        "wall_s": round(wall, 2),
+        "peak_rss_mb": round(usage.ru_maxrss / 1024, 1),
+        "stderr": err,
+    }
 
 
 PYARROW_ROUND_TRIP = (
@@ -169,6 +173,7 @@ def _release(
         height=height,
         taxonomy=tax,
         variant=variant,
+        budget_split=args.budget_split if variant == "hybrid" else None,
         random_state=args.seed,
         max_nodes=args.max_nodes,
     )
@@ -219,7 +224,12 @@ def utility(args: argparse.Namespace) -> list[dict[str, Any]]:
                 if res is not None:
                     row["tp"] = {str(r["k"]): r["tp"] for r in res["patterns"]}
                     row["count_query_error"] = {
-                        kind: q.get("mean") if isinstance(q, dict) else q
+                        kind: {
+                            "mean": round(q["mean_relative_error"], 4),
+                            "by_subset": [
+                                round(b["mean_relative_error"], 4) for b in q["by_subset"]
+                            ],
+                        }
                         for kind, q in res["count_queries"].items()
                     }
                 print(json.dumps(row, default=str), flush=True)
@@ -245,6 +255,13 @@ def main(argv: list[str] | None = None) -> int:
     up.add_argument("--variants", nargs="+", default=["hybrid", "simple", "inf"])
     up.add_argument("--queries", type=int, default=40_000)
     up.add_argument("--max-nodes", type=int, default=20_000_000)
+    up.add_argument(
+        "--budget-split",
+        type=lambda text: {int(k): float(v) for k, v in (p.split("=") for p in text.split(","))},
+        default=None,
+        metavar="LEVEL=SHARE[,...]",
+        help="hybrid budget_split override, e.g. 1=0.3 (default: the paper's 2/f rule)",
+    )
     up.add_argument("--seed", type=int, default=1, help="noise seed (benchmarks only: NOT private)")
     for p in (sp, up):
         p.add_argument("--out", type=Path, default=None, help="write the rows as JSON here")

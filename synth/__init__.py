@@ -1,12 +1,29 @@
-"""transit-synth: differentially private synthetic public-transport data."""
+"""transit-synth: differentially private synthetic public-transport data.
+
+The public names below are imported on first use, so that ``transit-synth --help`` and light
+modules do not pay for pandas, scipy and scikit-learn at start-up.
+"""
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 __version__ = "0.1.0"
 
-from synth.records import load_sequences, load_taps, load_trips
-from synth.sbh import OpalRelease, stability_histogram
-from synth.taxonomy import Taxonomy
+_EXPORTS: dict[str, str] = {
+    "OpalRelease": "synth.sbh",
+    "stability_histogram": "synth.sbh",
+    "Taxonomy": "synth.taxonomy",
+    "load_sequences": "synth.records",
+    "load_taps": "synth.records",
+    "load_trips": "synth.records",
+}
+
+if TYPE_CHECKING:
+    from synth.records import load_sequences, load_taps, load_trips
+    from synth.sbh import OpalRelease, stability_histogram
+    from synth.taxonomy import Taxonomy
 
 __all__ = [
     "OpalRelease",
@@ -17,3 +34,12 @@ __all__ = [
     "load_trips",
     "stability_histogram",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Import a public name from its module on first use (PEP 562)."""
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'synth' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_EXPORTS[name]), name)
+    globals()[name] = value
+    return value

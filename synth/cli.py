@@ -18,7 +18,13 @@ from synth import __version__
 from synth.errors import TransitSynthError
 
 #: Modules that register a subcommand, in the order ``--help`` lists them.
-COMMANDS: tuple[str, ...] = ("synth.demo", "synth.evaluate.cli", "archetypes.cli", "prefixtree.cli", "synth.sbh_cli")
+COMMANDS: tuple[str, ...] = (
+    "synth.demo",
+    "synth.evaluate.cli",
+    "archetypes.cli",
+    "prefixtree.cli",
+    "synth.sbh_cli",
+)
 
 SEEDED_WARNING = (
     "warning: --seed makes the noise reproducible; a seeded release is NOT differentially private "

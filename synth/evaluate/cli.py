@@ -42,7 +42,12 @@ def register(subparsers: Any) -> None:
         nargs="+",
         help="synthetic table(s) or release directories",
     )
-    p.add_argument("--kind", choices=("sequences", "trips"), default="sequences")
+    p.add_argument(
+        "--kind",
+        choices=("sequences", "trips"),
+        default="sequences",
+        help="long-format sequences (count queries, patterns) or trip tables (marginals)",
+    )
     p.add_argument("--out", metavar="DIR", help="output directory (default: the first release's)")
     p.add_argument(
         "--taxonomy",
@@ -102,9 +107,10 @@ def _summary(results: dict[str, Any]) -> list[str]:
             lines.append(f"{name}: relative error by max|Q| subset: {errs}; TP {tps}")
         else:
             m = rel["marginals"]
+            two_way = "-" if m["mean_two_way"] is None else f"{m['mean_two_way']:.4f}"
             lines.append(
                 f"{name}: k-marginal score {rel['k_marginal']['score']:.1f}, mean TV 1-way "
-                f"{m['mean_one_way']:.4f}, 2-way {m['mean_two_way']}"
+                f"{m['mean_one_way']:.4f}, 2-way {two_way}"
             )
     return lines
 

@@ -135,31 +135,26 @@ class CountIndex:
     def _count_one(self, query: list[int]) -> int:
         """AND the bit arrays of ``query`` (rarest location first) and count the bits left.
 
-        Whole rows are ANDed while the running intersection is dense; once at most a quarter of its
-        words are non-zero (from the start when the rarest location is that sparse), only those
-        words are gathered, and the set shrinks as words turn zero.
+        When the rarest location occupies at most a quarter of the words, only those words are
+        gathered and the set shrinks as words turn zero; otherwise whole rows are ANDed in place
+        (measured faster than testing a dense intersection for sparsity at each step).
         """
         bits = self.bits_
         lo, hi = self._word_ptr[query[0]], self._word_ptr[query[0] + 1]
-        words: np.ndarray | None = None
-        if 4 * (hi - lo) <= bits.shape[1]:
-            words = self._words[lo:hi]
-            acc = bits[query[0], words]
-        else:
-            acc = bits[query[0]]
+        if 4 * (hi - lo) > bits.shape[1]:
+            acc = np.bitwise_and(bits[query[0]], bits[query[1]])
+            for loc in query[2:]:
+                np.bitwise_and(acc, bits[loc], out=acc)
+            return int(np.bitwise_count(acc).sum())
+        words = self._words[lo:hi]
+        acc = bits[query[0], words]
         for loc in query[1:]:
-            if words is None:
-                acc = np.bitwise_and(acc, bits[loc])
-                nonzero = np.flatnonzero(acc)
-                if 4 * nonzero.size <= bits.shape[1]:
-                    words, acc = nonzero, acc[nonzero]
-            else:
-                acc &= bits[loc, words]
-                nonzero = np.flatnonzero(acc)
-                if nonzero.size < acc.size:
-                    words, acc = words[nonzero], acc[nonzero]
-            if not acc.size:
-                return 0
+            acc &= bits[loc, words]
+            keep = np.flatnonzero(acc)
+            if keep.size < acc.size:
+                if not keep.size:
+                    return 0
+                words, acc = words[keep], acc[keep]
         return int(np.bitwise_count(acc).sum())
 
 
@@ -207,7 +202,8 @@ def paper_workload(
         kind = "popularity"
     available = int((weights > 0).sum())
     with np.errstate(divide="ignore"):
-        inv_w = (1.0 / weights).astype(np.float32)  # inf for zero weights: never among the smallest
+        # relative to the largest weight, so >= 1; inf for zero weights: never among the smallest
+        inv_w = (weights.max() / weights).astype(np.float32)
     rng = np.random.default_rng(seed)
     max_lengths = tuple(
         min(available, max(1, (i * height) // n_subsets)) for i in range(1, 1 + n_subsets)

@@ -2,12 +2,13 @@
 
 Every sampler in :mod:`synth.privacy.noise` reduces to comparisons ``V < c`` between a uniform
 real ``V`` in [0, 1) and a real constant ``c`` (a CDF value, ``exp(-gamma)``). ``V`` is revealed
-lazily, 64 bits at a time: its first 64 bits ``U`` decide the comparison unless
-``floor(2**64 c)`` is within one of ``U``; only then are more bits drawn and ``c`` bounded
-rigorously (interval arithmetic, ``mpmath.iv``) at a higher precision, until the comparison is
-decided. The output distribution is therefore exactly the target pmf: no rounding of
-probabilities to 2^-64 is ever exposed (the "lazy uniform" technique of exact inverse-CDF
-sampling; cf. Knuth and Yao 1976, Canonne, Kamath and Steinke 2020, section 5).
+lazily: its first word ``U`` (32 bits for tables, 64 for coins) decides the comparison unless
+``floor(2**bits c)`` is within one of ``U``; only then are more bits drawn, 64 at a time, and
+``c`` bounded rigorously (``mpmath.iv`` interval arithmetic, fixed-point integer powers rounded
+outwards) at a growing precision, until the comparison is decided. The output distribution is
+therefore exactly the target pmf: no rounding of probabilities is ever exposed (the "lazy
+uniform" technique of exact inverse-CDF sampling; cf. Knuth and Yao 1976; Canonne, Kamath and
+Steinke 2020, section 5).
 """
 
 from __future__ import annotations
@@ -33,10 +34,11 @@ __all__ = [
 ]
 
 TWO64 = 1 << 64
+WORD_BITS = 32  # bits of the first, bulk-drawn word of each inverse-CDF draw
 # Bounds: prec -> (lower, upper) Fractions bracketing an exact real, computed at about prec bits.
 Bounds = Callable[[int], tuple[Fraction, Fraction]]
-# FixedCdf: (prec, count) -> [(lo, hi)] integer enclosures of 2**prec * C_j for j < count.
-FixedCdf = Callable[[int, int], list[tuple[int, int]]]
+# FixedCdf: (prec, j) -> (lo, hi), an integer enclosure of 2**prec * C_j.
+FixedCdf = Callable[[int, int], tuple[int, int]]
 
 
 class BitSource:
@@ -55,8 +57,14 @@ class BitSource:
             return self._pcg.random_raw(n)
         return np.frombuffer(os.urandom(8 * n), dtype=np.uint64)
 
+    def uint32(self, n: int) -> np.ndarray:
+        """``n`` independent uniform 32-bit words as a uint32 array."""
+        if self._pcg is not None:
+            return self._pcg.random_raw((n + 1) // 2).view(np.uint32)[:n]
+        return np.frombuffer(os.urandom(4 * n), dtype=np.uint32)
+
     def word(self) -> int:
-        """One uniform word as a Python int."""
+        """One uniform 64-bit word as a Python int."""
         return int(self.uint64(1)[0])
 
 
@@ -84,11 +92,14 @@ def bounds(x: iv.mpf) -> tuple[Fraction, Fraction]:
 
 
 class LazyUniform:
-    """A uniform real V in [0, 1) whose binary expansion is drawn 64 bits at a time on demand."""
+    """A uniform real V in [0, 1) whose binary expansion is drawn 64 bits at a time on demand.
 
-    def __init__(self, first_word: int, source: BitSource) -> None:
+    Its first ``nbits`` bits are ``first_word`` (already drawn by the caller).
+    """
+
+    def __init__(self, first_word: int, source: BitSource, nbits: int = 64) -> None:
         self._bits = first_word
-        self._nbits = 64
+        self._nbits = nbits
         self._source = source
 
     def less_than(self, c: Bounds) -> bool:
@@ -107,47 +118,49 @@ class LazyUniform:
 class CdfTable:
     """Exact inverse-CDF sampling of an outcome in ``0..n`` from CDF values ``C_0 <= ... < 1``.
 
-    ``cdf(prec, count)`` returns, for ``j < count``, integer enclosures ``(lo, hi)`` of
-    ``2**prec * C_j`` where ``C_j = P(outcome <= j)``; the outcome is ``#{j : C_j <= V}`` for a
-    lazy uniform V. The table stores ``F_j ~ floor(2**64 C_j)`` (each within one of the true floor);
-    a word ``U`` at distance >= 2 from every ``F_j`` decides the outcome with one binary search, any
-    other word is resolved exactly with more bits.
+    ``cdf(prec, j)`` returns an integer enclosure ``(lo, hi)`` of ``2**prec * C_j``, where
+    ``C_j = P(outcome <= j)``; the outcome is ``#{j : C_j <= V}`` for a lazy uniform V whose first
+    32 bits ``U`` are drawn in bulk. The table stores ``F_j ~ floor(2**32 C_j)`` (each within one
+    of the true floor): a word at distance >= 2 from every ``F_j`` decides the outcome with one
+    binary search; any other word (probability below ``3n / 2**32``) is resolved exactly, drawing
+    more bits.
     """
 
     def __init__(self, n: int, cdf: FixedCdf, prec: int) -> None:
         self._cdf = cdf
         self._prec = prec
-        shift = prec - 64
-        lows = []
-        for lo, hi in cdf(prec, n):
+        shift = prec - WORD_BITS
+        floors = []
+        for lo, hi in (cdf(prec, j) for j in range(n)):
             if (hi - lo) >> (shift - 2):
                 raise ArithmeticError("CDF enclosure too wide for the table; raise precision")
-            lows.append(min(lo >> shift, TWO64 - 1))
-        self.thresholds = np.array(lows, dtype=np.uint64)
-        self._padded = np.append(self.thresholds, np.uint64(TWO64 - 1))
+            floors.append(lo >> shift)
+        self.thresholds = np.array(floors, dtype=np.uint64)
+        # G_j = F_j + 1 (saturated): the first j with G_j >= U is the first with F_j >= U - 1
+        top = (1 << WORD_BITS) - 1
+        self._shifted = np.minimum(self.thresholds + 1, top).astype(np.uint32)
+        self._padded = np.append(self._shifted, np.uint32(top))
 
     def _bound(self, j: int) -> Bounds:
         def c(prec: int) -> tuple[Fraction, Fraction]:
             prec = max(prec, self._prec)
-            lo, hi = self._cdf(prec, j + 1)[j]
+            lo, hi = self._cdf(prec, j)
             return Fraction(lo, 1 << prec), Fraction(hi, 1 << prec)
 
         return c
 
     def sample(self, source: BitSource, size: int) -> np.ndarray:
         """``size`` exact draws of the outcome index (int64, in ``0..n``)."""
-        u = source.uint64(size)
-        um1 = u - (u > 0).astype(np.uint64)
-        idx = np.searchsorted(self.thresholds, um1, side="left")
-        ambiguous = np.flatnonzero(self._padded[idx] - um1 <= 2)
-        out = idx.astype(np.int64)
-        for i in ambiguous:
-            out[i] = self._resolve(int(u[i]), int(idx[i]), source)
+        u = source.uint32(size)
+        out = np.searchsorted(self._shifted, u, side="left")
+        # undecided iff F_out <= U + 1, i.e. G_out - U <= 2 (no wrap-around: G_out >= U)
+        for i in np.flatnonzero(self._padded[out] - u <= 2):
+            out[i] = self._resolve(int(u[i]), int(out[i]), source)
         return out
 
     def _resolve(self, word: int, first: int, source: BitSource) -> int:
         """Outcome for a word near some thresholds: compare V exactly against those ``C_j``."""
-        v = LazyUniform(word, source)
+        v = LazyUniform(word, source, WORD_BITS)
         j = first
         n = len(self.thresholds)
         while j < n and int(self.thresholds[j]) <= word + 1 and not v.less_than(self._bound(j)):

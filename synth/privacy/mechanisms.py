@@ -49,20 +49,19 @@ def _seeded_note(note: str, noise: SecureNoise) -> str:
     return f"{note} [seeded noise: NOT private]".strip() if noise.seeded else note
 
 
-class DiscreteLaplace:
-    """``counts + DLap(scale)`` with ``scale = sensitivity / epsilon`` (rounded up): pure ε-DP.
+class _NoisyCounts:
+    """Shared ``record``/``release`` of the count mechanisms (set by subclasses: ``mechanism``,
+    ``norm``, ``epsilon``, ``delta``, ``sensitivity``, ``scale`` and ``_noise``)."""
 
-    ``sensitivity`` is the L1 sensitivity of the integer vector released in one call (Ghosh,
-    Roughgarden and Sundararajan 2009: the two-sided geometric mechanism).
-    """
+    mechanism: str
+    norm: str
+    epsilon: float
+    delta: float
+    sensitivity: float
+    scale: float
 
-    mechanism = "discrete_laplace"
-
-    def __init__(self, *, epsilon: float, sensitivity: float = 1) -> None:
-        self.epsilon = check_epsilon(epsilon)
-        self.sensitivity = check_sensitivity(sensitivity)
-        self.delta = 0.0
-        self.scale = _float_at_least(exact(sensitivity, "sensitivity") / exact(epsilon, "epsilon"))
+    def _noise(self, noise: SecureNoise, size: int) -> np.ndarray:
+        raise NotImplementedError
 
     def record(
         self,
@@ -80,15 +79,12 @@ class DiscreteLaplace:
             epsilon=self.epsilon,
             delta=self.delta,
             sensitivity=self.sensitivity,
-            sensitivity_norm="l1",
+            sensitivity_norm=self.norm,
             scale=self.scale,
             threshold=threshold,
             unit=unit,
             note=note,
         )
-
-    def _noise(self, noise: SecureNoise, size: int) -> np.ndarray:
-        return noise.discrete_laplace(self.scale, size)
 
     def release(
         self,
@@ -109,18 +105,40 @@ class DiscreteLaplace:
         return values + self._noise(noise, values.size).reshape(values.shape)
 
 
-class DiscreteGaussian(DiscreteLaplace):
+class DiscreteLaplace(_NoisyCounts):
+    """``counts + DLap(scale)`` with ``scale = sensitivity / epsilon`` (rounded up): pure ε-DP.
+
+    ``sensitivity`` is the L1 sensitivity of the integer vector released in one call (Ghosh,
+    Roughgarden and Sundararajan 2009: the two-sided geometric mechanism).
+    """
+
+    mechanism = "discrete_laplace"
+    norm = "l1"
+
+    def __init__(self, *, epsilon: float, sensitivity: float = 1) -> None:
+        self.epsilon = check_epsilon(epsilon)
+        self.sensitivity = check_sensitivity(sensitivity)
+        self.delta = 0.0
+        self.scale = _float_at_least(exact(sensitivity, "sensitivity") / exact(epsilon, "epsilon"))
+
+    def _noise(self, noise: SecureNoise, size: int) -> np.ndarray:
+        return noise.discrete_laplace(self.scale, size)
+
+
+class DiscreteGaussian(_NoisyCounts):
     """``counts + N_Z(0, σ²)`` with σ from the analytic calibration (Balle and Wang 2018).
 
-    ``achieved_delta`` is the δ the *discrete* Gaussian actually achieves at ``epsilon``; it is what
-    the ledger records. With ``single_coordinate=True`` (one unit changes one coordinate by at most
-    ``sensitivity``, e.g. a histogram where each unit is in one cell; sensitivity rounded up to an
-    integer) it is exact (Canonne, Kamath and Steinke 2020, Theorem 7); otherwise ``sensitivity`` is
-    the L2 sensitivity of the vector and the zCDP bound (CKS Theorem 14 + Corollary 13) is used.
-    σ is increased above the continuous calibration until ``achieved_delta <= delta``.
+    ``achieved_delta`` (= ``delta``, what the ledger records) is the δ the *discrete* Gaussian
+    actually achieves at ``epsilon``. With ``single_coordinate=True`` (one unit changes one
+    coordinate by at most ``sensitivity``, e.g. a histogram where each unit is in one cell;
+    sensitivity rounded up to an integer) it is exact (Canonne, Kamath and Steinke 2020,
+    Theorem 7); otherwise ``sensitivity`` is the L2 sensitivity of the vector and the zCDP bound
+    (CKS Theorem 14 + Corollary 13) is used. σ is increased above the continuous calibration until
+    ``achieved_delta <= delta_target``.
     """
 
     mechanism = "discrete_gaussian"
+    norm = "l2"
 
     def __init__(
         self,
@@ -136,8 +154,7 @@ class DiscreteGaussian(DiscreteLaplace):
         self.single_coordinate = single_coordinate
         if single_coordinate:
             self.sensitivity = float(math.ceil(self.sensitivity))
-        self.sigma = self._calibrate()
-        self.scale = self.sigma
+        self.sigma = self.scale = self._calibrate()
         self.achieved_delta = self.delta = self._padded_delta(self.sigma)
         if self.achieved_delta > self.delta_target:
             raise ConfigError(
@@ -170,29 +187,6 @@ class DiscreteGaussian(DiscreteLaplace):
             else:
                 hi = mid
         return hi
-
-    def record(
-        self,
-        ledger: LedgerBranch,
-        *,
-        label: str,
-        unit: str | None = None,
-        threshold: float | None = None,
-        note: str = "",
-    ) -> Spend:
-        """Record the spend: (epsilon, achieved delta), L2 sensitivity, scale = sigma."""
-        return ledger.spend(
-            label=label,
-            mechanism=self.mechanism,
-            epsilon=self.epsilon,
-            delta=self.achieved_delta,
-            sensitivity=self.sensitivity,
-            sensitivity_norm="l2",
-            scale=self.sigma,
-            threshold=threshold,
-            unit=unit,
-            note=note,
-        )
 
     def _noise(self, noise: SecureNoise, size: int) -> np.ndarray:
         return noise.discrete_gaussian(self.sigma, size)

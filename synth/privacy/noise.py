@@ -1,22 +1,23 @@
 """Exact discrete noise on a cryptographically secure source.
 
 All samplers are *exact*: the output pmf is the mathematical one, with no rounding of
-probabilities (see :mod:`synth.privacy._exact`: inverse-CDF tables on 64-bit words, any undecided
-comparison refined with more random bits and rigorous interval arithmetic). Hence no extra delta
-is owed for sampling error: ``SecureNoise.max_tv_per_draw`` is 0. Randomness comes from
-``os.urandom`` unless a seed is given (then numpy PCG64 raw bits: reproducible, flagged
+probabilities (see :mod:`synth.privacy._exact`: inverse-CDF tables searched with 32-bit words,
+any undecided comparison refined with more random bits and rigorous interval arithmetic). Hence
+no extra delta is owed for sampling error: ``SecureNoise.max_tv_per_draw`` is 0. Randomness comes
+from ``os.urandom`` unless a seed is given (then numpy PCG64 raw bits: reproducible, flagged
 ``.seeded``, NOT private).
 
 - Geometric ``P(G = g) = (1 - r) r**g``: a table for ``g < L`` with the memoryless tail
   ``G | G >= L  =  L + G'``; for large scales ``G = 4096 A + B`` with independent ``A`` (geometric,
   ratio ``r**4096``) and ``B`` (geometric truncated to ``[0, 4096)``), so any scale works.
-- Discrete Laplace ``P(x) ∝ exp(-|x|/s)`` as the difference of two i.i.d. geometrics of ratio
+- Discrete Laplace ``P(x) ∝ exp(-|x|/s)``: one signed table over ``[-8s, 8s]`` with memoryless
+  geometric tails for ``s <= 2048``; beyond, the difference of two i.i.d. geometrics of ratio
   ``exp(-1/s)`` (Inusah and Kozubowski 2006).
-- Discrete Gaussian by rejection from a discrete Laplace proposal (Canonne, Kamath and Steinke 2020,
-  Algorithm 3), the acceptance coin ``Bernoulli(exp(-gamma))`` decided exactly.
-- Empty cells passing a threshold (Chen et al. KDD 2012, Theorem 4.1, done exactly): the number of
-  passing cells is ``Binomial(n, q)``, drawn as the count of geometric gaps fitting in ``n`` trials;
-  their values are exact conditional tail draws.
+- Discrete Gaussian by rejection from a discrete Laplace proposal (Canonne, Kamath and Steinke
+  2020, Algorithm 3), the acceptance coin ``Bernoulli(exp(-gamma))`` decided exactly.
+- Empty cells passing a threshold (Chen et al. KDD 2012, Theorem 4.1, done exactly): the number
+  of passing cells is ``Binomial(n, q)``, drawn as the count of geometric gaps fitting in ``n``
+  trials; their values are exact conditional tail draws.
 """
 
 from __future__ import annotations
@@ -102,28 +103,24 @@ class _Geometric:
         if scale <= DIRECT_MAX_SCALE:
             self._length = math.ceil(TAIL_SCALES * scale) + 1
 
-            def cdf(prec: int, count: int) -> list[tuple[int, int]]:  # C_j = 1 - r^(j+1)
-                lows, highs = power(prec, count)
-                one = 1 << prec
-                return [(one - highs[j + 1], one - lows[j + 1]) for j in range(count)]
+            def cdf(prec: int, j: int) -> tuple[int, int]:  # C_j = 1 - r^(j+1)
+                lows, highs = power(prec, j + 1)
+                return (1 << prec) - highs[j + 1], (1 << prec) - lows[j + 1]
 
             self._table = CdfTable(self._length, cdf, self.prec)
             self._high: _Geometric | None = None
         else:
             self._length = BLOCK
 
-            def truncated(prec: int, count: int) -> list[tuple[int, int]]:
+            def truncated(prec: int, j: int) -> tuple[int, int]:
                 # C_j = (1 - r^(j+1)) / (1 - r^BLOCK) on [0, BLOCK)
                 lows, highs = power(prec, BLOCK)
                 one = 1 << prec
                 den_lo, den_hi = one - highs[BLOCK], one - lows[BLOCK]
-                return [
-                    (
-                        ((one - highs[j + 1]) << prec) // den_hi,
-                        -((-(one - lows[j + 1]) << prec) // den_lo),
-                    )
-                    for j in range(count)
-                ]
+                return (
+                    ((one - highs[j + 1]) << prec) // den_hi,
+                    -((-(one - lows[j + 1]) << prec) // den_lo),
+                )
 
             def high_ratio(prec: int) -> tuple[Fraction, Fraction]:  # r^BLOCK
                 lows, highs = power(prec, BLOCK)
@@ -176,17 +173,14 @@ class _TwoSided:
         power = self._geo.power
         self._k = k = math.ceil(TAIL_SCALES * float(scale))
 
-        def cdf(prec: int, count: int) -> list[tuple[int, int]]:
+        def cdf(prec: int, j: int) -> tuple[int, int]:
             # C_j = P(X <= j - k - 1): r^m / (1 + r) below 0 (m = k + 1 - j), else 1 - r^m / (1 + r)
             lows, highs = power(prec, k + 2)
             one = 1 << prec
             den_lo, den_hi = one + lows[1], one + highs[1]
-            out = []
-            for j in range(count):
-                m = abs(j - k - 1) + (j > k)
-                lo, hi = (lows[m] << prec) // den_hi, -((-highs[m] << prec) // den_lo)
-                out.append((lo, hi) if j <= k else (one - hi, one - lo))
-            return out
+            m = abs(j - k - 1) + (j > k)
+            lo, hi = (lows[m] << prec) // den_hi, -((-highs[m] << prec) // den_lo)
+            return (lo, hi) if j <= k else (one - hi, one - lo)
 
         self._table = CdfTable(2 * k + 2, cdf, self._geo.prec)
 
@@ -294,7 +288,7 @@ class SecureNoise:
         s, t, n = _check_scale(scale), int(threshold), _check_size(n_empty, "n_empty")
         if n > CAP:
             raise ConfigError(f"n_empty must be at most 2**62, got {n}")
-        k = self._binomial_gaps(_gap_geometric(s, t), n)
+        k = self._binomial_gaps(_gap_geometric(s, t), n) if n else 0
         return self.discrete_laplace_tail(float(s), t, k)
 
     def _binomial_gaps(self, gaps: _Geometric, n: int) -> int:
@@ -369,8 +363,8 @@ class SecureNoise:
         n = _check_size(n, "n")
         while True:
             keys = self._source.uint64(n)
-            order = np.argsort(keys, kind="stable")
-            if n < 2 or np.all(np.diff(keys[order].astype(np.uint64)) > 0):
+            order = np.argsort(keys)
+            if n < 2 or np.all(np.diff(keys[order]) > 0):  # ties: redraw (probability < n²/2^65)
                 return order.astype(np.int64)
 
     def choice(self, n: int, k: int) -> np.ndarray:

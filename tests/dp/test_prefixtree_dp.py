@@ -1,9 +1,9 @@
 """Statistical DP tests of the noisy prefix tree (synth.privacy.harness), with a canary.
 
 Neighbours: D and D' = D plus one card's whole sequence through a location absent from D. One fit
-runs ``n`` independent trials: every trial gets its own first location ``T<t>`` (a public location of
-the taxonomy), carried by enough padding cards that it always survives, followed by the sequences of
-D (or D'). Trial subtrees are disjoint cells with independent noise (the empty-cell shortcut over
+runs ``n`` independent trials: every trial gets its own first location ``T<t>`` (a public location
+of the taxonomy), carried by enough padding cards that it always survives, followed by the sequences
+of D (or D'). Trial subtrees are disjoint cells with independent noise (the empty-cell shortcut over
 the union of all parents is the same distribution as per-parent draws), so the level-2 nodes under
 ``T<t>`` are one draw of the level-1 mechanism on D. The claimed epsilon is the whole tree's.
 
@@ -57,7 +57,7 @@ def _replicate(rows: list[list[str]], n: int) -> pd.DataFrame:
 
 
 class NoEmptyCells:
-    """Canary noise: real secure noise, but empty cells never pass (absent children never appear)."""
+    """Canary noise: secure noise, but empty cells never pass (absent children never appear)."""
 
     def __init__(self, seed: int) -> None:
         self._noise = SecureNoise(seed=seed)
@@ -105,7 +105,7 @@ def runner(*, hybrid: bool, canary: bool = False) -> Callable[[Any, int], pd.Dat
 
 
 def appears(location: str, at_least: int | None = None) -> Event:
-    """Per trial: ``location`` is a first step of the released tree (with noisy count >= at_least)."""
+    """Per trial: ``location`` is a first step of the tree (with noisy count >= ``at_least``)."""
 
     def event(out: pd.DataFrame) -> np.ndarray:
         n = int(out.attrs["trials"])

@@ -27,8 +27,9 @@ DOMAIN = ["a", "b", "c", "z"]
 def _replicate(rows: pd.DataFrame, n: int) -> pd.DataFrame:
     out = pd.concat([rows] * n, ignore_index=True)
     out["trial"] = np.repeat(np.arange(n), len(rows))
-    if "card" in out:
-        out["card"] = out["trial"].astype(str) + "/" + out["card"]
+    if "card" in out:  # the same card in two trials is two units
+        codes = np.tile(pd.factorize(rows["card"])[0], n)
+        out["card"] = out["trial"].to_numpy() * len(rows) + codes
     return out
 
 

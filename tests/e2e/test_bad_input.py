@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from synth.cli import main
 
 TAXONOMY = "child,parent\nA,line:1\nB,line:1\nC,line:2\nD,line:2\nline:1,root\nline:2,root\n"
 TAPS = (
@@ -22,13 +26,24 @@ TRIPS = (
 )
 
 
-def run_cli(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "synth", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+@dataclass
+class Result:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+@pytest.fixture
+def run_cli(capsys: pytest.CaptureFixture[str]):  # type: ignore[no-untyped-def]
+    """Run the CLI in this process (fast); returns exit status and captured output."""
+
+    def run(*args: str | Path) -> Result:
+        capsys.readouterr()
+        code = main([str(arg) for arg in args])
+        captured = capsys.readouterr()
+        return Result(code, captured.out, captured.err)
+
+    return run
 
 
 @pytest.fixture
@@ -44,7 +59,7 @@ def files(tmp_path: Path) -> dict[str, Path]:
     return paths
 
 
-def assert_user_error(result: subprocess.CompletedProcess[str], fragment: str, out: Path) -> None:
+def assert_user_error(result: Result, fragment: str, out: Path) -> None:
     lines = [line for line in result.stderr.splitlines() if not line.startswith("warning:")]
     assert result.returncode == 2, result.stderr
     assert len(lines) == 1, result.stderr
@@ -80,7 +95,11 @@ def sequences(files: dict[str, Path], data: Path, out: Path, *extra: str) -> lis
     ids=["missing-column", "unknown-station", "unparsable-time", "empty"],
 )
 def test_sequences_bad_data(
-    files: dict[str, Path], tmp_path: Path, content: str, fragment: str
+    run_cli: Callable[..., Result],
+    files: dict[str, Path],
+    tmp_path: Path,
+    content: str,
+    fragment: str,
 ) -> None:
     data = tmp_path / "bad.csv"
     data.write_text(content)
@@ -89,14 +108,18 @@ def test_sequences_bad_data(
 
 
 @pytest.mark.parametrize("epsilon", ["0", "-1", "nan"])
-def test_sequences_bad_epsilon(files: dict[str, Path], tmp_path: Path, epsilon: str) -> None:
+def test_sequences_bad_epsilon(
+    run_cli: Callable[..., Result], files: dict[str, Path], tmp_path: Path, epsilon: str
+) -> None:
     out = tmp_path / "out"
     args = sequences(files, files["taps"], out)
     args[args.index("--epsilon") + 1] = epsilon
     assert_user_error(run_cli(*args), "epsilon", out)
 
 
-def test_sequences_missing_file(files: dict[str, Path], tmp_path: Path) -> None:
+def test_sequences_missing_file(
+    run_cli: Callable[..., Result], files: dict[str, Path], tmp_path: Path
+) -> None:
     out = tmp_path / "out"
     result = run_cli(*sequences(files, tmp_path / "absent.csv", out))
     assert_user_error(result, "absent.csv", out)
@@ -104,7 +127,7 @@ def test_sequences_missing_file(files: dict[str, Path], tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("epsilon", "delta"), [("1", "1"), ("1", "1.5"), ("0", "1e-6")])
 def test_marginals_bad_budget(
-    files: dict[str, Path], tmp_path: Path, epsilon: str, delta: str
+    run_cli: Callable[..., Result], files: dict[str, Path], tmp_path: Path, epsilon: str, delta: str
 ) -> None:
     out = tmp_path / "out"
     result = run_cli(
@@ -114,7 +137,9 @@ def test_marginals_bad_budget(
 
 
 @pytest.mark.parametrize(("epsilon", "delta"), [("1", "1"), ("-2", "1e-6")])
-def test_trips_bad_budget(files: dict[str, Path], tmp_path: Path, epsilon: str, delta: str) -> None:
+def test_trips_bad_budget(
+    run_cli: Callable[..., Result], files: dict[str, Path], tmp_path: Path, epsilon: str, delta: str
+) -> None:
     out = tmp_path / "out"
     result = run_cli(
         "trips",
@@ -131,7 +156,9 @@ def test_trips_bad_budget(files: dict[str, Path], tmp_path: Path, epsilon: str, 
     assert_user_error(result, "epsilon" if epsilon == "-2" else "delta", out)
 
 
-def test_seed_warns_not_private(files: dict[str, Path], tmp_path: Path) -> None:
+def test_seed_warns_not_private(
+    run_cli: Callable[..., Result], files: dict[str, Path], tmp_path: Path
+) -> None:
     out = tmp_path / "out"
     result = run_cli(*sequences(files, files["taps"], out, "--seed", "3"))
     assert result.returncode == 0, result.stderr
@@ -140,10 +167,13 @@ def test_seed_warns_not_private(files: dict[str, Path], tmp_path: Path) -> None:
 
 
 def test_help_everywhere() -> None:
-    top = run_cli("--help")
-    assert top.returncode == 0
+    """The installed entry point (``python -m synth``) answers --help for every subcommand."""
+    top = subprocess.run(
+        [sys.executable, "-m", "synth", "--help"], capture_output=True, text=True, timeout=120
+    )
+    assert top.returncode == 0, top.stderr
     for command in ("demo", "sequences", "trips", "marginals", "evaluate"):
         assert command in top.stdout
-        sub = run_cli(command, "--help")
-        assert sub.returncode == 0, sub.stderr
-        assert "usage:" in sub.stdout
+        with pytest.raises(SystemExit) as info:
+            main([command, "--help"])
+        assert info.value.code == 0

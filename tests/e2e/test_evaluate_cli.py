@@ -58,6 +58,19 @@ def test_evaluate_sequences_writes_json_and_report(
     assert "release: relative error" in printed and "simple:" in printed
 
 
+def test_query_universe_from_a_public_taxonomy(tmp_path: Path) -> None:
+    original = _write_sequences(tmp_path / "original.csv", 100, 0)
+    release = _write_sequences(tmp_path / "rel.csv", 100, 1)
+    edges = [f"st{i},{'north' if i < 8 else 'south'}" for i in range(16)]
+    tax = tmp_path / "tax.csv"
+    tax.write_text("child,parent\n" + "\n".join([*edges, "north,root", "south,root"]) + "\n")
+    out = tmp_path / "eval"
+    argv = ["evaluate", str(original), str(release), "--taxonomy", str(tax), "--out", str(out)]
+    assert main([*argv, "--queries", "100", "--top-k", "5", "--quiet"]) == 0
+    params = json.loads((out / "evaluation.json").read_text())["parameters"]
+    assert params["universe_source"] == "given" and params["universe_size"] == 16
+
+
 def test_evaluate_trips_defaults_to_the_release_directory(tmp_path: Path) -> None:
     rng = np.random.default_rng(0)
     trips = pd.DataFrame(

@@ -1,4 +1,4 @@
-"""``transit-synth sequences``: SUBE taps, the Montreal simulation, fan-out taxonomies, user errors."""
+"""``transit-synth sequences``: SUBE taps, Montreal simulation, fan-out taxonomies, user errors."""
 
 from __future__ import annotations
 

@@ -16,7 +16,7 @@ from scipy import stats
 
 from synth.errors import ConfigError
 from synth.privacy import SecureNoise
-from synth.privacy._exact import TWO64, BitSource, bounds, precision
+from synth.privacy._exact import WORD_BITS, BitSource, bounds, precision
 from synth.privacy.noise import BLOCK, _laplace_geometric, _two_sided
 
 P_MIN = 1e-5  # seeded tests are deterministic; unseeded ones fail by chance with probability P_MIN
@@ -151,8 +151,8 @@ class _FixedFirst(BitSource):
         super().__init__(seed)
         self.forced: int | None = None
 
-    def uint64(self, n: int) -> np.ndarray:
-        out = super().uint64(n).copy()
+    def uint32(self, n: int) -> np.ndarray:
+        out = super().uint32(n).copy()
         if self.forced is not None:
             out[0] = self.forced
             self.forced = None
@@ -166,15 +166,16 @@ def test_table_thresholds_are_within_one_of_the_exact_floor() -> None:
     with precision(400):  # a much tighter enclosure of r = exp(-1/3) than the table's
         lo, hi = bounds(iv.exp(-iv.mpf(1) / iv.mpf(3)))
     for j in range(len(table.thresholds)):  # C_j = 1 - r^(j+1), decreasing in r
-        floor_lo = math.floor((1 - hi ** (j + 1)) * TWO64)
-        floor_hi = math.floor((1 - lo ** (j + 1)) * TWO64)
+        floor_lo = math.floor((1 - hi ** (j + 1)) * 2**WORD_BITS)
+        floor_hi = math.floor((1 - lo ** (j + 1)) * 2**WORD_BITS)
         assert floor_lo - 1 <= int(table.thresholds[j]) <= floor_hi + 1
 
 
-def _exact_cdf_check(cdf: Callable[[int, int], list[tuple[int, int]]], count: int, exact) -> None:  # type: ignore[no-untyped-def]
+def _exact_cdf_check(cdf: Callable[[int, int], tuple[int, int]], count: int, exact) -> None:  # type: ignore[no-untyped-def]
     """Every enclosure (lo, hi) of 2^prec C_j contains the true value (computed at 400 bits)."""
     prec = 256
-    for j, (lo, hi) in enumerate(cdf(prec, count)):
+    for j in range(count):
+        lo, hi = cdf(prec, j)
         true = exact(j) * mpmath.mpf(2) ** prec
         assert lo <= true <= hi
         assert hi - lo < 2**160
@@ -221,13 +222,13 @@ def test_numpy_scalar_parameters() -> None:
 
 
 def test_ambiguous_word_is_resolved_with_the_exact_conditional_probability() -> None:
-    """A word equal to a threshold F_j: outcome j iff V < C_j, i.e. with prob. frac(2^64 C_j)."""
+    """A word equal to a threshold F_j: outcome j iff V < C_j, i.e. with prob. frac(2^32 C_j)."""
     table = _laplace_geometric(Fraction(2))._table
     source = _FixedFirst(seed=5)
     j = 1
     word = int(table.thresholds[j])
     c_lo, _ = table._bound(j)(256)
-    frac = float(c_lo * TWO64 - word)  # P(outcome == j | U == F_j)
+    frac = float(c_lo * 2**WORD_BITS - word)  # P(outcome == j | U == F_j)
     trials, hits = 4000, 0
     for _ in range(trials):
         source.forced = word

@@ -55,10 +55,8 @@ def as_multiset(release: pd.DataFrame) -> Counter:
 
 
 def taxonomy_4() -> Taxonomy:
-    return Taxonomy.from_edges(
-        [("L1", "G12"), ("L2", "G12"), ("L3", "G34"), ("L4", "G34")]
-        + [("G12", "root"), ("G34", "root")]
-    )
+    edges = [("L1", "G12"), ("L2", "G12"), ("L3", "G34"), ("L4", "G34")]
+    return Taxonomy.from_edges([*edges, ("G12", "root"), ("G34", "root")])
 
 
 def metro_like(n_lines: int = 4, per_line: int = 17) -> Taxonomy:
@@ -211,9 +209,11 @@ def test_secure_noise_by_default() -> None:
     syn = PrefixTreeSynthesizer(epsilon=1.0, height=2, taxonomy=metro_like())
     syn.fit(long_format([["s0-1"]] * 5))
     assert syn.noise_seeded_ is False
-    assert PrefixTreeSynthesizer(
-        epsilon=1.0, height=2, taxonomy=metro_like(), random_state=1
-    ).fit(long_format([["s0-1"]])).noise_seeded_
+    assert (
+        PrefixTreeSynthesizer(epsilon=1.0, height=2, taxonomy=metro_like(), random_state=1)
+        .fit(long_format([["s0-1"]]))
+        .noise_seeded_
+    )
 
 
 def test_consistent_counts_in_tree() -> None:

@@ -1,0 +1,148 @@
+"""``transit-synth trips``: release files, manifest, configs and user errors (exit 2, nothing written)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from synth.cli import main
+
+CONFIGS = Path(__file__).resolve().parents[2] / "configs"
+
+
+def _trips(n: int, seed: int) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    night = rng.random(n) < 0.4
+    cards = np.repeat(np.arange(n), rng.integers(1, 4, n))
+    return pd.DataFrame(
+        {
+            "card": [f"k{seed}-{c}" for c in cards],
+            "hour": np.where(night[cards], rng.integers(20, 24, len(cards)), rng.integers(6, 10, len(cards))),
+            "zone": np.where(night[cards], "B", "A"),
+            "mode": np.where(night[cards], "rail", "bus"),
+            "fare": np.where(night[cards], 3, 1),
+        }
+    )
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> tuple[Path, Path]:
+    private, public = tmp_path / "private.csv", tmp_path / "public.parquet"
+    _trips(300, 1).to_csv(private, index=False)
+    _trips(200, 0).to_parquet(public, index=False)
+    return private, public
+
+
+def _args(private: Path, public: Path, out: Path, *extra: str) -> list[str]:
+    return [
+        "trips",
+        str(private),
+        "--public",
+        str(public),
+        "--epsilon",
+        "1",
+        "--delta",
+        "1e-5",
+        "--out",
+        str(out),
+        "--id-column",
+        "card",
+        "--key-columns",
+        "hour,zone",
+        "--category-column",
+        "mode",
+        *extra,
+    ]
+
+
+def test_release_directory(files: tuple[Path, Path], tmp_path: Path, capsys) -> None:
+    out = tmp_path / "release"
+    assert main(_args(*files, out, "--archetypes", "2", "--seed", "3")) == 0
+    err = capsys.readouterr().err
+    assert "NOT differentially private" in err and "synthetic trips" in err
+    trips = pd.read_csv(out / "trips.csv")
+    assert list(trips.columns) == ["card", "hour", "zone", "mode"]
+    assert set(trips["mode"]) <= {"bus", "rail"} and set(trips["zone"]) <= {"A", "B"}
+    manifest = json.loads((out / "manifest.json").read_text())
+    spends = [s for s in manifest["composition"] if s["type"] == "spend"]
+    assert [s["label"] for s in spends] == ["archetype histogram", "mode histogram"]
+    assert manifest["spent"]["epsilon_exact"] == "1"
+    assert manifest["parameters"]["n_archetypes"] == 2
+    schema = json.loads((out / "schema.json").read_text())
+    assert schema["mode"]["values"] == ["bus", "rail"]
+    # same seed, same release
+    again = tmp_path / "again"
+    assert main(_args(*files, again, "--archetypes", "2", "--seed", "3", "--quiet")) == 0
+    pd.testing.assert_frame_equal(trips, pd.read_csv(again / "trips.csv"))
+
+
+def test_config_n_records_and_parquet(files: tuple[Path, Path], tmp_path: Path) -> None:
+    config = tmp_path / "c.toml"
+    config.write_text(
+        '[input]\nformat = "trips"\n\n[archetypes]\nid_column = "card"\nunit = "card"\n'
+        'key_columns = ["hour", "zone"]\ncategory_column = "mode"\nn_archetypes = 2\n'
+        'completion = [["fare", ["zone", "hour"]]]\nbudget_split = [0.2, 0.8]\n'
+    )
+    out = tmp_path / "rel"
+    argv = ["trips", str(files[0]), "--public", str(files[1]), "--epsilon", "2", "--delta", "1e-6"]
+    argv += ["--out", str(out), "--config", str(config), "--n-records", "250", "--format", "parquet"]
+    assert main([*argv, "--seed", "1", "--quiet"]) == 0
+    trips = pd.read_parquet(out / "trips.parquet")
+    assert len(trips) == 250 and set(trips["fare"]) <= {1, 3}
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["privacy_unit"] == "card"
+    assert [s["epsilon_exact"] for s in manifest["composition"]] == ["2/5", "8/5"]
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--epsilon", "0"], "epsilon"),
+        (["--delta", "0"], "delta"),
+        (["--key-columns", "hour,weather"], "missing column"),
+        (["--config", "nowhere.toml"], "not found"),
+    ],
+)
+def test_user_errors_exit_2_and_write_nothing(
+    files: tuple[Path, Path], tmp_path: Path, capsys, extra: list[str], message: str
+) -> None:
+    out = tmp_path / "never"
+    assert main(_args(*files, out, *extra)) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("transit-synth trips: error:") and message in err[0]
+    assert not out.exists()
+
+
+def test_missing_private_file(files: tuple[Path, Path], tmp_path: Path, capsys) -> None:
+    out = tmp_path / "never"
+    assert main(_args(tmp_path / "nope.csv", files[1], out)) == 2
+    assert "file not found" in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_bad_config_key(files: tuple[Path, Path], tmp_path: Path, capsys) -> None:
+    config = tmp_path / "c.toml"
+    config.write_text('[archetypes]\nnum_archetypes = 3\n')
+    assert main(_args(*files, tmp_path / "never", "--config", str(config))) == 2
+    assert "unknown key 'num_archetypes'" in capsys.readouterr().err
+
+
+def test_console_script_on_chicago_config(shared_data: Path, tmp_path: Path) -> None:
+    data = shared_data / "chicago-taxi/chicago_taxi_simple.csv"
+    out = tmp_path / "taxi"
+    argv = [sys.executable, "-m", "synth", "trips", str(data), "--public", str(data)]
+    argv += ["--epsilon", "1", "--delta", "2.5e-5", "--out", str(out)]
+    argv += ["--config", str(CONFIGS / "taxi-archetypes.toml"), "--seed", "0", "--quiet"]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    trips = pd.read_csv(out / "trips.csv")
+    assert {"taxi_id", "shift", "company", "fare", "payment_type"} <= set(trips.columns)
+    assert 9000 < len(trips) < 10500  # about the 9,781 private (2014-2015) trips
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["privacy_unit"] == "taxi trip" and len(manifest["composition"]) == 3
