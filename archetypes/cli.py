@@ -1,12 +1,12 @@
 """``transit-synth trips``: GMM-archetype synthetic trips (design.md section 3).
 
 ``transit-synth trips PRIVATE --public PUBLIC --epsilon E --delta D --out DIR [--archetypes K]
-[--config FILE]`` writes ``DIR/trips.csv`` (or ``.parquet``), ``DIR/schema.json`` (the public domains
-used) and ``DIR/manifest.json`` (the privacy ledger) atomically. A TOML config has an ``[input]`` table
-(``format`` = ``trips`` | ``chicago-taxi`` | ``sube-taps``; ``public_years`` / ``private_years`` for the
-Chicago file; ``metadata`` = SUBE line metadata; ``schema`` = a schema JSON) and an ``[archetypes]``
-table of :class:`~archetypes.synthesizer.ArchetypeSynthesizer` parameters. Relative paths in a config are
-resolved against the config's folder.
+[--config FILE]`` writes ``DIR/trips.csv`` (or ``.parquet``), ``DIR/schema.json`` (the public
+domains used) and ``DIR/manifest.json`` (the privacy ledger) atomically. A TOML config has an
+``[input]`` table (``format`` = ``trips`` | ``chicago-taxi`` | ``sube-taps``; ``public_years`` /
+``private_years`` for the Chicago file; ``metadata`` = SUBE line metadata; ``schema`` = a schema
+JSON) and an ``[archetypes]`` table of :class:`~archetypes.synthesizer.ArchetypeSynthesizer`
+parameters. Relative paths in a config are resolved against the config's folder.
 """
 
 from __future__ import annotations
@@ -42,7 +42,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "two noisy histograms of the PRIVATE trips (discrete Gaussian, analytic calibration).",
     )
     p.add_argument("private", metavar="PRIVATE", help="private trips (CSV or Parquet)")
-    p.add_argument("--public", required=True, metavar="PUBLIC", help="public trips of the same kind")
+    p.add_argument(
+        "--public", required=True, metavar="PUBLIC", help="public trips of the same kind"
+    )
     p.add_argument("--epsilon", type=float, required=True, help="total epsilon per individual")
     p.add_argument("--delta", type=float, required=True, help="total delta per individual")
     p.add_argument("--out", required=True, metavar="DIR", help="release directory")
@@ -74,7 +76,9 @@ def _settings(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, Any],
         base = Path(args.config).resolve().parent
         unknown = sorted(set(config) - {"input", "archetypes"})
         if unknown:
-            raise ConfigError(f"{args.config}: unknown table(s) {unknown} (allowed: archetypes, input)")
+            raise ConfigError(
+                f"{args.config}: unknown table(s) {unknown} (allowed: archetypes, input)"
+            )
     inputs = dict(config.get("input", {}))
     allowed_inputs = {"format", "public_years", "private_years", "metadata", "schema"}
     unknown = sorted(set(inputs) - allowed_inputs)

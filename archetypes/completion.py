@@ -1,12 +1,13 @@
 """Remaining columns completed from PUBLIC k-way marginals (GooseDP write-up, Table 1).
 
-A plan is an ordered list of ``(target, conditioning columns)``. Targets are filled one after another,
-so a later target may condition on an earlier one (``tips`` on ``fare``). For each synthetic row the
-target is drawn from the empirical distribution of the target among the public trips that share the
-row's values of the conditioning columns. When that combination never occurs in the public data the
-conditioning is made coarser by dropping its LAST column, repeatedly, down to the target's one-way
-public marginal; list the conditioning columns most important first. (The original falls back in one
-step to shift x pickup x dropoff; the chain generalises it.) Pure public-data post-processing.
+A plan is an ordered list of ``(target, conditioning columns)``. Targets are filled one after
+another, so a later target may condition on an earlier one (``tips`` on ``fare``). For each
+synthetic row the target is drawn from the empirical distribution of the target among the public
+trips that share the row's values of the conditioning columns. When that combination never occurs in
+the public data the conditioning is made coarser by dropping its LAST column, repeatedly, down to
+the target's one-way public marginal; list the conditioning columns most important first. (The
+original falls back in one step to shift x pickup x dropoff; the chain generalises it.) Pure
+public-data post-processing.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ class _Level:
 
 
 class ColumnCompleter:
-    """Fill the targets of ``plan`` row-wise from public conditional distributions, with fallback."""
+    """Fill the targets of ``plan`` row by row from public conditionals, with fallback."""
 
     def __init__(self, *, plan: Plan) -> None:
         self.plan = plan

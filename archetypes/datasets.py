@@ -1,18 +1,18 @@
 """The two settings of the archetype synthesizer: Chicago taxi trips and SUBE transit cards.
 
 **Chicago taxi** (TFX sample of the City of Chicago "Taxi Trips" data, mapped onto the NIST DeID2
-sprint-3 schema): ``shift = 3 * day_of_week + hour // 8`` (21 eight-hour shifts of the week, Monday 0,
-our reading of the challenge's 0..20 shift), community areas with -1 for unknown, payment type coded as
-in the challenge's ``parameters.json``, fare / tips / miles / seconds rounded to integers with -1 for
-missing. The sample has NO taxi id, so each trip is its own individual (``taxi_id`` = the row number
-in the source file): the privacy unit is then one trip, and the challenge's cap of 200 records per
-taxi is trivially met. No pseudo-id can be derived from public-only information.
+sprint-3 schema): ``shift = 3 * day_of_week + hour // 8`` (21 eight-hour shifts of the week, Monday
+0, our reading of the challenge's 0..20 shift), community areas with -1 for unknown, payment type
+coded as in the challenge's ``parameters.json``, fare / tips / miles / seconds rounded to integers
+with -1 for missing. The sample has NO taxi id, so each trip is its own individual (``taxi_id`` =
+the row number in the source file): the privacy unit is then one trip, and the challenge's cap of
+200 records per taxi is trivially met. No pseudo-id can be derived from public-only information.
 
-**SUBE** (Buenos Aires smart-card taps): one trip per boarding tap (train CHECK OUT rows are alightings
-and are dropped; taps without a card id cannot be attributed and are dropped), individual = card
-(``card_id`` = ``id_tarjeta``), hour of day, mode, line and branch (as strings), fare product
-(``id_tarifa``), stage in the SUBE network (``etapa_red_sube``) and a 0.05-degree grid zone of the tap's
-rounded coordinates ("unknown" when missing); ``lat``/``lon`` are kept for clustering.
+**SUBE** (Buenos Aires smart-card taps): one trip per boarding tap (train CHECK OUT rows are
+alightings and are dropped; taps without a card id cannot be attributed and are dropped), individual
+= card (``card_id`` = ``id_tarjeta``), hour of day, mode, line and branch (as strings), fare product
+(``id_tarifa``), stage in the SUBE network (``etapa_red_sube``) and a 0.05-degree grid zone of the
+tap's rounded coordinates ("unknown" when missing); ``lat``/``lon`` are kept for clustering.
 """
 
 from __future__ import annotations
@@ -97,7 +97,9 @@ def chicago_taxi_trips(
     start = pd.to_datetime(pd.to_numeric(raw["trip_start_timestamp"], errors="coerce"), unit="s")
     if start.isna().any():
         row = int(np.flatnonzero(start.isna().to_numpy())[0])
-        raise InputError(f"Chicago taxi data: column 'trip_start_timestamp', row {row + 1}: bad time")
+        raise InputError(
+            f"Chicago taxi data: column 'trip_start_timestamp', row {row + 1}: bad time"
+        )
     out = pd.DataFrame({"taxi_id": np.arange(len(raw), dtype=np.int64)})
     out["shift"] = (start.dt.day_of_week * 3 + start.dt.hour // 8).to_numpy(dtype=np.int64)
     out["company"] = raw["company"].fillna(UNKNOWN_COMPANY).astype(str).to_numpy()
@@ -184,7 +186,9 @@ def sube_schema(
         Column("mode", "categorical", SUBE_MODES),
         Column("line", "categorical", (*lines, "unknown"), other="unknown"),
         Column("branch", "categorical", (*branches, "unknown"), other="unknown"),
-        Column("zone", "categorical", (*_public_values(public, "zone", "unknown"),), other="unknown"),
+        Column(
+            "zone", "categorical", (*_public_values(public, "zone", "unknown"),), other="unknown"
+        ),
         Column("fare_type", "categorical", tuple(_public_values(public, "fare_type"))),
         Column("stage", "categorical", tuple(range(STAGES))),
     ]

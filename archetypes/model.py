@@ -1,13 +1,14 @@
 """Archetypes learnt from PUBLIC trips (GooseDP write-up, "Pre-processing: Archetype Generation").
 
-A StandardScaler + scikit-learn GaussianMixture with ``n_archetypes`` components is fitted on the feature
-columns of the public trips; each trip gets its most likely component, each individual (taxi, card) the
-archetype that most of its trips fall in (ties at random). Per archetype the model keeps the number of
-public individuals, their mean trips per individual and the pool of their trips, whose key columns form
-the archetype's joint distribution (``joint``). Individuals are further split by their dominant category
-(company, mode; ties at random) so that :class:`~archetypes.synthesizer.ArchetypeSynthesizer` can draw
-trips for a synthetic individual of archetype ``a`` and category ``c`` from the public individuals of the
-same stratum. Nothing here reads private data; ``assign`` is the per-individual map applied to it.
+A StandardScaler + scikit-learn GaussianMixture with ``n_archetypes`` components is fitted on the
+feature columns of the public trips; each trip gets its most likely component, each individual
+(taxi, card) the archetype that most of its trips fall in (ties at random). Per archetype the model
+keeps the number of public individuals, their mean trips per individual and the pool of their trips,
+whose key columns form the archetype's joint distribution (``joint``). Individuals are further split
+by their dominant category (company, mode; ties at random) so that
+:class:`~archetypes.synthesizer.ArchetypeSynthesizer` can draw trips for a synthetic individual of
+archetype ``a`` and category ``c`` from the public individuals of the same stratum. Nothing here
+reads private data; ``assign`` is the per-individual map applied to it.
 """
 
 from __future__ import annotations
@@ -41,12 +42,20 @@ def majority(
     if n_groups is None:
         n_groups = int(groups.max()) + 1 if len(groups) else 0
     keep = values >= 0
-    pairs, counts = np.unique(groups[keep] * n_values + values[keep], return_counts=True)
+    groups, values = groups[keep], values[keep]
+    out = np.full(n_groups, -1, dtype=np.int64)
+    if len(groups) == 0:
+        return out
+    if np.bincount(groups, minlength=n_groups).max() == 1:  # one entry per group: nothing to vote
+        out[groups] = values
+        return out
+    pairs, counts = np.unique(groups * n_values + values, return_counts=True)
     group, value = pairs // n_values, pairs % n_values
-    order = np.lexsort((rng.random(len(pairs)), -counts, group))
+    # one sort: by group, then count descending, then a uniform tie-break
+    key = group * (counts.max() + 1.0) + (counts.max() - counts) + rng.random(len(pairs))
+    order = np.argsort(key, kind="stable")
     first = np.ones(len(order), dtype=bool)
     first[1:] = group[order][1:] != group[order][:-1]
-    out = np.full(n_groups, -1, dtype=np.int64)
     out[group[order][first]] = value[order][first]
     return out
 
@@ -67,12 +76,12 @@ def bound_individuals(
 class ArchetypeModel:
     """GMM archetypes of public trips, with per-archetype statistics (GooseDP step 0).
 
-    Parameters are keyword-only and stored as given; ``fit`` learns. ``features`` are numeric columns
-    clustered by the mixture (missing values are imputed with the public mean); ``key_columns`` (default
-    ``features``) form each archetype's joint distribution; ``category_column`` splits individuals by
-    their dominant category. The mixture is fitted on at most ``max_fit_rows`` public trips drawn at
-    random (None: all), then labels every trip. ``random_state`` seeds the mixture, that draw and
-    the tie-breaking.
+    Parameters are keyword-only and stored as given; ``fit`` learns. ``features`` are numeric
+    columns clustered by the mixture (missing values are imputed with the public mean);
+    ``key_columns`` (default ``features``) form each archetype's joint distribution;
+    ``category_column`` splits individuals by their dominant category. The mixture is fitted on at
+    most ``max_fit_rows`` public trips drawn at random (None: all), then labels every trip.
+    ``random_state`` seeds the mixture, that draw and the tie-breaking.
     """
 
     def __init__(

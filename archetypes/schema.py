@@ -1,10 +1,10 @@
-"""Public column domains of a trip table (the challenge's ``parameters.json``, GooseDP step 3 rounding).
+"""Public column domains of a trip table (the challenge's ``parameters.json``; GooseDP rounding).
 
-A :class:`TripSchema` is a public input, never read off the private data: each categorical column has
-its full list of values (including values no record shows, so that private counts cover them), each
-numeric column a closed integer range. :meth:`TripSchema.conform` maps a table onto the schema
-(out-of-domain categories go to the column's declared ``other`` value, numbers are rounded and clipped)
-and :meth:`TripSchema.validate` checks that a table lies in the domain.
+A :class:`TripSchema` is a public input, never read off the private data: each categorical column
+has its full list of values (including values no record shows, so that private counts cover them),
+each numeric column a closed integer range. :meth:`TripSchema.conform` maps a table onto the schema
+(out-of-domain categories go to the column's declared ``other`` value, numbers are rounded and
+clipped) and :meth:`TripSchema.validate` checks that a table lies in the domain.
 """
 
 from __future__ import annotations
@@ -96,7 +96,9 @@ class TripSchema:
                     name, "categorical", tuple(col.get("values", ())), other=col.get("other")
                 )
             elif kind == "numeric":
-                columns[name] = Column(name, "numeric", minimum=col.get("min"), maximum=col.get("max"))
+                columns[name] = Column(
+                    name, "numeric", minimum=col.get("min"), maximum=col.get("max")
+                )
             else:
                 columns[name] = Column(name, kind)
         return cls(columns)
@@ -238,7 +240,9 @@ def _sort_key(value: Any) -> tuple[int, Any]:
 def _align_dtype(series: pd.Series, values: Sequence[Any]) -> pd.Series:
     """Compare strings with strings: a column read as numbers against a string domain is cast."""
     if values and all(isinstance(v, str) for v in values) and series.dtype.kind in "iuf":
-        return series.map(lambda v: v if pd.isna(v) else str(int(v) if float(v).is_integer() else v))
+        return series.map(
+            lambda v: v if pd.isna(v) else str(int(v) if float(v).is_integer() else v)
+        )
     return series
 
 

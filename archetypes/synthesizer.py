@@ -1,7 +1,8 @@
-"""GMM-archetype trip synthesizer (GooseDP, NIST Differential Privacy Temporal Map Challenge sprint 3).
+"""GMM-archetype trip synthesizer (GooseDP, NIST DP Temporal Map Challenge, sprint 3).
 
-``fit(private, public)`` learns archetypes on the public trips (:class:`~archetypes.model.ArchetypeModel`)
-and makes exactly two queries of the private trips ("Step 1: Private Analysis"):
+``fit(private, public)`` learns archetypes on the public trips
+(:class:`~archetypes.model.ArchetypeModel`) and makes exactly two queries of the private trips
+("Step 1: Private Analysis"):
 
 1. the number of individuals per archetype (each individual assigned to the single archetype most of
    its trips fall in), and
@@ -13,23 +14,25 @@ Each histogram changes by 1 in one cell when one individual (with all their trip
 Gaussian noise with sigma from the analytic calibration (Balle and Wang 2018) for its share of the
 budget, ``budget_split`` (default (0.1, 0.9) as in the write-up), and is clamped at 0; the spends
 compose sequentially in :attr:`ledger_`. Everything else is post-processing of the noisy counts with
-public data ("Step 2"): :meth:`sample` draws individuals per (archetype, category) from the two noisy
-histograms (raked onto the public archetype x category table), their trip counts and key columns from
-the public individuals of the same stratum, and completes the other columns from public k-way marginals
-(:class:`~archetypes.completion.ColumnCompleter`), then checks every value against the schema.
+public data ("Step 2"): :meth:`sample` draws individuals per (archetype, category) from the two
+noisy histograms (raked onto the public archetype x category table), their trip counts and key
+columns from the public individuals of the same stratum, and completes the other columns from public
+k-way marginals (:class:`~archetypes.completion.ColumnCompleter`), then checks every value against
+the schema.
 
 Optional, beyond the write-up: ``marginals`` names further columns whose one-way histograms of the
 individuals' most frequent (binned) values are released in ONE discrete Gaussian application (L2
-sensitivity sqrt(m) for m columns, since an individual is in one cell of each) with the third share of
-``budget_split``; :meth:`sample` then draws a larger pool of synthetic individuals and resamples it with
-raking (iterative proportional fitting) weights that match the noisy archetype, category and marginal
-histograms. This corrects shifts between the public and private periods that the two counts cannot see.
+sensitivity sqrt(m) for m columns, since an individual is in one cell of each) with the third share
+of ``budget_split``; :meth:`sample` then draws a larger pool of synthetic individuals and resamples
+it with raking (iterative proportional fitting) weights that match the noisy archetype, category and
+marginal histograms. This corrects shifts between the public and private periods that the two counts
+cannot see.
 
 Departures from the write-up, all post-processing: the analytic calibration holds for every epsilon
-(no cap at 1); the noise is an exact discrete Gaussian; the category is drawn per individual, jointly
-with the archetype, rather than per trip independently; trip counts per individual follow the public
-distribution of the stratum (same mean as the write-up's constant); the total number of individuals is
-the inverse-variance weighted mean of the unclamped noisy totals.
+(no cap at 1); the noise is an exact discrete Gaussian; the category is drawn per individual,
+jointly with the archetype, rather than per trip independently; trip counts per individual follow
+the public distribution of the stratum (same mean as the write-up's constant); the total number of
+individuals is the inverse-variance weighted mean of the unclamped noisy totals.
 """
 
 from __future__ import annotations
@@ -58,8 +61,11 @@ __all__ = [
     "systematic_choice",
 ]
 
-#: synthetic individuals drawn per output individual before the raking resample (marginals only)
+#: synthetic individuals drawn per output individual before the raking resample (marginals only),
+#: at most POOL_MAX in all: the pool only has to cover the public support, the resample (with
+#: replacement) may then be larger than the pool
 POOL_FACTOR = 4
+POOL_MAX = 200_000
 #: raking sweeps at most (noisy margins need not be consistent, so IPF may not converge exactly)
 RAKING_ITERATIONS = 30
 
@@ -201,20 +207,21 @@ class ArchetypeSynthesizer:
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ConfigError(f"{name} must be a positive integer, got {value!r}")
         if self.n_records is not None and (
-            isinstance(self.n_records, bool) or not isinstance(self.n_records, int) or self.n_records < 0
+            isinstance(self.n_records, bool)
+            or not isinstance(self.n_records, int)
+            or self.n_records < 0
         ):
             raise ConfigError(f"n_records must be a non-negative integer, got {self.n_records!r}")
         if not list(self.key_columns):
             raise ConfigError("key_columns must name at least one column")
         if self.random_state is not None and (
-            isinstance(self.random_state, bool) or not isinstance(self.random_state, int | np.integer)
+            isinstance(self.random_state, bool)
+            or not isinstance(self.random_state, int | np.integer)
         ):
             raise ConfigError(f"random_state must be None or an int, got {self.random_state!r}")
         if len(set(self.marginals)) != len(list(self.marginals)):
             raise ConfigError(f"marginals lists a column twice: {list(self.marginals)}")
-        return list(
-            zip(budget_shares(eps, split), budget_shares(delta, split), strict=True)
-        )
+        return list(zip(budget_shares(eps, split), budget_shares(delta, split), strict=True))
 
     def _schema(self, public: pd.DataFrame, used: list[str]) -> TripSchema:
         if isinstance(self.schema, TripSchema):
@@ -224,7 +231,9 @@ class ArchetypeSynthesizer:
         elif self.schema is None:
             schema = TripSchema()
         else:
-            raise ConfigError(f"schema must be a TripSchema, a JSON path or None, got {self.schema!r}")
+            raise ConfigError(
+                f"schema must be a TripSchema, a JSON path or None, got {self.schema!r}"
+            )
         inferred = [c for c in used if c not in schema and c != self.id_column]
         if inferred:
             schema = schema.replace(
@@ -255,7 +264,9 @@ class ArchetypeSynthesizer:
         used += [c for _, cond in self.completion for c in cond if c not in used]
         unknown = [c for c in marginals if c not in used]
         if unknown:
-            raise ConfigError(f"marginals {unknown} are neither key, category nor completed columns")
+            raise ConfigError(
+                f"marginals {unknown} are neither key, category nor completed columns"
+            )
         missing = [c for c in [self.id_column, *used, *features] if c not in public.columns]
         if missing:
             raise InputError(f"public data: missing column(s) {', '.join(map(repr, missing))}")
@@ -305,7 +316,10 @@ class ArchetypeSynthesizer:
         self.noisy_archetype_counts_ = np.maximum(raw[0], 0)
         self.noisy_category_counts_ = np.maximum(raw[1], 0)
         self.noisy_marginals_: dict[str, np.ndarray] = {}
-        totals = [(raw[0], self.archetype_mechanism_.sigma), (raw[1], self.category_mechanism_.sigma)]
+        totals = [
+            (raw[0], self.archetype_mechanism_.sigma),
+            (raw[1], self.category_mechanism_.sigma),
+        ]
         if self.marginal_mechanism_ is not None:
             splits = np.cumsum([self._n_cells(c) for c in marginals])[:-1]
             for column, part in zip(marginals, np.split(raw[2], splits), strict=True):
@@ -433,7 +447,9 @@ class ArchetypeSynthesizer:
         ind = self.model_.individuals_
         known = ind["category"].to_numpy() >= 0
         public = np.zeros((k, c))
-        np.add.at(public, (ind["archetype"].to_numpy()[known], ind["category"].to_numpy()[known]), 1)
+        np.add.at(
+            public, (ind["archetype"].to_numpy()[known], ind["category"].to_numpy()[known]), 1
+        )
         rows = self.noisy_archetype_counts_.astype(float)
         cols = self.noisy_category_counts_.astype(float)
         if rows.sum() == 0:
@@ -483,7 +499,7 @@ class ArchetypeSynthesizer:
             out = self._draw(shares * wanted)
             out, self.completion_fallbacks_ = self.completer_.complete(out, self.rng_)
             return out
-        pool = self._draw(shares * wanted * POOL_FACTOR)
+        pool = self._draw(shares * min(wanted * POOL_FACTOR, POOL_MAX))
         pool, self.completion_fallbacks_ = self.completer_.complete(pool, self.rng_)
         weights = self._raking_weights(pool)
         if len(weights) == 0:
@@ -506,7 +522,9 @@ class ArchetypeSynthesizer:
         n = int(ids.max()) + 1 if len(ids) else 0
         rng = self.rng_
         margins: list[tuple[np.ndarray, np.ndarray]] = []
-        cat = majority(ids, self._codes(pool, self.category_column), len(self.category_values_), rng, n)
+        cat = majority(
+            ids, self._codes(pool, self.category_column), len(self.category_values_), rng, n
+        )
         margins.append((cat, self.noisy_category_counts_.astype(float)))
         for column, noisy in self.noisy_marginals_.items():
             codes = majority(ids, self._bin(pool, column), len(noisy), rng, n)

@@ -1,13 +1,14 @@
 """Archetype synthesizer: utility (k-marginal score), fit+sample time and peak memory.
 
 Issue 6 targets on the Chicago configuration (public = 2013, private = 2014-2015 of the TFX sample):
-k-marginal score >= 900 at epsilon 1 and >= 935 at epsilon 10 against the private years, fit+sample at
-least 10x faster than smartnoise-synth MST (48-57 s there), 1M synthetic trips in under 30 s. The score
-is synth.evaluate's: both tables discretised on a common domain, 50 random column pairs (seed 0),
-(1 - mean TV) * 1000, id column excluded. Baseline: the public trips resampled to the private size.
-Rows: the write-up's algorithm (two counts, budget 0.1 / 0.9, Table 1 completion) and the shipped
-configuration (configs/taxi-archetypes.toml: plus one-way marginals). SUBE: Tuesday public, Wednesday
-private, configs/transit-archetypes.toml. Timing and memory (tracemalloc peak) are separate runs.
+k-marginal score >= 900 at epsilon 1 and >= 935 at epsilon 10 against the private years, fit+sample
+at least 10x faster than smartnoise-synth MST (48-57 s there), 1M synthetic trips in under 30 s. The
+score is synth.evaluate's: both tables discretised on a common domain, 50 random column pairs (seed
+0), (1 - mean TV) * 1000, id column excluded. Baseline: the public trips resampled to the private
+size. Rows: the write-up's algorithm (two counts, budget 0.1 / 0.9, Table 1 completion) and the
+shipped configuration (configs/taxi-archetypes.toml: plus one-way marginals). SUBE: Tuesday public,
+Wednesday private, configs/transit-archetypes.toml. Timing and memory (tracemalloc peak) are
+separate runs.
 
     python benchmarks/bench_archetypes.py [--data ../shared/data] [--seeds 3] [--records 1000000]
 """
@@ -45,7 +46,9 @@ def config(name: str) -> dict[str, Any]:
 
 
 def score(private: pd.DataFrame, synthetic: pd.DataFrame, drop: list[str]) -> float:
-    a, b, cols = discretise(private.drop(columns=drop), synthetic.drop(columns=drop, errors="ignore"))
+    a, b, cols = discretise(
+        private.drop(columns=drop), synthetic.drop(columns=drop, errors="ignore")
+    )
     return float(k_marginal_score(a, b, cols)["score"])
 
 
@@ -102,7 +105,9 @@ def main() -> None:
     shipped = {**config("taxi-archetypes.toml"), "schema": schema}
     original = {k: v for k, v in shipped.items() if k != "marginals"}
     original["budget_split"] = (0.1, 0.9)
-    taxi: dict[str, Any] = {"public_only": baseline(private_scored, public, args.seeds, ["taxi_id"])}
+    taxi: dict[str, Any] = {
+        "public_only": baseline(private_scored, public, args.seeds, ["taxi_id"])
+    }
     for name, params in (("original", original), ("configured", shipped)):
         taxi[name] = [
             run(private_scored, public, params, eps, 2.5e-5, args.seeds, ["taxi_id"])

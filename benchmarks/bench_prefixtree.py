@@ -12,7 +12,9 @@ without interpreter start-up), peak RSS of each child (``wait4``), the ratio CLI
 Utility (the paper's Tables 3-5 / Figures 3-4 layout): TP of the top-k patterns (k = 50, 100, 300)
 and the mean relative count-query error (40,000 queries, 4 subsets) through
 ``synth.evaluate.evaluate_sequences``, for hybrid, simple and epsilon = infinity (the truncated
-original, i.e. the tree with exact counts), over a grid of epsilon and h. Datasets: the SUBE
+original, i.e. the tree with exact counts), over a grid of epsilon and h; ``pruning-bound`` is a
+non-private diagnostic (exact counts, the hybrid thresholds, no empty cells) separating the cost of
+pruning from the cost of noise. Datasets: the SUBE
 Wednesday taps (one sequence per card, locations = line, taxonomy line -> mode) and simulated
 Montreal sequences. A simple tree whose empty cells multiply past ``--max-nodes`` is reported as
 exploded (the paper's Theorem 4.2 branching: |L| * P(pass) > 1).
@@ -158,6 +160,29 @@ def _simulated(n: int, seed: int) -> tuple[pd.DataFrame, Any]:
     return simulate_sequences(n, seed=seed), montreal_taxonomy()
 
 
+class NoiselessPruning:
+    """Diagnostic, NOT private: exact counts, no empty cell ever passes. With the hybrid plan's
+    thresholds it shows what pruning alone costs (an upper bound for any noise at those
+    thresholds)."""
+
+    seeded = True
+
+    def discrete_laplace(self, scale: float, size: int) -> Any:
+        import numpy as np
+
+        return np.zeros(size, dtype=np.int64)
+
+    def empty_cells_passing(self, scale: float, threshold: int, n_empty: int) -> Any:
+        import numpy as np
+
+        return np.zeros(0, dtype=np.int64)
+
+    def choice(self, n: int, k: int) -> Any:
+        import numpy as np
+
+        return np.arange(k, dtype=np.int64)
+
+
 def _release(
     seqs: pd.DataFrame, tax: Any, variant: str, epsilon: float, height: int, args: Any
 ) -> tuple[pd.DataFrame | None, dict[str, Any]]:
@@ -168,13 +193,14 @@ def _release(
     if variant == "inf":
         return truncate_sequences(seqs, height), {"fit_s": 0.0}
     start = time.perf_counter()
+    bound = variant == "pruning-bound"
     syn = PrefixTreeSynthesizer(
         epsilon=epsilon,
         height=height,
         taxonomy=tax,
-        variant=variant,
-        budget_split=args.budget_split if variant == "hybrid" else None,
-        random_state=args.seed,
+        variant="hybrid" if bound else variant,
+        budget_split=args.budget_split if variant != "simple" else None,
+        random_state=NoiselessPruning() if bound else args.seed,
         max_nodes=args.max_nodes,
     )
     try:
@@ -252,7 +278,12 @@ def main(argv: list[str] | None = None) -> int:
     up.add_argument("--n", type=int, default=1_000_000, help="simulated sequences")
     up.add_argument("--epsilons", type=float, nargs="+", default=[0.5, 1.0, 1.5])
     up.add_argument("--heights", type=int, nargs="+", default=[6, 8, 12, 16])
-    up.add_argument("--variants", nargs="+", default=["hybrid", "simple", "inf"])
+    up.add_argument(
+        "--variants",
+        nargs="+",
+        choices=("hybrid", "simple", "inf", "pruning-bound"),
+        default=["hybrid", "simple", "inf"],
+    )
     up.add_argument("--queries", type=int, default=40_000)
     up.add_argument("--max-nodes", type=int, default=20_000_000)
     up.add_argument(

@@ -130,7 +130,7 @@ def run(args: argparse.Namespace) -> int:
         time_bins=args.time_bin,
         random_state=args.seed,
     )
-    synth._check_params()  # fail on bad parameters before reading the data
+    synth.check_params()  # fail on bad parameters before reading the data
     seqs = load_sequences(
         args.input,
         taxonomy=taxonomy,

@@ -88,8 +88,11 @@ class PrefixTreeSynthesizer:
     - ``max_nodes``: refuse to grow a tree past this many nodes (empty cells that pass the threshold
       multiply when ``|locations| * P(pass) > 1``, as in the simple variant on large networks).
 
-    Fitted attributes: ``tree_`` (nodes: location, depth, parent, noisy and consistent counts),
-    ``ledger_`` (the privacy spends), ``sub_levels_`` (budget plan), ``locations_``.
+    Fitted attributes: ``tree_`` (non-generalized nodes, breadth first: node, parent, depth,
+    location [, time_bin], noisy_count, consistent count, ending = n(v)), ``generalized_`` (the
+    surviving generalized cells with their noisy counts), ``ledger_`` (the privacy spends),
+    ``sub_levels_`` (budget plan: level, fan-out, epsilon, scale, threshold), ``locations_``
+    (locations in taxonomy depth-first order), ``noise_seeded_``.
     """
 
     def __init__(
@@ -130,7 +133,8 @@ class PrefixTreeSynthesizer:
             )
         return rs
 
-    def _check_params(self) -> tuple[Fraction, int]:
+    def check_params(self) -> tuple[Fraction, int]:
+        """Validate the parameters (ConfigError) without data; returns exact epsilon and h."""
         eps = _fraction(self.epsilon, "epsilon")
         if eps <= 0:
             raise ConfigError(f"epsilon must be > 0, got {self.epsilon!r}")
@@ -241,7 +245,7 @@ class PrefixTreeSynthesizer:
 
         Each ``seq_id`` is one privacy unit (one card); it is truncated to ``height`` locations.
         """
-        eps, h = self._check_params()
+        eps, h = self.check_params()
         noise = self._noise()
         tax = self.taxonomy
         levels, shares, fanout = self._generalized_levels()

@@ -24,6 +24,8 @@ COMMANDS: tuple[str, ...] = (
     "archetypes.cli",
     "prefixtree.cli",
     "synth.sbh_cli",
+    "synth.export_cli",
+    "synth.audit.cli",
 )
 
 SEEDED_WARNING = (

@@ -64,7 +64,6 @@ _TABLE_DIMS: dict[str, tuple[str, ...]] = {
     name: tuple(d for d in ("time", "location") if d in name.split("_")) for name in TABLES
 }
 #: Up to this many public partitions get one ledger branch each; more share one branch.
-_LISTED_PARTITIONS = 100
 Mode = Literal["sbh", "consistent", "pure"]
 
 
@@ -932,13 +931,10 @@ class OpalRelease:
             if self.mode == "consistent"
             else ""
         )
-        # Every partition spends the same, so one branch standing for all of them has the same
-        # cost; it is used when the partitions come from the data (listing them would leak which
-        # exist) or are too many to list (each spend re-totals the whole ledger).
+        # Every partition spends the same, so when the partitions come from the data one branch
+        # stands for all of them at the same cost (listing them would leak which exist).
         if not grid.public_partitions:
             labels = ["each (mode, day) partition (not listed: derived from the data)"]
-        elif grid.partitions > _LISTED_PARTITIONS:
-            labels = [f"each of the {grid.partitions} public (mode, day) partitions (parameters)"]
         else:
             labels = [f"{m} {_day_label(d)}" for m in grid.modes for d in grid.days]
         with ledger.parallel(

@@ -102,19 +102,44 @@ class Spend:
 class LedgerBranch:
     """A sequential list of spends and parallel groups (the root ledger is one too)."""
 
-    def __init__(self, name: str, root: PrivacyLedger, path: str) -> None:
+    def __init__(
+        self, name: str, root: PrivacyLedger, path: str, group: ParallelGroup | None = None
+    ) -> None:
         self.name = name
         self.root = root  # the ledger holding the cap
         self._path = path
+        self._group = group  # the parallel group this list is a branch of (None: the root)
         self._items: list[Spend | ParallelGroup] = []
+        self._cost = (Fraction(0), Fraction(0))  # running sum, kept by spend()
 
     def cost(self) -> tuple[Fraction, Fraction]:
         """Exact (epsilon, delta) of this sequential list."""
-        eps, delta = Fraction(0), Fraction(0)
-        for item in self._items:
-            e, d = (item.epsilon, item.delta) if isinstance(item, Spend) else item.cost()
-            eps, delta = eps + e, delta + d
-        return eps, delta
+        return self._cost
+
+    def _raise_by(
+        self, eps: Fraction, delta: Fraction
+    ) -> list[tuple[LedgerBranch | ParallelGroup, tuple[Fraction, Fraction]]]:
+        """The new costs of this list and of every list and group above it after a spend.
+
+        Costs only grow (spends are non-negative), so a parallel group's maximum can be updated
+        from the one branch that changed: each spend costs O(depth), not O(size of the ledger).
+        """
+        updates: list[tuple[LedgerBranch | ParallelGroup, tuple[Fraction, Fraction]]] = []
+        branch: LedgerBranch = self
+        new = (branch._cost[0] + eps, branch._cost[1] + delta)
+        while True:
+            updates.append((branch, new))
+            group = branch._group
+            if group is None:
+                return updates
+            old_group = group._cost
+            new_group = (max(old_group[0], new[0]), max(old_group[1], new[1]))
+            updates.append((group, new_group))
+            branch = group._parent
+            new = (
+                branch._cost[0] - old_group[0] + new_group[0],
+                branch._cost[1] - old_group[1] + new_group[1],
+            )
 
     @property
     def spends(self) -> list[Spend]:
@@ -171,10 +196,9 @@ class LedgerBranch:
             note=note,
             group=self._path,
         )
-        self._items.append(item)
-        total_eps, total_delta = root.cost()
+        updates = self._raise_by(eps, dlt)
+        total_eps, total_delta = updates[-1][1]
         if total_eps > root.cap_epsilon or total_delta > root.cap_delta:
-            self._items.pop()
             spent_eps, spent_delta = root.cost()
             raise BudgetExceededError(
                 f"spend {label!r} (epsilon={float(eps):g}, delta={float(dlt):g}"
@@ -183,6 +207,9 @@ class LedgerBranch:
                 f"epsilon={float(root.cap_epsilon):g}, delta={float(root.cap_delta):g} "
                 f"(already spent epsilon={float(spent_eps):g}, delta={float(spent_delta):g})"
             )
+        self._items.append(item)
+        for node, cost in updates:
+            node._cost = cost
         return item
 
     @contextmanager
@@ -207,19 +234,19 @@ class ParallelGroup:
         self.disjoint_by = disjoint_by
         self._parent = parent
         self.branches: dict[str, LedgerBranch] = {}
+        self._cost = (Fraction(0), Fraction(0))  # running max over branches, kept by spend()
 
     def branch(self, name: str) -> LedgerBranch:
         """The sequential sub-ledger of one partition (created on first use)."""
         if name not in self.branches:
             prefix = f"{self._parent._path} / " if self._parent._path else ""
             path = f"{prefix}{self.name}: {name}"
-            self.branches[name] = LedgerBranch(name, self._parent.root, path)
+            self.branches[name] = LedgerBranch(name, self._parent.root, path, self)
         return self.branches[name]
 
     def cost(self) -> tuple[Fraction, Fraction]:
         """Exact (max epsilon, max delta) over the branches."""
-        costs = [b.cost() for b in self.branches.values()] or [(Fraction(0), Fraction(0))]
-        return max(c[0] for c in costs), max(c[1] for c in costs)
+        return self._cost
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready group with its branches."""

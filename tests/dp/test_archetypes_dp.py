@@ -5,8 +5,8 @@ bound, one archetype and one category per individual, histograms) then ``_releas
 Gaussian noise, ledger). Neighbours differ by one whole individual (all their trips, up to the cap).
 The individuals here have clear majorities, so ``_query`` is deterministic and is evaluated once per
 dataset; ``_release`` draws fresh noise in every trial. A large budget (epsilon 1, delta 0.05, most
-of it on the archetype histogram) makes the noise small enough for violations to be observable with a
-few thousand trials. Canaries: counting every trip instead of every individual, and counting an
+of it on the archetype histogram) makes the noise small enough for violations to be observable with
+a few thousand trials. Canaries: counting every trip instead of every individual, and counting an
 individual in two archetypes -- both add 2 to one cell for the neighbour, i.e. sensitivity 2 -- must
 be flagged; the genuine mechanism must not.
 """
@@ -97,9 +97,7 @@ def audit(cls: type[ArchetypeSynthesizer], trials: int) -> EpsilonAudit:
     def run(data: pd.DataFrame, n: int) -> np.ndarray:
         histograms = syn._query(data)
         noise = SecureNoise(seed=next(seeds) * 7919 + n)  # distinct streams per dataset
-        return np.array(
-            [np.concatenate(syn._release(histograms, noise)[:2]) for _ in range(n)]
-        )
+        return np.array([np.concatenate(syn._release(histograms, noise)[:2]) for _ in range(n)])
 
     base = syn._query(D)
     night_cell = tail_events(range(base[0][night] - 2, base[0][night] + 6), column=night)
@@ -135,5 +133,5 @@ def test_sensitivity_canaries_are_caught(canary: type[ArchetypeSynthesizer]) -> 
 
 @pytest.mark.slow
 def test_genuine_release_passes_long() -> None:
-    result = audit(ArchetypeSynthesizer, trials=100_000)
+    result = audit(ArchetypeSynthesizer, trials=30_000)
     assert not result.violates(EPS), result

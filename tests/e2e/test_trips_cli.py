@@ -1,4 +1,5 @@
-"""``transit-synth trips``: release files, manifest, configs and user errors (exit 2, nothing written)."""
+"""``transit-synth trips``: release files, manifest, configs and user errors (exit 2, nothing
+written)."""
 
 from __future__ import annotations
 
@@ -23,7 +24,9 @@ def _trips(n: int, seed: int) -> pd.DataFrame:
     return pd.DataFrame(
         {
             "card": [f"k{seed}-{c}" for c in cards],
-            "hour": np.where(night[cards], rng.integers(20, 24, len(cards)), rng.integers(6, 10, len(cards))),
+            "hour": np.where(
+                night[cards], rng.integers(20, 24, len(cards)), rng.integers(6, 10, len(cards))
+            ),
             "zone": np.where(night[cards], "B", "A"),
             "mode": np.where(night[cards], "rail", "bus"),
             "fare": np.where(night[cards], 3, 1),
@@ -91,7 +94,16 @@ def test_config_n_records_and_parquet(files: tuple[Path, Path], tmp_path: Path) 
     )
     out = tmp_path / "rel"
     argv = ["trips", str(files[0]), "--public", str(files[1]), "--epsilon", "2", "--delta", "1e-6"]
-    argv += ["--out", str(out), "--config", str(config), "--n-records", "250", "--format", "parquet"]
+    argv += [
+        "--out",
+        str(out),
+        "--config",
+        str(config),
+        "--n-records",
+        "250",
+        "--format",
+        "parquet",
+    ]
     assert main([*argv, "--seed", "1", "--quiet"]) == 0
     trips = pd.read_parquet(out / "trips.parquet")
     assert len(trips) == 250 and set(trips["fare"]) <= {1, 3}
@@ -128,7 +140,7 @@ def test_missing_private_file(files: tuple[Path, Path], tmp_path: Path, capsys) 
 
 def test_bad_config_key(files: tuple[Path, Path], tmp_path: Path, capsys) -> None:
     config = tmp_path / "c.toml"
-    config.write_text('[archetypes]\nnum_archetypes = 3\n')
+    config.write_text("[archetypes]\nnum_archetypes = 3\n")
     assert main(_args(*files, tmp_path / "never", "--config", str(config))) == 2
     assert "unknown key 'num_archetypes'" in capsys.readouterr().err
 

@@ -1,4 +1,4 @@
-"""ArchetypeModel (GMM archetypes on public trips), majority with random ties, contribution bounds."""
+"""ArchetypeModel (GMM archetypes of public trips), majority with random ties, bounding."""
 
 from __future__ import annotations
 

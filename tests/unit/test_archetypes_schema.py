@@ -26,7 +26,12 @@ def small_schema() -> TripSchema:
 
 def test_conform_maps_rounds_and_clips() -> None:
     df = pd.DataFrame(
-        {"card": [1, 2, 3], "mode": ["bus", "ferry", None], "hour": [0, 5, 23], "fare": [1.4, 12, -3]}
+        {
+            "card": [1, 2, 3],
+            "mode": ["bus", "ferry", None],
+            "hour": [0, 5, 23],
+            "fare": [1.4, 12, -3],
+        }
     )
     out = small_schema().conform(df, source="x.csv")
     assert out["mode"].tolist() == ["bus", "other", "other"]

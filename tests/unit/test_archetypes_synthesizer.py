@@ -1,4 +1,4 @@
-"""ArchetypeSynthesizer: calibration and budget split, reproducibility, domains, private-data use."""
+"""ArchetypeSynthesizer: calibration, budget split, reproducibility, domains, private-data use."""
 
 from __future__ import annotations
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import random
 from fractions import Fraction
 from pathlib import Path
 
@@ -11,7 +12,14 @@ import pytest
 
 import synth
 from synth.errors import BudgetExceededError, ConfigError
-from synth.privacy import DiscreteGaussian, DiscreteLaplace, PrivacyLedger, SecureNoise
+from synth.privacy import (
+    DiscreteGaussian,
+    DiscreteLaplace,
+    LedgerBranch,
+    PrivacyLedger,
+    SecureNoise,
+    Spend,
+)
 
 
 class CountingNoise(SecureNoise):
@@ -121,6 +129,41 @@ def test_nested_parallel_groups() -> None:
         "lines: line 1 / stations: s2",
         "lines: line 2",
     }
+
+
+def _recomputed(branch: LedgerBranch) -> tuple[Fraction, Fraction]:
+    """Brute-force cost of a sequential list, from its items (the ledger keeps running totals)."""
+    eps, delta = Fraction(0), Fraction(0)
+    for item in branch._items:
+        if isinstance(item, Spend):
+            e, d = item.epsilon, item.delta
+        else:
+            costs = [_recomputed(b) for b in item.branches.values()] or [(Fraction(0),) * 2]
+            e, d = max(c[0] for c in costs), max(c[1] for c in costs)
+        eps, delta = eps + e, delta + d
+    return eps, delta
+
+
+def test_running_totals_match_recomputation_including_refusals() -> None:
+    rng = random.Random(7)
+    ledger = PrivacyLedger(epsilon=3.0, delta=1e-5)
+    lists: list[LedgerBranch] = [ledger]
+    refused = 0
+    for step in range(400):
+        target = rng.choice(lists)
+        if rng.random() < 0.1:
+            with target.parallel(f"g{step}", disjoint_by="test partition") as group:
+                lists.extend(group.branch(f"b{k}") for k in range(rng.randint(1, 4)))
+            continue
+        before = ledger.cost()
+        try:
+            spend(target, rng.choice([0.01, 0.05, 0.1]), rng.choice([0.0, 1e-7]))
+        except BudgetExceededError:
+            refused += 1
+            assert ledger.cost() == before
+        assert ledger.cost() == _recomputed(ledger)
+    assert refused > 0
+    assert ledger.cost()[0] <= Fraction(3)
 
 
 def test_invalid_parameters() -> None:

@@ -412,11 +412,11 @@ def test_card_bounding_ignores_events_outside_the_public_partitions() -> None:
     assert rel.tables_["on_location"]["count"].sum() - 1000 * len(rel.tables_["on_location"]) == 2
 
 
-def test_many_public_partitions_share_one_ledger_branch() -> None:
+def test_many_public_partitions_each_get_a_ledger_branch() -> None:
     days = [str(d.date()) for d in pd.date_range("2016-07-01", periods=60)]
     rel = OpalRelease(random_state=ZeroNoise(), modes=["bus", "ferry"], days=days).fit(_trips())
     group = rel.ledger_.to_dict()["composition"][0]
-    assert [b["name"] for b in group["branches"]] == [
-        "each of the 120 public (mode, day) partitions (parameters)"
-    ]
+    assert len(group["branches"]) == 120
+    assert {len(b["items"]) for b in group["branches"]} == {6}
     assert group["epsilon"] == 8.0 and len(rel.partitions_) == 120
+    assert rel.ledger_.spent_epsilon == 8.0

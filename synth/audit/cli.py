@@ -1,0 +1,179 @@
+"""``transit-synth audit``: the Opal assessment's checks on a release, and empirical DP tests.
+
+``transit-synth audit RELEASE_DIR [--out DIR] [--route ORIGIN DESTINATION MINUTES ...]
+[--pairs FILE]`` runs scale recovery, the zero-count check and differencing on a release directory.
+``transit-synth audit --empirical MECHANISM --neighbours D D_PRIME --param epsilon=E ...`` runs the
+statistical harness on a mechanism of the library. Findings go to stdout; with ``--out`` also
+``DIR/audit.json`` and ``DIR/audit.html`` (written atomically).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from synth.cli import add_quiet_option, add_seed_option
+from synth.errors import ConfigError
+
+#: Order in which findings are printed.
+_SEVERITIES = ("high", "medium", "low", "info")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the ``audit`` subcommand."""
+    p = subparsers.add_parser(
+        "audit",
+        help="privacy audit of a release (scale recovery, zero counts, differencing) or of a "
+        "mechanism (empirical DP)",
+        description=(
+            "Run the attacks of the Opal privacy assessment (paper 001) on a release directory: "
+            "noise-scale recovery from paired counts, the unperturbed-zero check (Theorem 1) and "
+            "differencing across tables (Theorem 5); or, with --empirical, estimate a lower "
+            "bound on a mechanism's epsilon from two tiny neighbouring datasets."
+        ),
+    )
+    p.add_argument("release", nargs="?", metavar="RELEASE_DIR", help="release directory")
+    p.add_argument("--out", metavar="DIR", help="write audit.json and audit.html into DIR")
+    p.add_argument(
+        "--route",
+        nargs=3,
+        action="append",
+        default=[],
+        metavar=("ORIGIN", "DESTINATION", "MINUTES"),
+        help="a point-to-point service: tap-ons at ORIGIN are tap-offs at DESTINATION MINUTES "
+        "later (repeatable; pairs for scale recovery)",
+    )
+    p.add_argument(
+        "--pairs",
+        metavar="FILE",
+        help="pairs of cells sharing one raw value: columns table_a, table_b and key columns "
+        "suffixed _a / _b (mode_a, day_a, time_a, location_a, ...)",
+    )
+    p.add_argument(
+        "--model",
+        choices=("auto", "laplace", "discrete", "gaussian"),
+        default="auto",
+        help="noise model of the scale fit (default: from the manifest)",
+    )
+    p.add_argument("--min-count", type=int, metavar="N", help="use pairs with both counts >= N")
+    p.add_argument(
+        "--confidence", type=float, default=0.95, help="confidence of every interval (0.95)"
+    )
+    emp = p.add_argument_group("empirical DP (instead of, or besides, RELEASE_DIR)")
+    emp.add_argument(
+        "--empirical",
+        metavar="MECHANISM",
+        help="mechanism to test: discrete_laplace, discrete_gaussian, sbh, marginals, prefixtree",
+    )
+    emp.add_argument(
+        "--neighbours", nargs=2, metavar=("D", "D_PRIME"), help="neighbouring datasets (CSV/Parquet)"
+    )
+    emp.add_argument(
+        "--param",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="mechanism parameter (repeatable), e.g. epsilon=1 delta=1e-3 columns=stop_id",
+    )
+    emp.add_argument("--trials", type=int, default=2000, help="runs per dataset (default 2000)")
+    add_seed_option(p)
+    add_quiet_option(p)
+    p.set_defaults(func=run)
+
+
+def _value(text: str) -> Any:
+    low = text.strip().lower()
+    if low in ("true", "false"):
+        return low == "true"
+    for cast in (int, float):
+        try:
+            return cast(text)
+        except ValueError:
+            pass
+    return text.strip()
+
+
+def _params(items: list[str]) -> dict[str, Any]:
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"--param {item!r}: expected KEY=VALUE")
+        out[key.strip()] = _value(value)
+    return out
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the requested checks, print the findings, write the report."""
+    from synth.audit.report import audit_release, write_report
+    from synth.io import read_table
+
+    if args.release is None and args.empirical is None:
+        raise ConfigError("give a RELEASE_DIR, or --empirical MECHANISM --neighbours D D_PRIME")
+    report: dict[str, Any] = {"findings": [], "counts": {}}
+    if args.release is not None:
+        routes = []
+        for origin, destination, minutes in args.route:
+            try:
+                routes.append((origin, destination, int(minutes)))
+            except ValueError:
+                raise ConfigError(f"--route: MINUTES must be an integer, got {minutes!r}") from None
+        pairs = None if args.pairs is None else read_table(args.pairs)
+        report = audit_release(
+            args.release,
+            routes=routes,
+            pairs=pairs,
+            model=args.model,
+            confidence=args.confidence,
+            min_count=args.min_count,
+        )
+    if args.empirical is not None:
+        from synth.audit.empirical import empirical_epsilon
+
+        if args.neighbours is None:
+            raise ConfigError("--empirical needs --neighbours D D_PRIME")
+        d, d_prime = (read_table(f) for f in args.neighbours)
+        result = empirical_epsilon(
+            args.empirical,
+            d,
+            d_prime,
+            params=_params(args.param),
+            trials=args.trials,
+            confidence=args.confidence,
+            seed=args.seed,
+        )
+        emp = result.to_dict()
+        report["empirical"] = emp
+        verdict = "REFUTED" if result.violated else "not refuted"
+        line = (
+            f"empirical: epsilon >= {emp['epsilon_lower_bound']:.3f} with confidence "
+            f"{emp['confidence']:g} ({emp['trials']} trials per dataset after "
+            f"{emp['selection_trials']} to choose events; event '{emp['event'] or '-'}'); "
+            f"claimed epsilon {emp['claimed_epsilon']:g}, delta {emp['claimed_delta']:g}: {verdict}"
+        )
+        print(line)
+        report["findings"].append(
+            {
+                "check": "empirical",
+                "severity": "high" if result.violated else "info",
+                "title": f"{args.empirical}: claimed epsilon {verdict}",
+                "detail": line,
+                "remedy": "Fix the mechanism before any release."
+                if result.violated
+                else "None needed (a test bounds epsilon from below; it is not a proof).",
+                "data": emp,
+            }
+        )
+        report["counts"] = {
+            s: sum(f["severity"] == s for f in report["findings"]) for s in _SEVERITIES
+        }
+    if not args.quiet:
+        for f in report["findings"]:
+            if f["check"] != "empirical":
+                print(f"[{f['severity']}] {f['check']}: {f['title']}")
+    if args.out is not None:
+        out = write_report(report, args.out)
+        if not args.quiet:
+            print(f"audit report -> {out}/audit.html, {out}/audit.json", file=sys.stderr)
+    return 0
