@@ -176,6 +176,8 @@ def read_release(
         manifest = json.loads(mpath.read_text(encoding="utf-8"))
     except (ValueError, OSError) as exc:
         raise InputError(f"{mpath}: cannot read the manifest ({exc})") from exc
+    if not isinstance(manifest, dict):
+        raise InputError(f"{mpath}: not a release manifest (a JSON object is expected)")
     params = manifest.get("parameters") or {}
     generator = params.get("generator")
     kinds = {"prefixtree": "sequences", "archetypes": "trips"}
@@ -850,9 +852,9 @@ def export_release(
     **columns: str | None,
 ) -> dict[str, Any]:
     """Export a release directory (``to`` = ``"od"`` or ``"matsim"``) into ``out`` (default: the
-    release directory): ``od.csv``/``od.parquet`` or ``population.xml``, plus ``export.json``
+    release directory): ``od.csv``/``od.parquet`` or ``population.xml``, plus ``export-<to>.json``
     describing the export. Written through :func:`synth.io.release_dir` (all or nothing).
-    ``columns``: the trip column options of :func:`read_release`. Returns the ``export.json`` dict.
+    ``columns``: the trip column options of :func:`read_release`. Returns that JSON's dict.
     """
     if to not in ("od", "matsim"):
         raise ConfigError(f"to must be 'od' or 'matsim', got {to!r}")
@@ -916,6 +918,6 @@ def export_release(
                 else f"defaults: first end {DEFAULT_START // 60:02d}:00, "
                 f"then every {DEFAULT_GAP} minutes",
             )
-        with atomic_path(stage / "export.json") as tmp:
+        with atomic_path(stage / f"export-{to}.json") as tmp:
             tmp.write_text(json.dumps(info, indent=2, default=str), encoding="utf-8")
     return info

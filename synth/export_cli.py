@@ -5,8 +5,9 @@
 [--origin-column COL --destination-column COL | --location-column COL] [--time-column COL]
 [--quiet]``
 
-Writes ``DIR/od.csv`` (or ``.parquet``) or ``DIR/population.xml`` and ``DIR/export.json``
-atomically (``DIR`` defaults to RELEASE_DIR). The rules are in :mod:`synth.export`.
+Writes ``DIR/od.csv`` (or ``.parquet``) and ``DIR/export-od.json``, or ``DIR/population.xml`` and
+``DIR/export-matsim.json``, atomically (``DIR`` defaults to RELEASE_DIR). The rules are in
+:mod:`synth.export`.
 """
 
 from __future__ import annotations

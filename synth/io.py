@@ -176,6 +176,9 @@ def release_dir(out_dir: str | os.PathLike[str]) -> Iterator[Path]:
         raise ConfigError(f"{out}: output path exists and is not a directory")
     anchor = out.parent if out.parent.is_dir() else _nearest_existing(out)
     stage = Path(tempfile.mkdtemp(prefix=f".{out.name}.stage-", dir=anchor))
+    umask = os.umask(0)
+    os.umask(umask)
+    stage.chmod(0o777 & ~umask)  # mkdtemp makes it private; a release gets the usual permissions
     try:
         yield stage
         if not out.exists():

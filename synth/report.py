@@ -23,7 +23,15 @@ from matplotlib.figure import Figure
 from synth import __version__
 from synth.io import atomic_path
 
-__all__ = ["render_report", "write_report"]
+__all__ = [
+    "evaluation_sections",
+    "manifest_section",
+    "render_page",
+    "render_report",
+    "table_section",
+    "write_html",
+    "write_report",
+]
 
 _STYLE = """
 body{font-family:system-ui,sans-serif;margin:2em auto;max-width:70em;color:#222}
@@ -203,25 +211,53 @@ def _trip_sections(results: dict[str, Any]) -> list[str]:
     return out
 
 
+def evaluation_sections(results: dict[str, Any]) -> list[str]:
+    """HTML sections (figures and tables) of ``evaluate_sequences`` / ``evaluate_trips`` results."""
+    kind = results["kind"]
+    names = ", ".join(html.escape(n) for n in results["releases"])
+    head = f"<p>Releases compared ({html.escape(kind)}): {names}.</p>"
+    body = _sequence_sections(results) if kind == "sequences" else _trip_sections(results)
+    return [head, *body]
+
+
+def manifest_section(name: str, manifest: dict[str, Any]) -> str:
+    """A release's privacy manifest, shown as JSON."""
+    return (
+        f"<h2>Privacy manifest: {html.escape(name)}</h2><pre>"
+        + html.escape(json.dumps(manifest, indent=2, default=str), quote=False)
+        + "</pre>"
+    )
+
+
+def table_section(title: str, header: list[str], rows: list[list[Any]]) -> str:
+    """A titled HTML table."""
+    return f"<h2>{html.escape(title)}</h2>" + _table(header, rows)
+
+
+def render_page(title: str, sections: list[str]) -> str:
+    """A self-contained HTML page from sections of HTML."""
+    return (
+        f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+        f"<style>{_STYLE}</style></head><body><h1>{html.escape(title)}</h1>"
+        f"<p>transit-synth {__version__}.</p>" + "\n".join(sections) + "</body></html>\n"
+    )
+
+
 def render_report(
     results: dict[str, Any], manifests: Mapping[str, dict[str, Any]] | None = None
 ) -> str:
     """HTML text of the report of ``evaluate_sequences`` / ``evaluate_trips`` results."""
-    kind = results["kind"]
-    body = [f"<h1>transit-synth evaluation ({html.escape(kind)})</h1>"]
-    names = ", ".join(html.escape(n) for n in results["releases"])
-    body.append(f"<p>Releases compared: {names}. transit-synth {__version__}.</p>")
-    body.extend(_sequence_sections(results) if kind == "sequences" else _trip_sections(results))
-    for name, manifest in (manifests or {}).items():
-        body.append(
-            f"<h2>Privacy manifest: {html.escape(name)}</h2><pre>"
-            + html.escape(json.dumps(manifest, indent=2, default=str), quote=False)
-            + "</pre>"
-        )
-    return (
-        "<!DOCTYPE html><html><head><meta charset='utf-8'><title>transit-synth evaluation</title>"
-        f"<style>{_STYLE}</style></head><body>" + "\n".join(body) + "</body></html>\n"
-    )
+    sections = evaluation_sections(results)
+    sections.extend(manifest_section(name, m) for name, m in (manifests or {}).items())
+    return render_page(f"transit-synth evaluation ({results['kind']})", sections)
+
+
+def write_html(text: str, path: str | os.PathLike[str]) -> Path:
+    """Write an HTML page atomically to ``path``."""
+    target = Path(path)
+    with atomic_path(target) as tmp:
+        tmp.write_text(text, encoding="utf-8")
+    return target
 
 
 def write_report(
@@ -231,8 +267,4 @@ def write_report(
     manifests: Mapping[str, dict[str, Any]] | None = None,
 ) -> Path:
     """Write the report atomically to ``path``."""
-    target = Path(path)
-    text = render_report(results, manifests)
-    with atomic_path(target) as tmp:
-        tmp.write_text(text, encoding="utf-8")
-    return target
+    return write_html(render_report(results, manifests), path)

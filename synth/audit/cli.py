@@ -16,9 +16,6 @@ from typing import Any
 from synth.cli import add_quiet_option, add_seed_option
 from synth.errors import ConfigError
 
-#: Order in which findings are printed.
-_SEVERITIES = ("high", "medium", "low", "info")
-
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``audit`` subcommand."""
@@ -67,7 +64,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="mechanism to test: discrete_laplace, discrete_gaussian, sbh, marginals, prefixtree",
     )
     emp.add_argument(
-        "--neighbours", nargs=2, metavar=("D", "D_PRIME"), help="neighbouring datasets (CSV/Parquet)"
+        "--neighbours",
+        nargs=2,
+        metavar=("D", "D_PRIME"),
+        help="neighbouring datasets (CSV/Parquet)",
     )
     emp.add_argument(
         "--param",
@@ -106,12 +106,14 @@ def _params(items: list[str]) -> dict[str, Any]:
 
 def run(args: argparse.Namespace) -> int:
     """Run the requested checks, print the findings, write the report."""
-    from synth.audit.report import audit_release, write_report
+    from synth.audit.report import add_findings, audit_release, base_report, write_report
     from synth.io import read_table
 
     if args.release is None and args.empirical is None:
         raise ConfigError("give a RELEASE_DIR, or --empirical MECHANISM --neighbours D D_PRIME")
-    report: dict[str, Any] = {"findings": [], "counts": {}}
+    if args.empirical is not None and args.neighbours is None:
+        raise ConfigError("--empirical needs --neighbours D D_PRIME")
+    report = base_report(None)
     if args.release is not None:
         routes = []
         for origin, destination, minutes in args.route:
@@ -119,7 +121,8 @@ def run(args: argparse.Namespace) -> int:
                 routes.append((origin, destination, int(minutes)))
             except ValueError:
                 raise ConfigError(f"--route: MINUTES must be an integer, got {minutes!r}") from None
-        pairs = None if args.pairs is None else read_table(args.pairs)
+        keys = {f"{k}_{s}": str for k in ("mode", "day", "time", "location") for s in "ab"}
+        pairs = None if args.pairs is None else read_table(args.pairs, dtype=keys)
         report = audit_release(
             args.release,
             routes=routes,
@@ -131,8 +134,6 @@ def run(args: argparse.Namespace) -> int:
     if args.empirical is not None:
         from synth.audit.empirical import empirical_epsilon
 
-        if args.neighbours is None:
-            raise ConfigError("--empirical needs --neighbours D D_PRIME")
         d, d_prime = (read_table(f) for f in args.neighbours)
         result = empirical_epsilon(
             args.empirical,
@@ -153,21 +154,17 @@ def run(args: argparse.Namespace) -> int:
             f"claimed epsilon {emp['claimed_epsilon']:g}, delta {emp['claimed_delta']:g}: {verdict}"
         )
         print(line)
-        report["findings"].append(
-            {
-                "check": "empirical",
-                "severity": "high" if result.violated else "info",
-                "title": f"{args.empirical}: claimed epsilon {verdict}",
-                "detail": line,
-                "remedy": "Fix the mechanism before any release."
-                if result.violated
-                else "None needed (a test bounds epsilon from below; it is not a proof).",
-                "data": emp,
-            }
-        )
-        report["counts"] = {
-            s: sum(f["severity"] == s for f in report["findings"]) for s in _SEVERITIES
+        finding = {
+            "check": "empirical",
+            "severity": "high" if result.violated else "info",
+            "title": f"{args.empirical}: claimed epsilon {verdict}",
+            "detail": line,
+            "remedy": "Fix the mechanism before any release."
+            if result.violated
+            else "None needed (a test bounds epsilon from below; it is not a proof).",
+            "data": emp,
         }
+        add_findings(report, [finding])
     if not args.quiet:
         for f in report["findings"]:
             if f["check"] != "empirical":

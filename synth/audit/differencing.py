@@ -11,7 +11,9 @@ Two intervals are computed:
 - **exact** (used for the flags): the noise sum's distribution is the convolution of the noises
   the manifest declares (discrete Laplace, rounded Laplace, discrete Gaussian), so ``R ± q`` with
   ``q`` its two-sided ``1 - alpha`` quantile covers ``z`` with probability ``>= 1 - alpha``
-  (released cells' noise is biased up by the threshold, which only lowers ``R``);
+  (released fine cells' noise is biased up by their threshold, which lowers ``R``; a coarse
+  count close to its own threshold is biased up the same way, which raises it, so the flags are
+  also counted against chance and at a Bonferroni level over the rows);
 - **Theorem 5** as published, ``R ± p ln(2^(1-n) / alpha)`` for ``n = k + 1`` terms (``n = 3``:
   ``p ln(1/(4 alpha))``). Its proof bounds ``P(mean >= z + a)`` from *below* by ``P(all terms >=
   z + a)``, which does not bound it from above: the interval is too narrow (for ``n = 3`` its
@@ -56,16 +58,18 @@ def noise_pmf(kind: str, scale: float) -> np.ndarray:
     if scale <= 0:
         raise ConfigError(f"noise scale must be > 0, got {scale!r}")
     if kind == "gaussian":
-        m = int(math.ceil(scale * math.sqrt(2 * math.log(1 / _TAIL)))) + 1
+        m = math.ceil(scale * math.sqrt(2 * math.log(1 / _TAIL))) + 1
         x = np.arange(-m, m + 1, dtype=float)
         pmf = np.exp(-(x * x) / (2 * scale * scale))
     elif kind == "laplace":
-        m = int(math.ceil(scale * math.log(1 / _TAIL))) + 1
+        m = math.ceil(scale * math.log(1 / _TAIL)) + 1
         x = np.arange(-m, m + 1, dtype=float)
         hi, lo = np.abs(x) + 0.5, np.maximum(np.abs(x) - 0.5, 0.0)
-        pmf = np.where(x == 0, 1 - np.exp(-0.5 / scale), 0.5 * (np.exp(-lo / scale) - np.exp(-hi / scale)))
+        pmf = np.where(
+            x == 0, 1 - np.exp(-0.5 / scale), 0.5 * (np.exp(-lo / scale) - np.exp(-hi / scale))
+        )
     elif kind == "discrete_laplace":
-        m = int(math.ceil(scale * math.log(1 / _TAIL))) + 1
+        m = math.ceil(scale * math.log(1 / _TAIL)) + 1
         x = np.arange(-m, m + 1, dtype=float)
         pmf = np.exp(-np.abs(x) / scale)
     else:
@@ -103,7 +107,7 @@ def sum_quantile(terms: tuple[tuple[str, float, int], ...], alpha: float) -> int
             pmf = _convolve(pmf, _power(kind, float(scale), int(count)))
     centre = (pmf.size - 1) // 2
     # P(|N| > q) = 1 - sum_{|x| <= q} pmf(x); cumulative mass of the central window
-    inner = np.concatenate([[pmf[centre]], pmf[centre + 1 :] + pmf[centre - 1 :: -1][: centre]])
+    inner = np.concatenate([[pmf[centre]], pmf[centre + 1 :] + pmf[centre - 1 :: -1][:centre]])
     covered = np.cumsum(inner)
     idx = np.flatnonzero(covered >= 1 - alpha - 1e-12)
     return int(idx[0]) if idx.size else centre
@@ -197,9 +201,13 @@ def difference_tables(
         q, qf, t5 = {}, {}, {}
         for k in rows["released_cells"].unique():
             k = int(k)
-            terms = ((fkind, fine_noise.scale, k),) if derived else (
-                (fkind, fine_noise.scale, k),
-                (ckind, coarse_noise.scale, 1),
+            terms = (
+                ((fkind, fine_noise.scale, k),)
+                if derived
+                else (
+                    (fkind, fine_noise.scale, k),
+                    (ckind, coarse_noise.scale, 1),
+                )
             )
             q[k] = 0 if derived else sum_quantile(terms, alpha)
             qf[k] = 0 if derived else sum_quantile(terms, alpha / n_rows)
@@ -222,9 +230,21 @@ def difference_tables(
         rows["fine"], rows["coarse"] = pair.fine, pair.coarse
         frames.append(rows.drop(columns=keys))
     columns = [
-        "fine", "coarse", "cell", "coarse_count", "released_sum", "released_cells", "estimate",
-        "lower", "upper", "t5_lower", "t5_upper", "flagged", "flagged_family", "derived",
-    ]  # fmt: skip
+        "fine",
+        "coarse",
+        "cell",
+        "coarse_count",
+        "released_sum",
+        "released_cells",
+        "estimate",
+        "lower",
+        "upper",
+        "t5_lower",
+        "t5_upper",
+        "flagged",
+        "flagged_family",
+        "derived",
+    ]
     out = pd.concat(frames, ignore_index=True)[columns] if frames else pd.DataFrame(columns=columns)
     out.attrs["skipped"] = skipped
     return out

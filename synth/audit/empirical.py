@@ -1,4 +1,4 @@
-"""Empirical differential privacy: the statistical harness as a test of any mechanism of the library.
+"""Empirical differential privacy: the statistical harness as a test of any mechanism.
 
 The user gives two tiny neighbouring datasets D and D' (one privacy unit added, removed or
 replaced). The mechanism runs ``trials`` times on each; every output is reduced to cells (a table
@@ -34,6 +34,7 @@ Runner = Callable[[pd.DataFrame, int], list[Cells]]
 SELECT_SHARE = 0.2
 #: How many events are kept for the final bound (Bonferroni over them).
 MAX_EVENTS = 6
+_ABSENT = -(2**62)  # the count of a cell an output does not release
 
 
 def cells_of(output: pd.DataFrame | Mapping[str, pd.DataFrame]) -> Cells:
@@ -86,7 +87,7 @@ def _histogram_runner(kind: str, params: dict[str, Any], domain: list[str], nois
     def run(data: pd.DataFrame, n: int) -> list[Cells]:
         labels = data[cols].astype(str).agg("|".join, axis=1)
         counts = np.bincount(index.get_indexer(labels), minlength=len(domain))
-        ledger = PrivacyLedger(epsilon=mech.epsilon * n, delta=min(0.999, mech.delta * n))
+        ledger = PrivacyLedger(epsilon=mech.epsilon, delta=mech.delta)  # n runs, one vector
         noisy = mech.release(np.tile(counts, n), noise=noise, ledger=ledger, label="trials")
         return [dict(zip(domain, map(int, row), strict=True)) for row in noisy.reshape(n, -1)]
 
@@ -195,8 +196,9 @@ class EmpiricalResult:
         }
 
 
-def _runner(mechanism: str, params: dict[str, Any], d: pd.DataFrame, d_prime: pd.DataFrame,
-            noise: Any) -> Runner:  # fmt: skip
+def _runner(
+    mechanism: str, params: dict[str, Any], d: pd.DataFrame, d_prime: pd.DataFrame, noise: Any
+) -> Runner:
     if mechanism in ("discrete_laplace", "discrete_gaussian", "sbh"):
         cols = _columns(params, d)
         _columns({"columns": ",".join(cols)}, d_prime)
@@ -212,7 +214,9 @@ def _runner(mechanism: str, params: dict[str, Any], d: pd.DataFrame, d_prime: pd
         for df in (d, d_prime):
             if "location" not in df:
                 raise InputError("prefixtree needs long-format sequences (seq_id, pos, location)")
-        params["_domain"] = sorted(set(d["location"].astype(str)) | set(d_prime["location"].astype(str)))
+        params["_domain"] = sorted(
+            set(d["location"].astype(str)) | set(d_prime["location"].astype(str))
+        )
         return _prefixtree_runner(params, noise)
     raise ConfigError(f"unknown mechanism {mechanism!r}; choose one of {', '.join(MECHANISMS)}")
 
@@ -222,29 +226,31 @@ def _events(sel_d: list[Cells], sel_p: list[Cells]) -> dict[str, Callable[[Any],
     cells = sorted(set().union(*sel_d, *sel_p)) if sel_d or sel_p else []
     candidates: list[tuple[float, str, str, int | None]] = []
     for cell in cells:
-        a = np.array([o.get(cell, -(2**62)) for o in sel_d])
-        b = np.array([o.get(cell, -(2**62)) for o in sel_p])
+        a = np.array([o.get(cell, _ABSENT) for o in sel_d])
+        b = np.array([o.get(cell, _ABSENT) for o in sel_p])
         present = np.concatenate([a, b])
-        values = np.unique(present[present > -(2**62)])
+        values = np.unique(present[present > _ABSENT])
         thresholds: list[int | None] = [None]
         if values.size > 1:
             thresholds += sorted({int(v) for v in np.quantile(values, [0.1, 0.3, 0.5, 0.7, 0.9])})
         for t in thresholds:
-            lo = -(2**62) + 1 if t is None else t
+            lo = _ABSENT + 1 if t is None else t
             ka, kb = int((a >= lo).sum()), int((b >= lo).sum())
             score = abs(math.log((ka + 1) / (a.size + 2)) - math.log((kb + 1) / (b.size + 2)))
             name = f"{cell} released" if t is None else f"{cell} >= {t}"
             candidates.append((score, name, cell, t))
     candidates.sort(key=lambda c: (-c[0], c[1]))
-    events = {}
-    for _, name, cell, t in candidates[:MAX_EVENTS]:
-        lo = -(2**62) + 1 if t is None else t
+    return {name: _cell_event(cell, t) for _, name, cell, t in candidates[:MAX_EVENTS]}
 
-        def event(outs: list[Cells], cell: str = cell, lo: int = lo) -> np.ndarray:
-            return np.array([o.get(cell, -(2**62)) >= lo for o in outs], dtype=bool)
 
-        events[name] = event
-    return events
+def _cell_event(cell: str, at_least: int | None) -> Callable[[Any], np.ndarray]:
+    """Per run: ``cell`` is released (with a count ``>= at_least``)."""
+    lo = _ABSENT + 1 if at_least is None else at_least
+
+    def event(outs: list[Cells]) -> np.ndarray:
+        return np.array([o.get(cell, _ABSENT) >= lo for o in outs], dtype=bool)
+
+    return event
 
 
 def empirical_epsilon(
@@ -278,9 +284,12 @@ def empirical_epsilon(
     )
     delta = 0.0 if pure else float(p.get("delta", 0.0))
     noise = SecureNoise(seed=seed)
-    run = _runner(mechanism, p, d, d_prime, noise)
     n_sel = max(5, int(trials * SELECT_SHARE))
-    events = _events(run(d, n_sel), run(d_prime, n_sel))
+    try:
+        run = _runner(mechanism, p, d, d_prime, noise)
+        events = _events(run(d, n_sel), run(d_prime, n_sel))
+    except TypeError as exc:  # an unknown keyword in --param
+        raise ConfigError(f"{mechanism}: bad parameters ({exc})") from exc
     if not events:
         raise InputError("the mechanism released nothing on either dataset: no event to test")
     audit = audit_epsilon(

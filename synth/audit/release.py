@@ -17,7 +17,7 @@ from typing import Any
 import pandas as pd
 
 from synth.errors import InputError
-from synth.io import CSV_SUFFIXES, PARQUET_SUFFIXES, read_table
+from synth.io import read_table, table_format
 
 __all__ = ["AuditedRelease", "TableNoise", "load_release", "zeros_perturbed"]
 
@@ -56,9 +56,7 @@ class TableNoise:
 
     ``mechanism``: the spend's mechanism name; ``scale``: the noise scale (Laplace b, Gaussian
     sigma); ``threshold``: a noisy count is kept when it is ``>= threshold`` (``None``: no
-    threshold); ``derived_from``: the table it was summed from (consistent mode), else ``None``;
-    ``zeros``: whether zero cells were perturbed (:func:`zeros_perturbed`); ``epsilon``, ``delta``:
-    the spend; ``linf``: the most one privacy unit adds to one cell.
+    threshold); ``derived_from``: the table it was summed from (consistent mode), else ``None``.
     """
 
     table: str
@@ -66,10 +64,6 @@ class TableNoise:
     scale: float
     threshold: int | None
     derived_from: str | None
-    zeros: bool | None
-    epsilon: float
-    delta: float
-    linf: int
 
     @property
     def discrete(self) -> bool:
@@ -122,27 +116,29 @@ class AuditedRelease:
         if scale is None:
             return None
         threshold = info.get("threshold", spend.get("threshold"))
-        mechanism = str(spend.get("mechanism") or ("discrete_laplace" if info else "unknown"))
-        delta = float(spend.get("delta", info.get("delta", 0.0)) or 0.0)
-        note = str(spend.get("note") or "")
-        zeros = zeros_perturbed(mechanism, delta, note)
-        if info.get("pure") is True:
-            zeros = True
         return TableNoise(
             table=table,
-            mechanism=mechanism,
+            mechanism=str(spend.get("mechanism") or ("discrete_laplace" if info else "unknown")),
             scale=float(scale),
             threshold=None if threshold is None else int(float(threshold)),
             derived_from=None if source == table else source,
-            zeros=zeros,
-            epsilon=float(spend.get("epsilon", info.get("epsilon", 0.0)) or 0.0),
-            delta=delta,
-            linf=int(info.get("linf", 1) or 1),
         )
 
 
+def _columns(path: Path, fmt: str) -> list[str]:
+    """Column names of a table file, read from its header only."""
+    try:
+        if fmt == "parquet":
+            import pyarrow.parquet as pq
+
+            return [str(c) for c in pq.read_schema(path).names]
+        return [str(c).strip() for c in pd.read_csv(path, nrows=0).columns]
+    except Exception as exc:  # parser errors of pandas / pyarrow, permissions, corrupt files
+        raise InputError(f"{path}: cannot read the table header ({exc})") from exc
+
+
 def load_release(path: str | os.PathLike[str]) -> AuditedRelease:
-    """Read ``DIR/manifest.json`` and every CSV / Parquet table of the release directory."""
+    """Read ``DIR/manifest.json`` and every count table (CSV / Parquet with a ``count`` column)."""
     root = Path(path)
     if not root.is_dir():
         raise InputError(f"{root}: not a release directory")
@@ -157,8 +153,9 @@ def load_release(path: str | os.PathLike[str]) -> AuditedRelease:
         raise InputError(f"{manifest_path}: the manifest must be a JSON object")
     tables: dict[str, pd.DataFrame] = {}
     for f in sorted(root.iterdir()):
-        name = f.name.lower()
-        if f.is_file() and not name.startswith(".") and name.endswith(CSV_SUFFIXES + PARQUET_SUFFIXES):
-            stem = f.name.split(".")[0]
-            tables[stem] = read_table(f, dtype={c: str for c in ("mode", "day", "time", "location")})
+        fmt = table_format(f)
+        if f.is_file() and not f.name.startswith(".") and fmt is not None:
+            if "count" in _columns(f, fmt):  # count tables only: microdata is not audited here
+                keys = {c: str for c in ("mode", "day", "time", "location")}
+                tables[f.name.split(".")[0]] = read_table(f, dtype=keys)
     return AuditedRelease(root, manifest, tables)

@@ -14,7 +14,7 @@ import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -22,12 +22,19 @@ import pandas as pd
 from synth import __version__
 from synth.audit.differencing import difference_tables
 from synth.audit.release import AuditedRelease, load_release
-from synth.audit.scale import fit_scale, named_pairs, paired_counts, route_pairs
+from synth.audit.scale import Model, fit_scale, named_pairs, paired_counts, route_pairs
 from synth.audit.zeros import check_zeros
 from synth.errors import ConfigError
 from synth.io import release_dir
 
-__all__ = ["SEVERITIES", "audit_release", "render_html", "write_report"]
+__all__ = [
+    "SEVERITIES",
+    "add_findings",
+    "audit_release",
+    "base_report",
+    "render_html",
+    "write_report",
+]
 
 SEVERITIES: tuple[str, ...] = ("high", "medium", "low", "info")
 _MAX_LISTED = 25
@@ -116,7 +123,7 @@ def _scale_section(
             )
         )
         return section, findings
-    est = fit_scale(diffs, model=model, confidence=confidence)  # type: ignore[arg-type]
+    est = fit_scale(diffs, model=cast(Model, model), confidence=confidence)
     section["estimate"] = est.to_dict()
     stated = sorted({n.scale for n in noises})
     section["manifest_scales"] = stated
@@ -277,7 +284,7 @@ def _differencing_section(
             "flagged": len(flagged),
             "flagged_family": int(g["flagged_family"].sum()),
             "derived": bool(g["derived"].all()),
-            "expected_false_flags": len(g) * (1 - confidence) / 2,
+            "expected_false_flags": len(g) * (1 - confidence) / 2,  # one-sided, no leak
             "flagged_rows": flagged.head(_MAX_LISTED).to_dict(orient="records"),
         }
         pairs.append(info)
@@ -310,7 +317,7 @@ def _differencing_section(
                     )
                 )
             continue
-        chance = info["expected_false_flags"]
+        chance = len(g) * (1 - confidence) / 2
         if info["flagged_family"] or len(flagged) > chance + 2 * chance**0.5:
             top = flagged.iloc[0]
             findings.append(
@@ -368,20 +375,38 @@ def audit_release(
     scale, f1 = _scale_section(release, routes, pairs, model, confidence, min_count)
     zeros, f2 = _zeros_section(release)
     diff, f3 = _differencing_section(release, confidence)
-    findings = sorted(f1 + f2 + f3, key=lambda f: SEVERITIES.index(f["severity"]))
+    report = base_report(str(Path(path)))
+    report.update(
+        {
+            "release_kind": release.parameters.get("release")
+            or release.parameters.get("generator"),
+            "privacy_unit": release.manifest.get("privacy_unit"),
+            "claimed": release.manifest.get("spent"),
+            "scale": scale,
+            "zeros": zeros,
+            "differencing": diff,
+        }
+    )
+    return add_findings(report, f1 + f2 + f3)
+
+
+def base_report(release: str | None) -> dict[str, Any]:
+    """An empty report: what was audited, by which version, when."""
     return {
-        "release": str(Path(path)),
-        "release_kind": release.parameters.get("release") or release.parameters.get("generator"),
-        "privacy_unit": release.manifest.get("privacy_unit"),
-        "claimed": release.manifest.get("spent"),
+        "release": release,
         "audited_by": f"transit-synth {__version__}",
         "generated": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
-        "findings": findings,
-        "counts": {s: sum(f["severity"] == s for f in findings) for s in SEVERITIES},
-        "scale": scale,
-        "zeros": zeros,
-        "differencing": diff,
+        "findings": [],
+        "counts": dict.fromkeys(SEVERITIES, 0),
     }
+
+
+def add_findings(report: dict[str, Any], findings: list[dict]) -> dict[str, Any]:
+    """Add ``findings`` to ``report``, most severe first, and recount the severities."""
+    merged = sorted(report["findings"] + findings, key=lambda f: SEVERITIES.index(f["severity"]))
+    report["findings"] = merged
+    report["counts"] = {s: sum(f["severity"] == s for f in merged) for s in SEVERITIES}
+    return report
 
 
 # --------------------------------------------------------------------------- HTML
@@ -492,11 +517,25 @@ def render_html(report: dict[str, Any]) -> str:
         parts.append("<h2>Zero counts (001 section 3, Theorem 1)</h2>")
         parts.append(
             _rows(
-                ["spend", "zeros perturbed", "threshold", "scale", "claimed delta",
-                 "Theorem 1 delta", "exact bound"],  # fmt: skip
                 [
-                    [c["label"], c["zeros_perturbed"], c["threshold"], c["scale"],
-                     c["claimed_delta"], c["theorem1_delta"], c["delta_lower_bound"]]  # fmt: skip
+                    "spend",
+                    "zeros perturbed",
+                    "threshold",
+                    "scale",
+                    "claimed delta",
+                    "Theorem 1 delta",
+                    "exact bound",
+                ],
+                [
+                    [
+                        c["label"],
+                        c["zeros_perturbed"],
+                        c["threshold"],
+                        c["scale"],
+                        c["claimed_delta"],
+                        c["theorem1_delta"],
+                        c["delta_lower_bound"],
+                    ]
                     for c in zeros["checks"]
                 ],
             )
@@ -508,8 +547,14 @@ def render_html(report: dict[str, Any]) -> str:
             _rows(
                 ["coarse", "fine", "rows", "flagged", "Bonferroni", "derived"],
                 [
-                    [p["coarse"], p["fine"], p["rows"], p["flagged"], p["flagged_family"],
-                     p["derived"]]  # fmt: skip
+                    [
+                        p["coarse"],
+                        p["fine"],
+                        p["rows"],
+                        p["flagged"],
+                        p["flagged_family"],
+                        p["derived"],
+                    ]
                     for p in diff["pairs"]
                 ],
             )

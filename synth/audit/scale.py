@@ -197,30 +197,33 @@ def named_pairs(release: AuditedRelease, pairs: pd.DataFrame) -> pd.DataFrame:
     for col in ("table_a", "table_b"):
         if col not in pairs:
             raise InputError(f"pairs file: missing column '{col}'")
-    rows = []
-    missing = 0
-    for i, row in enumerate(pairs.itertuples(index=False)):
-        values = []
-        for side in ("a", "b"):
-            name = str(getattr(row, f"table_{side}"))
-            df = _table(release, name)
+    spec = pairs.reset_index(drop=True)
+    values = {}
+    for side in ("a", "b"):
+        found = pd.Series(np.nan, index=spec.index)
+        for name, rows in spec.groupby(spec[f"table_{side}"].astype(str), sort=True):
+            df = _table(release, str(name))
             keys = [k for k in _KEYS if k in df]
-            mask = np.ones(len(df), dtype=bool)
             for k in keys:
-                col = f"{k}_{side}"
-                if col not in pairs:
-                    raise InputError(f"pairs file: table '{name}' needs a column '{col}'")
-                mask &= (df[k].astype(str) == str(getattr(row, col))).to_numpy()
-            hit = df.loc[mask, "count"]
-            if len(hit) > 1:
-                raise InputError(f"pairs file, row {i}: names {len(hit)} cells of '{name}'")
-            values.append(None if hit.empty else int(hit.iloc[0]))
-        if values[0] is None or values[1] is None:
-            missing += 1
-        else:
-            rows.append((f"row {i}", values[0], values[1]))
-    out = pd.DataFrame(rows, columns=["pair", "a", "b"])
-    out.attrs["missing"] = missing
+                if f"{k}_{side}" not in spec:
+                    raise InputError(f"pairs file: table '{name}' needs a column '{k}_{side}'")
+            if df.duplicated(keys).any():
+                raise InputError(f"table '{name}': its key columns do not identify its cells")
+            wanted = rows[[f"{k}_{side}" for k in keys]].astype(str)
+            wanted.columns = keys
+            cells = df[[*keys, "count"]].astype({k: str for k in keys})
+            hit = wanted.reset_index().merge(cells, on=keys, how="left").set_index("index")
+            found.loc[hit.index] = hit["count"].to_numpy(dtype=float)
+        values[side] = found
+    both = values["a"].notna() & values["b"].notna()
+    out = pd.DataFrame(
+        {
+            "pair": [f"row {i}" for i in spec.index[both]],
+            "a": values["a"][both].astype(np.int64).to_numpy(),
+            "b": values["b"][both].astype(np.int64).to_numpy(),
+        }
+    )
+    out.attrs["missing"] = int((~both).sum())
     return out
 
 

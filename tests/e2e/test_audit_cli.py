@@ -104,3 +104,29 @@ def test_user_errors_exit_2_with_one_line(
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and message in err and err.startswith("transit-synth audit")
     assert not out.exists()
+
+
+def test_pairs_file(release: Path, tmp_path: Path) -> None:
+    on = pd.read_csv(release / "on_time_location.csv", dtype=str)
+    on = on.loc[on["location"] == MANLY].head(40)
+    arrive = pd.to_datetime(on["time"], format="%H:%M") + pd.Timedelta(minutes=30)
+    pairs = pd.DataFrame(
+        {
+            "table_a": "on_time_location",
+            "mode_a": on["mode"],
+            "day_a": on["day"],
+            "time_a": on["time"],
+            "location_a": MANLY,
+            "table_b": "off_time_location",
+            "mode_b": on["mode"],
+            "day_b": on["day"],
+            "time_b": arrive.dt.strftime("%H:%M"),
+            "location_b": QUAY,
+        }
+    )
+    path = tmp_path / "pairs.csv"
+    pairs.to_csv(path, index=False)
+    out = tmp_path / "report"
+    assert main(["audit", str(release), "--pairs", str(path), "--out", str(out), "--quiet"]) == 0
+    scale = json.loads((out / "audit.json").read_text())["scale"]
+    assert scale["pairs"] + scale["unpaired"] == 40 and scale["pairs"] >= 35

@@ -107,7 +107,7 @@ def test_sequences_od(seq_release: Path, tmp_path: Path) -> None:
     )
     got = od.set_index(["origin", "destination", "bin"])["count"]
     pd.testing.assert_series_equal(got.sort_index(), expected.sort_index(), check_names=False)
-    info = json.loads((out / "export.json").read_text())
+    info = json.loads((out / "export-od.json").read_text())
     assert info["legs"] == len(legs) and info["bin_minutes"] == 60
     # three-hour bins merge the release's hourly ones
     assert (

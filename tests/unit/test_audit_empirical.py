@@ -15,9 +15,13 @@ D_PRIME = pd.DataFrame({"x": ["a", "a", "a", "c"]})  # one row replaced
 
 def test_discrete_laplace_passes() -> None:
     res = empirical_epsilon(
-        "discrete_laplace", D, D_PRIME, params={"epsilon": 1.0, "sensitivity": 2}, trials=2000,
+        "discrete_laplace",
+        D,
+        D_PRIME,
+        params={"epsilon": 1.0, "sensitivity": 2},
+        trials=2000,
         seed=1,
-    )  # fmt: skip
+    )
     assert not res.violated and res.claimed_epsilon == 1.0 and res.claimed_delta == 0.0
     assert res.audit.trials + res.selection_trials == 2000
 
@@ -25,17 +29,25 @@ def test_discrete_laplace_passes() -> None:
 def test_canary_understated_sensitivity_is_refuted() -> None:
     # noise calibrated for sensitivity 0.25 while a replaced row moves two cells by one
     res = empirical_epsilon(
-        "discrete_laplace", D, D_PRIME, params={"epsilon": 1.0, "sensitivity": 0.25},
-        trials=2000, seed=2,
-    )  # fmt: skip
+        "discrete_laplace",
+        D,
+        D_PRIME,
+        params={"epsilon": 1.0, "sensitivity": 0.25},
+        trials=2000,
+        seed=2,
+    )
     assert res.violated and res.audit.epsilon_lower_bound > 1.5
 
 
 def test_pure_stability_histogram_passes() -> None:
     res = empirical_epsilon(
-        "sbh", D, D_PRIME, params={"epsilon": 1.0, "delta": 0.1, "pure": True}, trials=1000,
+        "sbh",
+        D,
+        D_PRIME,
+        params={"epsilon": 1.0, "delta": 0.1, "pure": True},
+        trials=1000,
         seed=3,
-    )  # fmt: skip
+    )
     assert not res.violated and res.claimed_delta == 0.0
     assert res.to_dict()["mechanism"] == "sbh"
 
@@ -55,4 +67,11 @@ def test_bad_requests() -> None:
     with pytest.raises(InputError, match="missing column"):
         empirical_epsilon(
             "discrete_laplace", D, D_PRIME, params={"epsilon": 1, "columns": "y"}, trials=100
+        )
+
+
+def test_unknown_parameter_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match="bad parameters"):
+        empirical_epsilon(
+            "discrete_laplace", D, D_PRIME, params={"epsilon": 1, "epsilo": 2}, trials=100
         )

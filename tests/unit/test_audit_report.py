@@ -19,11 +19,15 @@ def second(tmp_path: Path) -> Path:
     rng = np.random.default_rng(4)
     times = [f"{h:02d}:{m:02d}" for h in range(6, 22) for m in (0, 15, 30, 45)]
     raw = rng.integers(25, 120, len(times))
-    arrive = [f"{(6 * 60 + 15 * i + 30) // 60:02d}:{(15 * i + 30) % 60:02d}" for i in range(len(times))]
-    on = pd.DataFrame({"mode": "ferry", "day": "2016-07-25", "time": times, "location": "A",
-                       "count": raw})  # fmt: skip
-    off = pd.DataFrame({"mode": "ferry", "day": "2016-07-25", "time": arrive, "location": "B",
-                        "count": raw})  # fmt: skip
+    arrive = [
+        f"{(6 * 60 + 15 * i + 30) // 60:02d}:{(15 * i + 30) % 60:02d}" for i in range(len(times))
+    ]
+    on = pd.DataFrame(
+        {"mode": "ferry", "day": "2016-07-25", "time": times, "location": "A", "count": raw}
+    )
+    off = pd.DataFrame(
+        {"mode": "ferry", "day": "2016-07-25", "time": arrive, "location": "B", "count": raw}
+    )
     return second_algorithm(
         {"on_time_location": on, "off_time_location": off},
         tmp_path / "second",

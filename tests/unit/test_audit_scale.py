@@ -66,8 +66,11 @@ def test_discrete_difference_pmf_is_the_convolution_of_two_noises() -> None:
 
 def test_appendix_d_density_integrates_to_one() -> None:
     for b in (0.7, 1.4, 5.0):
-        total, _ = quad(lambda u, b=b: math.exp(difference_logpmf(np.array([u]), b, "laplace")[0]),
-                        -np.inf, np.inf)  # fmt: skip
+        total, _ = quad(
+            lambda u, b=b: math.exp(difference_logpmf(np.array([u]), b, "laplace")[0]),
+            -np.inf,
+            np.inf,
+        )
         assert total == pytest.approx(1.0, abs=1e-7)
 
 

@@ -115,5 +115,7 @@ def test_sbh_mode_bound_is_covered_by_its_delta(tmp_path: Path) -> None:
         ("mystery", 0.0, "", None),
     ],
 )
-def test_zero_classification(mechanism: str, delta: float, note: str, expected: bool | None) -> None:
+def test_zero_classification(
+    mechanism: str, delta: float, note: str, expected: bool | None
+) -> None:
     assert zeros_perturbed(mechanism, delta, note) is expected

@@ -206,10 +206,9 @@ def test_read_release_errors(tmp_path: Path, seq_dir: Path) -> None:
     SEQS.to_parquet(seq_dir / "sequences.parquet")
     with pytest.raises(InputError, match="keep one"):
         read_release(seq_dir)
-    bad = _release(
-        tmp_path, "bad", TRIPS.assign(on_time="noon"), {"generator": "archetypes"}, "trips"
-    )
-    with pytest.raises(InputError, match="column 'on_time', row 1: cannot parse 'noon'"):
+    noon = TRIPS.assign(on_time=TRIPS["on_time"].where(TRIPS.index != 2, "noon"))
+    bad = _release(tmp_path, "bad", noon, {"generator": "archetypes"}, "trips")
+    with pytest.raises(InputError, match="column 'on_time', row 3: cannot parse 'noon'"):
         read_release(bad)
     nocard = _release(
         tmp_path, "nc", TRIPS.drop(columns="card_id"), {"generator": "archetypes"}, "trips"
@@ -379,7 +378,7 @@ def test_od_written_and_read_back(tmp_path: Path, seq_dir: Path) -> None:
     info = export_release(seq_dir, to="od", fmt="parquet", bin_minutes=120)
     assert info["legs"] == 4 and info["bin_minutes"] == 120
     assert pd.read_parquet(seq_dir / "od.parquet")["count"].sum() == 4
-    assert json.loads((seq_dir / "export.json").read_text())["file"] == "od.parquet"
+    assert json.loads((seq_dir / "export-od.json").read_text())["file"] == "od.parquet"
     with pytest.raises(ConfigError, match="only used by the OD export"):
         export_release(seq_dir, to="matsim", stops="montreal", bin_minutes=60)
 
