@@ -26,6 +26,7 @@ from synth.cli import add_quiet_option, add_seed_option, warn_if_seeded
 from synth.config import check_params, load_config
 from synth.errors import ConfigError
 from synth.io import read_table, release_dir, write_table
+from synth.privacy import check_budget
 
 __all__ = ["register", "run"]
 
@@ -142,6 +143,7 @@ def _load(
 def run(args: argparse.Namespace) -> int:
     """Fit on PRIVATE with PUBLIC, sample, write the release directory."""
     warn_if_seeded(args.seed)
+    check_budget(args.epsilon, args.delta, need_delta=True)
     inputs, params, base = _settings(args)
     public, private, schema = _load(args, inputs, base)
     synthesizer = ArchetypeSynthesizer(

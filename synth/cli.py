@@ -1,6 +1,6 @@
 """The ``transit-synth`` command line (design.md section 3 is its contract).
 
-Each subcommand lives next to the code it runs and is registered here by name: a module listed in
+Each subcommand lives next to the code it runs and is registered here by name: the module named in
 ``COMMANDS`` exposes ``register(subparsers)``, which adds its parser and sets ``func`` to a callable
 taking the parsed arguments and returning an exit status. User errors (``TransitSynthError``) become
 one line on stderr and exit status 2, with no traceback.
@@ -17,16 +17,36 @@ from collections.abc import Sequence
 from synth import __version__
 from synth.errors import TransitSynthError
 
-#: Modules that register a subcommand, in the order ``--help`` lists them.
-COMMANDS: tuple[str, ...] = (
-    "synth.demo",
-    "synth.evaluate.cli",
-    "archetypes.cli",
-    "prefixtree.cli",
-    "synth.sbh_cli",
-    "synth.export_cli",
-    "synth.audit.cli",
-)
+#: Subcommand -> (module exposing ``register(subparsers)``, one-line help), in ``--help`` order.
+#: Only the module of the subcommand being run is imported, so ``--help`` and each command start
+#: without loading the others' dependencies.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "demo": (
+        "synth.demo",
+        "run every generator on the embedded real data; write releases and a report",
+    ),
+    "sequences": (
+        "prefixtree.cli",
+        "DP synthetic passenger sequences (hybrid-granularity noisy prefix tree, KDD 2012)",
+    ),
+    "trips": ("archetypes.cli", "synthetic trip microdata from GMM archetypes (GooseDP)"),
+    "marginals": (
+        "synth.sbh_cli",
+        "SBH marginal release (Opal style): six noisy tables per mode x day",
+    ),
+    "evaluate": (
+        "synth.evaluate.cli",
+        "compare synthetic releases with the original data (utility report)",
+    ),
+    "audit": (
+        "synth.audit.cli",
+        "privacy audit of a release (scale recovery, zero counts, differencing) or a mechanism",
+    ),
+    "export": (
+        "synth.export_cli",
+        "OD matrices per time bin or MATSim population plans from a release",
+    ),
+}
 
 SEEDED_WARNING = (
     "warning: --seed makes the noise reproducible; a seeded release is NOT differentially private "
@@ -55,8 +75,9 @@ def warn_if_seeded(seed: int | None) -> None:
         print(SEEDED_WARNING, file=sys.stderr)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The top-level parser with every registered subcommand."""
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The top-level parser; ``command``'s module registers its full subparser, the others are
+    listed by name and help only (their modules are not imported)."""
     parser = argparse.ArgumentParser(
         prog="transit-synth",
         description="Differentially private synthetic public-transport data.",
@@ -64,8 +85,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     subparsers.required = True
-    for name in COMMANDS:
-        importlib.import_module(name).register(subparsers)
+    for name, (module, summary) in COMMANDS.items():
+        if name == command:
+            importlib.import_module(module).register(subparsers)
+        else:
+            subparsers.add_parser(name, help=summary)
     return parser
 
 
@@ -83,8 +107,9 @@ def _show_warning(
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the process exit status."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    command = next((a for a in arguments if not a.startswith("-")), None)
+    args = build_parser(command).parse_args(arguments)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("default")

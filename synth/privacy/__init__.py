@@ -10,7 +10,7 @@ from synth.privacy.calibration import (
     discrete_gaussian_privacy,
     discrete_gaussian_vector_privacy,
 )
-from synth.privacy.ledger import LedgerBranch, ParallelGroup, PrivacyLedger, Spend
+from synth.privacy.ledger import LedgerBranch, ParallelGroup, PrivacyLedger, Spend, check_budget
 from synth.privacy.mechanisms import (
     DiscreteGaussian,
     DiscreteLaplace,
@@ -30,6 +30,7 @@ __all__ = [
     "Spend",
     "ThresholdRelease",
     "analytic_gaussian_sigma",
+    "check_budget",
     "discrete_gaussian_privacy",
     "discrete_gaussian_vector_privacy",
     "threshold_delta",

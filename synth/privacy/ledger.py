@@ -53,6 +53,20 @@ def exact(value: float | int | Fraction | str, name: str) -> Fraction:
     return q
 
 
+def check_budget(
+    epsilon: float | Fraction, delta: float | Fraction = 0.0, *, need_delta: bool = False
+) -> tuple[Fraction, Fraction]:
+    """Exact (epsilon, delta) of a budget; ConfigError unless epsilon > 0 and delta in [0, 1)
+    (in (0, 1) with ``need_delta``, as mechanisms such as the Gaussian require)."""
+    eps, dlt = exact(epsilon, "epsilon"), exact(delta, "delta")
+    if eps == 0:
+        raise ConfigError(f"epsilon must be > 0, got {epsilon!r}")
+    if dlt >= 1 or (need_delta and dlt == 0):
+        interval = "(0, 1)" if need_delta else "[0, 1)"
+        raise ConfigError(f"delta must be in {interval}, got {delta!r}")
+    return eps, dlt
+
+
 def _fmt(q: Fraction) -> str:
     return f"{q.numerator}" if q.denominator == 1 else f"{q.numerator}/{q.denominator}"
 
@@ -297,12 +311,7 @@ class PrivacyLedger(LedgerBranch):
         neighbouring: str | None = None,
     ) -> None:
         super().__init__("release", self, "")
-        self.cap_epsilon = exact(epsilon, "epsilon")
-        self.cap_delta = exact(delta, "delta")
-        if self.cap_epsilon == 0:
-            raise ConfigError("epsilon must be > 0")
-        if self.cap_delta >= 1:
-            raise ConfigError(f"delta must be in [0, 1), got {delta!r}")
+        self.cap_epsilon, self.cap_delta = check_budget(epsilon, delta)
         self.unit = unit
         self.neighbouring = neighbouring or f"add or remove all records of one {unit}"
 
