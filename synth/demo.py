@@ -7,7 +7,8 @@ publishing all of them would cost the sum: the demo compares them, an agency wou
   sequence of lines per card, line -> mode taxonomy, height 8, epsilon 1, the ``hybrid`` variant,
   beside the non-private truncation (epsilon = infinity) as the optimum. (The ``simple`` variant is
   left out here: over 382 lines about 11 empty children per node pass its threshold, so its tree
-  grows as 11^h, the blow-up the hybrid tree exists to avoid; paper 004 Theorem 4.2.) Evaluated with count queries and top-k sequential patterns (paper 004, section 5).
+  grows as 11^h, the blow-up the hybrid tree exists to avoid; paper 004 Theorem 4.2.) Evaluated
+  with count queries and top-k sequential patterns (paper 004, section 5).
 * **Marginal reference** (SBH / Opal, papers 000 and 001): the same taps, hourly bins, lines,
   partitions mode x day, the card as the unit (first 2 taps per card, partition and side),
   ``consistent`` mode, epsilon 8 and delta 6/8e6 per partition (the Opal budget).
@@ -26,6 +27,7 @@ import argparse
 import json
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +69,19 @@ class _Steps:
         if not self.quiet:
             elapsed = time.perf_counter() - self.start
             print(f"[{elapsed:6.1f}s] {message}", file=sys.stderr, flush=True)
+
+
+@dataclass
+class _TripRun:
+    """One archetype release of the demo: data, public schema, budget, parameters, evaluation."""
+
+    private: Any
+    public: Any
+    schema: Any
+    delta: float
+    params: dict[str, Any]
+    evaluate: dict[str, Any]
+    inputs: list[Path]
 
 
 def _seed(base: int | None, offset: int) -> int | None:
@@ -178,9 +193,11 @@ def _trips(stage: Path, seed: int | None, step: _Steps) -> dict[str, Any]:
     taxi = datasets.chicago_taxi()
     taxi_public = chicago_taxi_trips(taxi, years=[2013])
     taxi_private = chicago_taxi_trips(taxi, years=[2014, 2015])
-    settings = {
-        "trips-sube": dict(
-            data=(sube_private, sube_public),
+    taxi_keys = ("pickup_community_area", "dropoff_community_area", "shift")
+    runs = {
+        "trips-sube": _TripRun(
+            private=sube_private,
+            public=sube_public,
             schema=sube_schema(sube_public, datasets.sube_metadata()),
             delta=SUBE_DELTA,
             params=dict(
@@ -205,8 +222,9 @@ def _trips(stage: Path, seed: int | None, step: _Steps) -> dict[str, Any]:
             ),
             inputs=[datasets.path("sube_wednesday"), datasets.path("sube_tuesday")],
         ),
-        "trips-taxi": dict(
-            data=(taxi_private, taxi_public),
+        "trips-taxi": _TripRun(
+            private=taxi_private,
+            public=taxi_public,
             schema=chicago_taxi_schema(taxi_public),
             delta=TAXI_DELTA,
             params=dict(
@@ -216,16 +234,10 @@ def _trips(stage: Path, seed: int | None, step: _Steps) -> dict[str, Any]:
                 key_columns=["shift", "pickup_community_area", "dropoff_community_area"],
                 category_column="company",
                 completion=[
-                    ("fare", ("pickup_community_area", "dropoff_community_area", "shift")),
-                    ("tips", ("fare", "pickup_community_area", "dropoff_community_area", "shift")),
-                    (
-                        "trip_seconds",
-                        ("fare", "pickup_community_area", "dropoff_community_area", "shift"),
-                    ),
-                    (
-                        "trip_miles",
-                        ("fare", "pickup_community_area", "dropoff_community_area", "shift"),
-                    ),
+                    ("fare", taxi_keys),
+                    ("tips", ("fare", *taxi_keys)),
+                    ("trip_seconds", ("fare", *taxi_keys)),
+                    ("trip_miles", ("fare", *taxi_keys)),
                     ("payment_type", ("fare", "tips")),
                 ],
             ),
@@ -239,22 +251,21 @@ def _trips(stage: Path, seed: int | None, step: _Steps) -> dict[str, Any]:
         ),
     }
     out: dict[str, Any] = {}
-    for offset, (name, cfg) in enumerate(settings.items()):
-        private, public = cfg["data"]
+    for offset, (name, cfg) in enumerate(runs.items()):
         synthesizer = ArchetypeSynthesizer(
             epsilon=TRIPS_EPSILON,
-            delta=cfg["delta"],
-            schema=cfg["schema"],
+            delta=cfg.delta,
+            schema=cfg.schema,
             random_state=_seed(seed, 20 + offset),
-            **cfg["params"],
-        ).fit(private, public)
+            **cfg.params,
+        ).fit(cfg.private, cfg.public)
         synthetic = synthesizer.sample()
         folder = stage / name
         folder.mkdir()
         write_table(synthetic, folder / "trips.csv")
-        manifest = synthesizer.manifest(inputs=cfg["inputs"])
+        manifest = synthesizer.manifest(inputs=cfg.inputs)
         (folder / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True))
-        results = evaluate_trips(private, {"archetypes": synthetic}, **cfg["evaluate"])
+        results = evaluate_trips(cfg.private, {"archetypes": synthetic}, **cfg.evaluate)
         out[name] = {"results": results, "manifest": manifest, "synthetic": synthetic}
         step(f"{name}: {len(synthetic):,} synthetic trips, evaluated")
     return out
