@@ -51,7 +51,7 @@ from archetypes.completion import ColumnCompleter, Plan
 from archetypes.model import ArchetypeModel, bound_individuals, majority
 from archetypes.schema import TripSchema
 from synth.errors import ConfigError, InputError
-from synth.privacy import DiscreteGaussian, PrivacyLedger, SecureNoise
+from synth.privacy import DiscreteGaussian, PrivacyLedger, SecureNoise, noise_source
 
 __all__ = [
     "ArchetypeSynthesizer",
@@ -273,12 +273,11 @@ class ArchetypeSynthesizer:
         if len(private) == 0:
             raise InputError("private data: no trips")
 
-        if self.random_state is None:
-            noise = SecureNoise()
-            self.rng_ = np.random.default_rng(int.from_bytes(os.urandom(16), "big"))
-        else:
-            noise = SecureNoise(int(self.random_state))
-            self.rng_ = np.random.default_rng(int(self.random_state))
+        noise = noise_source(self.random_state, methods=("discrete_gaussian",))
+        rs = self.random_state
+        self.rng_ = np.random.default_rng(
+            int.from_bytes(os.urandom(16), "big") if rs is None else int(rs)
+        )
 
         self.schema_ = self._schema(public, used)
         public = self.schema_.conform(public, source="public data", columns=used)

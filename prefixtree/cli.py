@@ -52,15 +52,14 @@ def read_locations(path: str) -> list[str]:
 def write_release(frame: object, path: Path) -> None:
     """Write the released long-format frame as CSV or Parquet (chosen by ``path``'s suffix)."""
     table = pa.Table.from_pandas(frame, preserve_index=False)
+    if path.suffix == ".parquet":  # categorical columns stay dictionary-encoded (read back as str)
+        pq.write_table(table, path, compression="zstd")
+        return
     columns = [
         col.dictionary_decode() if pa.types.is_dictionary(col.type) else col
         for col in (c.combine_chunks() for c in table.columns)
     ]
-    table = pa.table(columns, names=table.column_names)
-    if path.suffix == ".parquet":
-        pq.write_table(table, path, compression="zstd")
-    else:
-        pacsv.write_csv(table, path)
+    pacsv.write_csv(pa.table(columns, names=table.column_names), path)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -35,7 +35,8 @@ from synth.privacy import (
     DiscreteLaplace,
     LedgerBranch,
     PrivacyLedger,
-    SecureNoise,
+    exact,
+    noise_source,
     threshold_delta,
 )
 from synth.taxonomy import Taxonomy
@@ -63,8 +64,9 @@ DEFAULT_SPLIT: tuple[int, ...] = (1, 1, 1, 1, 2, 2)
 _TABLE_DIMS: dict[str, tuple[str, ...]] = {
     name: tuple(d for d in ("time", "location") if d in name.split("_")) for name in TABLES
 }
-#: Up to this many public partitions get one ledger branch each; more share one branch.
 Mode = Literal["sbh", "consistent", "pure"]
+#: What SBH uses of a noise source (:class:`synth.privacy.SecureNoise` or a test stand-in).
+NOISE_METHODS = ("discrete_laplace", "empty_cells_passing", "choice")
 
 
 class NoiseSource(Protocol):
@@ -75,32 +77,6 @@ class NoiseSource(Protocol):
     def empty_cells_passing(self, scale: float, threshold: int, n_empty: int) -> np.ndarray: ...
 
     def choice(self, n: int, k: int) -> np.ndarray: ...
-
-
-def _noise_source(random_state: int | NoiseSource | None) -> NoiseSource:
-    """``None`` -> OS CSPRNG; ``int`` -> seeded (reproducible, NOT private); else used as given."""
-    if random_state is None:
-        return SecureNoise()
-    if isinstance(random_state, bool):
-        raise ConfigError("random_state must be None, an int seed or a noise source")
-    if isinstance(random_state, int | np.integer):
-        return SecureNoise(seed=int(random_state))
-    if not hasattr(random_state, "discrete_laplace"):
-        raise ConfigError("random_state must be None, an int seed or a noise source")
-    return random_state
-
-
-def _exact(value: float | Fraction, name: str) -> Fraction:
-    """A parameter as an exact fraction (decimal reading of floats, so 0.1 stays 1/10)."""
-    if isinstance(value, bool) or not isinstance(value, int | float | Fraction | np.number):
-        raise ConfigError(f"{name} must be a number, got {value!r}")
-    if isinstance(value, Fraction):
-        return value
-    if not math.isfinite(float(value)):
-        raise ConfigError(f"{name} must be finite, got {value!r}")
-    if isinstance(value, float | np.floating):
-        return Fraction(repr(float(value)))
-    return Fraction(value)
 
 
 # --------------------------------------------------------------------------- calibration
@@ -192,8 +168,8 @@ def calibrate(
     post-processing; ``delta`` then only sets it (the same formula; ``delta = 0`` keeps every noisy
     count ``>= linf``, row unit ``>= 1``) and the release spends ``delta = 0``.
     """
-    eps = _exact(epsilon, "epsilon")
-    dlt = _exact(delta, "delta")
+    eps = exact(epsilon, "epsilon")
+    dlt = exact(delta, "delta")
     if eps <= 0:
         raise ConfigError(f"epsilon must be > 0, got {float(eps)}")
     if not 0 <= dlt < 1 or (dlt == 0 and not pure):
@@ -365,7 +341,7 @@ def stability_histogram(
     for c, size in zip(codes, sizes, strict=True):
         key = key * size + c
     present, counts = _count(key, math.prod(sizes))
-    noise = _noise_source(random_state)
+    noise = noise_source(random_state, methods=NOISE_METHODS)
     book = ledger if ledger is not None else _fresh_ledger(cal)
     _record(book, label, cal, seeded=bool(getattr(noise, "seeded", False)))
     kept, values = _noisy_cells(present, counts, cal, noise, math.prod(sizes) if pure else None)
@@ -752,12 +728,12 @@ class OpalRelease:
     # ------------------------------------------------------------------ parameters
     def _table_budgets(self) -> dict[str, tuple[Fraction, Fraction]]:
         """(epsilon, delta) of each released (noised) table."""
-        eps, dlt = _exact(self.epsilon, "epsilon"), _exact(self.delta, "delta")
+        eps, dlt = exact(self.epsilon, "epsilon"), exact(self.delta, "delta")
         if eps <= 0:
             raise ConfigError(f"epsilon must be > 0, got {self.epsilon}")
         if not 0 <= dlt < 1 or (dlt == 0 and self.mode != "pure"):
             raise ConfigError(f"delta must be in (0, 1) (pure mode: [0, 1)), got {self.delta}")
-        weights = [_exact(w, "split") for w in self.split]
+        weights = [exact(w, "split") for w in self.split]
         if len(weights) != len(TABLES) or any(w <= 0 for w in weights):
             raise ConfigError(f"split must be {len(TABLES)} positive numbers, one per table")
         total = sum(weights, Fraction(0))
@@ -888,7 +864,7 @@ class OpalRelease:
             **_table_keys(events, part, loc, grid, 1),
         }
         counted = {name: _count(keys[name], grid.size(name)) for name in cals}
-        noise = _noise_source(self.random_state)
+        noise = noise_source(self.random_state, methods=NOISE_METHODS)
         ledger = self._ledger(cals, events.kind, grid, bool(getattr(noise, "seeded", False)))
         released = {
             name: _noisy_cells(*counted[name], cals[name], noise, grid.size(name) if pure else None)
@@ -991,8 +967,8 @@ class OpalRelease:
         return {
             "release": "opal-marginals",
             "mode": self.mode,
-            "epsilon_per_partition": float(_exact(self.epsilon, "epsilon")),
-            "delta_per_partition": float(_exact(self.delta, "delta")),
+            "epsilon_per_partition": float(exact(self.epsilon, "epsilon")),
+            "delta_per_partition": float(exact(self.delta, "delta")),
             "split": [float(w) for w in self.split],
             "bin_minutes": int(self.bin_minutes),
             "taxonomy": None if tax is None else tax.source,

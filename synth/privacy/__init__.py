@@ -10,7 +10,14 @@ from synth.privacy.calibration import (
     discrete_gaussian_privacy,
     discrete_gaussian_vector_privacy,
 )
-from synth.privacy.ledger import LedgerBranch, ParallelGroup, PrivacyLedger, Spend, check_budget
+from synth.privacy.ledger import (
+    LedgerBranch,
+    ParallelGroup,
+    PrivacyLedger,
+    Spend,
+    check_budget,
+    exact,
+)
 from synth.privacy.mechanisms import (
     DiscreteGaussian,
     DiscreteLaplace,
@@ -18,7 +25,7 @@ from synth.privacy.mechanisms import (
     threshold_delta,
     threshold_histogram,
 )
-from synth.privacy.noise import SecureNoise
+from synth.privacy.noise import SecureNoise, noise_source
 
 __all__ = [
     "DiscreteGaussian",
@@ -33,6 +40,8 @@ __all__ = [
     "check_budget",
     "discrete_gaussian_privacy",
     "discrete_gaussian_vector_privacy",
+    "exact",
+    "noise_source",
     "threshold_delta",
     "threshold_histogram",
 ]

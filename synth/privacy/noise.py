@@ -27,6 +27,7 @@ import numbers
 from collections.abc import Callable
 from fractions import Fraction
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 from mpmath import iv
@@ -380,3 +381,23 @@ class SecureNoise:
             _, first = np.unique(drawn, return_index=True)
             if first.size >= k:
                 return drawn[np.sort(first)[:k]]
+
+
+def noise_source(random_state: object, *, methods: tuple[str, ...] = ("discrete_laplace",)) -> Any:
+    """The noise source a generator's ``random_state`` stands for.
+
+    ``None``: :class:`SecureNoise` on the operating system's secure source (private). An ``int``:
+    a seeded :class:`SecureNoise` (reproducible, NOT private). Any other object must provide
+    ``methods`` with :class:`SecureNoise`'s signatures (tests pass a zero-noise stand-in).
+    """
+    if random_state is None:
+        return SecureNoise()
+    if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
+        return SecureNoise(seed=int(random_state))
+    missing = [m for m in methods if not callable(getattr(random_state, m, None))]
+    if isinstance(random_state, bool) or missing:
+        raise ConfigError(
+            "random_state must be None, an int seed or a SecureNoise-like noise source"
+            + (f" (missing {', '.join(missing)})" if missing else "")
+        )
+    return random_state
