@@ -43,7 +43,7 @@ import pandas as pd
 from prefixtree.consistency import consistent_counts, release_counts
 from prefixtree.tree import BuiltTree, SubLevel, TaxonomyIndex, build_noisy_tree
 from synth.errors import ConfigError, InputError
-from synth.privacy import PrivacyLedger, SecureNoise
+from synth.privacy import PrivacyLedger, exact, noise_source
 from synth.records import encode_sequences
 from synth.taxonomy import Taxonomy
 
@@ -61,14 +61,6 @@ def _scale_for(epsilon: Fraction) -> float:
     if Fraction(scale) < exact:
         scale = math.nextafter(scale, math.inf)
     return scale
-
-
-def _fraction(value: Any, name: str) -> Fraction:
-    if isinstance(value, bool) or not isinstance(value, int | float | Fraction | np.number):
-        raise ConfigError(f"{name} must be a number, got {value!r}")
-    if not isinstance(value, Fraction) and not math.isfinite(float(value)):
-        raise ConfigError(f"{name} must be finite, got {value!r}")
-    return value if isinstance(value, Fraction) else Fraction(repr(float(value)))
 
 
 class PrefixTreeSynthesizer:
@@ -120,22 +112,11 @@ class PrefixTreeSynthesizer:
 
     # ------------------------------------------------------------------ parameters
     def _noise(self) -> Any:
-        rs = self.random_state
-        if rs is None:
-            return SecureNoise()
-        if isinstance(rs, int | np.integer) and not isinstance(rs, bool):
-            return SecureNoise(seed=int(rs))
-        missing = [m for m in NOISE_METHODS if not callable(getattr(rs, m, None))]
-        if missing:
-            raise ConfigError(
-                "random_state must be None, an int seed or a SecureNoise-like object "
-                f"(missing {', '.join(missing)})"
-            )
-        return rs
+        return noise_source(self.random_state, methods=NOISE_METHODS)
 
     def check_params(self) -> tuple[Fraction, int]:
         """Validate the parameters (ConfigError) without data; returns exact epsilon and h."""
-        eps = _fraction(self.epsilon, "epsilon")
+        eps = exact(self.epsilon, "epsilon")
         if eps <= 0:
             raise ConfigError(f"epsilon must be > 0, got {self.epsilon!r}")
         h = self.height
@@ -181,7 +162,7 @@ class PrefixTreeSynthesizer:
                         f"budget_split: level {g!r} is not an inner taxonomy level "
                         f"(1..{tax.height - 1})"
                     )
-                share = _fraction(value, f"budget_split[{g}]")
+                share = exact(value, f"budget_split[{g}]")
                 if share < 0:
                     raise ConfigError(f"budget_split[{g}] must be >= 0, got {value!r}")
                 if share > 0:
