@@ -677,7 +677,10 @@ def _sum_to(
 class OpalRelease:
     """The Opal marginal release of 000 section 4.1, with the fixes of 001 as modes.
 
-    Parameters (keyword-only): ``epsilon`` and ``delta`` are the totals per (mode, day) partition,
+    Parameters (keyword-only): ``epsilon`` and ``delta`` are the totals per (mode, day) partition
+    for a row unit (a row lies in one partition: parallel composition, 000 Theorem 7) and of the
+    whole release for a card unit (a card may tap in several partitions, so each table is one
+    histogram over every partition's cells and a card's events are bounded across all of them),
     split over the six tables :data:`TABLES` in proportion to ``split`` (epsilon) and equally
     (delta): the defaults reproduce 000 section 4.2 (epsilons 1,1,1,1,2,2; ``delta_j = 1/8e6``).
     ``mode``: ``"sbh"`` (Algorithm 1 per table), ``"consistent"`` (only the two time x location
@@ -688,8 +691,8 @@ class OpalRelease:
     public partition domain (rows outside are dropped); without them the partitions are those
     present in the data, which the manifest then does not list. ``privacy_unit``: ``None`` (a row,
     a trip or a tap, as in 000) or the card column, each card keeping its first
-    ``max_contributions`` events (by time) per partition and side. ``random_state``: ``None``
-    (secure), an int (reproducible, NOT private) or a noise source.
+    ``max_contributions`` events (by time) per side (tap-on, tap-off) over all partitions.
+    ``random_state``: ``None`` (secure), an int (reproducible, NOT private) or a noise source.
 
     Fitted: ``tables_`` (name -> DataFrame ``mode, day[, time][, location], count``),
     ``calibrations_`` (name -> :class:`SBHCalibration` of the noise each table carries),
@@ -839,8 +842,8 @@ class OpalRelease:
         if events.unit is not None:  # bound among the events of the public partitions only
             inside = np.flatnonzero(keep)
             rank = _bound_rank(
-                [events.unit[inside], part[inside], events.side[inside].astype(np.int64)],
-                [events.minute[inside], loc[inside]],
+                [events.unit[inside], events.side[inside].astype(np.int64)],
+                [events.minute[inside], part[inside], loc[inside]],
             )
             keep[inside[rank >= int(self.max_contributions)]] = False
         events = _Events(
@@ -890,23 +893,33 @@ class OpalRelease:
     def _ledger(
         self, cals: dict[str, SBHCalibration], kind: str, grid: _Grid, seeded: bool
     ) -> PrivacyLedger:
-        """A ledger with one sequential branch per partition in a parallel group (000 Theorem 7)."""
+        """The release's ledger.
+
+        Row unit: one sequential branch per partition in a parallel group (000 Theorem 7: a row
+        lies in exactly one partition). Card unit: the six tables in sequence, each one histogram
+        over the cells of every partition, since a card may appear in several partitions.
+        """
         eps = sum((c.epsilon for c in cals.values()), Fraction(0))
         dlt = sum((c.delta for c in cals.values()), Fraction(0))
-        if self.privacy_unit is None:
-            unit, neighbouring = kind, f"replace one {kind} by another (000 Theorem 5)"
-        else:
-            unit = str(self.privacy_unit)
-            neighbouring = (
-                f"add or remove one {unit}'s records (at most {self.max_contributions} "
-                "per partition and side kept, first by time)"
-            )
-        ledger = PrivacyLedger(epsilon=eps, delta=dlt, unit=unit, neighbouring=neighbouring)
         derived = (
             "; the one-way tables of this side are its sums (post-processing)"
             if self.mode == "consistent"
             else ""
         )
+        if self.privacy_unit is not None:
+            unit = str(self.privacy_unit)
+            neighbouring = (
+                f"add or remove one {unit}'s records (at most {self.max_contributions} "
+                "per side kept over all partitions, first by time)"
+            )
+            ledger = PrivacyLedger(epsilon=eps, delta=dlt, unit=unit, neighbouring=neighbouring)
+            scope = "one histogram over the cells of every (mode, day) partition"
+            for name, cal in cals.items():
+                note = scope + (derived if name.endswith("time_location") else "")
+                _record(ledger, name, cal, note, seeded=seeded)
+            return ledger
+        unit, neighbouring = kind, f"replace one {kind} by another (000 Theorem 5)"
+        ledger = PrivacyLedger(epsilon=eps, delta=dlt, unit=unit, neighbouring=neighbouring)
         # Every partition spends the same, so when the partitions come from the data one branch
         # stands for all of them at the same cost (listing them would leak which exist).
         if not grid.public_partitions:
@@ -969,6 +982,11 @@ class OpalRelease:
             "mode": self.mode,
             "epsilon_per_partition": float(exact(self.epsilon, "epsilon")),
             "delta_per_partition": float(exact(self.delta, "delta")),
+            "budget_scope": (
+                "each (mode, day) partition (parallel composition over rows)"
+                if self.privacy_unit is None
+                else "the whole release (a card may appear in several partitions)"
+            ),
             "split": [float(w) for w in self.split],
             "bin_minutes": int(self.bin_minutes),
             "taxonomy": None if tax is None else tax.source,
