@@ -6,14 +6,19 @@ domains used) and ``DIR/manifest.json`` (the privacy ledger) atomically. A TOML 
 ``[input]`` table (``format`` = ``trips`` | ``chicago-taxi`` | ``sube-taps``; ``public_years`` /
 ``private_years`` for the Chicago file; ``metadata`` = SUBE line metadata; ``schema`` = a schema
 JSON) and an ``[archetypes]`` table of :class:`~archetypes.synthesizer.ArchetypeSynthesizer`
-parameters. Relative paths in a config are resolved against the config's folder.
+parameters. Relative paths in a config are resolved against the config's folder. Without public
+trips, ``--public`` is left out and ``--public-stand-in`` (or ``[archetypes] public_stand_in``)
+learns on an SBH release of PRIVATE (:mod:`archetypes.standin`); the column domains then come from
+the schema (``--schema``; for ``chicago-taxi`` the challenge domains with companies "Unknown" only).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -27,10 +32,12 @@ from synth.config import check_params, load_config
 from synth.errors import ConfigError
 from synth.io import read_table, release_dir, write_table
 from synth.privacy import check_budget
+from synth.progress import Progress
 
-__all__ = ["register", "run"]
+__all__ = ["check_inputs", "normalize_params", "register", "release_trips", "run"]
 
 INPUT_FORMATS = ("trips", "chicago-taxi", "sube-taps")
+ALLOWED_INPUTS = {"format", "public_years", "private_years", "metadata", "schema"}
 FROM_COMMAND_LINE = ("epsilon", "delta", "random_state", "schema")
 
 
@@ -44,7 +51,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("private", metavar="PRIVATE", help="private trips (CSV or Parquet)")
     p.add_argument(
-        "--public", required=True, metavar="PUBLIC", help="public trips of the same kind"
+        "--public",
+        default=None,
+        metavar="PUBLIC",
+        help="public trips of the same kind (optional with --public-stand-in)",
+    )
+    p.add_argument(
+        "--public-stand-in",
+        action="store_true",
+        help="without --public: learn on an SBH release of PRIVATE instead (spends the first "
+        "budget_split share; [archetypes] public_stand_in sets its options)",
     )
     p.add_argument("--epsilon", type=float, required=True, help="total epsilon per individual")
     p.add_argument("--delta", type=float, required=True, help="total delta per individual")
@@ -81,10 +97,7 @@ def _settings(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, Any],
                 f"{args.config}: unknown table(s) {unknown} (allowed: archetypes, input)"
             )
     inputs = dict(config.get("input", {}))
-    allowed_inputs = {"format", "public_years", "private_years", "metadata", "schema"}
-    unknown = sorted(set(inputs) - allowed_inputs)
-    if unknown:
-        raise ConfigError(f"{args.config}: unknown key(s) {unknown} in [input]")
+    check_inputs(inputs, source=args.config or "command line", section="input")
     params = check_params(
         ArchetypeSynthesizer.__init__,
         config.get("archetypes", {}),
@@ -103,39 +116,87 @@ def _settings(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, Any],
         params["n_archetypes"] = args.archetypes
     if args.n_records is not None:
         params["n_records"] = args.n_records
-    if "completion" in params:
-        params["completion"] = [(str(t), tuple(c)) for t, c in params["completion"]]
-    if "budget_split" in params:
-        params["budget_split"] = tuple(params["budget_split"])
+    if getattr(args, "public_stand_in", False) and not params.get("public_stand_in"):
+        params["public_stand_in"] = True
+    params = normalize_params(params)
     for key in ("key_columns", "category_column"):
         if key not in params:
             raise ConfigError(f"--{key.replace('_', '-')} (or [archetypes] {key}) is required")
     return inputs, params, base
 
 
+def normalize_params(params: Mapping[str, Any]) -> dict[str, Any]:
+    """TOML lists as the constructor wants them: ``completion`` pairs and ``budget_split``."""
+    out = dict(params)
+    if "completion" in out:
+        out["completion"] = [(str(t), tuple(c)) for t, c in out["completion"]]
+    if "budget_split" in out:
+        out["budget_split"] = tuple(out["budget_split"])
+    return out
+
+
+def check_inputs(
+    inputs: Mapping[str, Any], *, source: str | os.PathLike[str], section: str
+) -> None:
+    """The keys of an ``[input]`` table (see the module docstring)."""
+    unknown = sorted(set(inputs) - ALLOWED_INPUTS)
+    if unknown:
+        raise ConfigError(
+            f"{source}: unknown key '{unknown[0]}' in [{section}] "
+            f"(allowed: {', '.join(sorted(ALLOWED_INPUTS))})"
+        )
+    fmt = inputs.get("format", "trips")
+    if fmt not in INPUT_FORMATS:
+        raise ConfigError(
+            f"{source}: key 'format' in [{section}] must be one of {', '.join(INPUT_FORMATS)}, "
+            f"got {fmt!r}"
+        )
+    for key in ("public_years", "private_years"):
+        value = inputs.get(key)
+        if value is not None and not (
+            isinstance(value, list)
+            and all(isinstance(v, int) and not isinstance(v, bool) for v in value)
+        ):
+            raise ConfigError(f"{source}: key '{key}' in [{section}] must be a list of years")
+    for key in ("metadata", "schema"):
+        if key in inputs and not isinstance(inputs[key], str):
+            raise ConfigError(f"{source}: key '{key}' in [{section}] must be a path (string)")
+
+
 def _load(
-    args: argparse.Namespace, inputs: dict[str, Any], base: Path | None
-) -> tuple[pd.DataFrame, pd.DataFrame, TripSchema | None]:
+    private_path: str | os.PathLike[str],
+    public_path: str | os.PathLike[str] | None,
+    inputs: Mapping[str, Any],
+    base: Path | None,
+    schema_file: str | os.PathLike[str] | None = None,
+) -> tuple[pd.DataFrame | None, pd.DataFrame, TripSchema | None]:
+    """Public (None without ``public_path``: the domains then come from the schema), private
+    trips and schema."""
     fmt = inputs.get("format", "trips")
     if fmt not in INPUT_FORMATS:
         raise ConfigError(f"[input] format must be one of {', '.join(INPUT_FORMATS)}, got {fmt!r}")
     schema: TripSchema | None = None
+    public: pd.DataFrame | None = None
     if fmt == "chicago-taxi":
-        public = chicago_taxi_trips(read_table(args.public), years=inputs.get("public_years"))
-        private = chicago_taxi_trips(read_table(args.private), years=inputs.get("private_years"))
-        schema = chicago_taxi_schema(public)
+        private = chicago_taxi_trips(read_table(private_path), years=inputs.get("private_years"))
+        if public_path is not None:
+            public = chicago_taxi_trips(read_table(public_path), years=inputs.get("public_years"))
+        # no public trips: the companies' domain is "Unknown" only unless a schema lists them
+        schema = chicago_taxi_schema(private.iloc[:0] if public is None else public)
     elif fmt == "sube-taps":
-        public = sube_trips(read_table(args.public, dtype={"id_tarjeta": str}))
-        private = sube_trips(read_table(args.private, dtype={"id_tarjeta": str}))
-        metadata = inputs.get("metadata")
-        schema = sube_schema(public, None if metadata is None else _resolve(metadata, base))
+        private = sube_trips(read_table(private_path, dtype={"id_tarjeta": str}))
+        if public_path is not None:  # without: the schema file must give the domains
+            public = sube_trips(read_table(public_path, dtype={"id_tarjeta": str}))
+            metadata = inputs.get("metadata")
+            schema = sube_schema(public, None if metadata is None else _resolve(metadata, base))
     else:
-        public, private = read_table(args.public), read_table(args.private)
-    schema_path = args.schema or (
+        private = read_table(private_path)
+        public = None if public_path is None else read_table(public_path)
+    schema_path = schema_file or (
         None if inputs.get("schema") is None else _resolve(inputs["schema"], base)
     )
     if schema_path is not None:
-        given = TripSchema.from_json(schema_path)
+        given = TripSchema.from_json(Path(schema_path))
         schema = given if schema is None else schema.replace(*given.columns.values())
     return public, private, schema
 
@@ -145,26 +206,73 @@ def run(args: argparse.Namespace) -> int:
     warn_if_seeded(args.seed)
     check_budget(args.epsilon, args.delta, need_delta=True)
     inputs, params, base = _settings(args)
-    public, private, schema = _load(args, inputs, base)
-    synthesizer = ArchetypeSynthesizer(
-        epsilon=args.epsilon,
-        delta=args.delta,
-        schema=schema,
-        random_state=args.seed,
-        **params,
-    ).fit(private, public)
-    trips = synthesizer.sample()
-    manifest = synthesizer.manifest(inputs=[args.private, args.public])
-    with release_dir(args.out) as stage:
-        write_table(trips, stage / f"trips.{args.format}")
-        (stage / "schema.json").write_text(json.dumps(synthesizer.schema_.to_dict(), indent=2))
-        (stage / "manifest.json").write_text(json.dumps(manifest, indent=2, default=str))
+    summary = release_trips(
+        args.private,
+        args.public,
+        args.out,
+        params={"epsilon": args.epsilon, "delta": args.delta, **params},
+        inputs=inputs,
+        base=base,
+        schema=args.schema,
+        format=args.format,
+        seed=args.seed,
+        progress=Progress(args.quiet),
+    )
     if not args.quiet:
-        ledger = synthesizer.ledger_
-        print(
-            f"transit-synth trips: {len(trips)} synthetic trips of "
-            f"{trips[synthesizer.id_column].nunique()} individuals in {args.out}; "
-            f"epsilon {ledger.spent_epsilon:g} of {args.epsilon:g}, delta {ledger.spent_delta:g}",
-            file=sys.stderr,
-        )
+        print(summary, file=sys.stderr)
     return 0
+
+
+def release_trips(
+    private: str | os.PathLike[str],
+    public: str | os.PathLike[str] | None,
+    out: str | os.PathLike[str],
+    *,
+    params: Mapping[str, Any],
+    inputs: Mapping[str, Any] | None = None,
+    base: Path | None = None,
+    schema: str | os.PathLike[str] | None = None,
+    format: str = "csv",
+    seed: int | None = None,
+    progress: Progress | None = None,
+) -> str:
+    """Fit on ``private`` with ``public``, sample, write ``out`` atomically; returns a summary line.
+
+    ``params`` are :class:`~archetypes.synthesizer.ArchetypeSynthesizer` keyword parameters (with
+    ``epsilon`` and ``delta``; not ``schema`` nor ``random_state``, which is ``seed``); ``inputs``
+    is an ``[input]`` table (paths in it relative to ``base``); ``schema`` a schema JSON that
+    overrides the table's. What ``transit-synth trips`` and ``transit-synth run`` both call.
+    """
+    progress = Progress(quiet=True) if progress is None else progress
+    params = normalize_params(params)
+    missing = [key for key in ("epsilon", "delta") if key not in params]
+    if missing:
+        raise ConfigError(f"trips: {missing[0]} is required")
+    check_budget(params["epsilon"], params["delta"], need_delta=True)
+    if format not in ("csv", "parquet"):
+        raise ConfigError(f"format must be 'csv' or 'parquet', got {format!r}")
+    with progress.steps("trips", 4) as step:
+        step("load")
+        public_trips, private_trips, trip_schema = _load(
+            private, public, dict(inputs or {}), base, schema
+        )
+        step("fit")
+        synthesizer = ArchetypeSynthesizer(**params, schema=trip_schema, random_state=seed).fit(
+            private_trips, public_trips
+        )
+        step("sample")
+        trips = synthesizer.sample()
+        step("write")
+        files = [str(private)] if public is None else [str(private), str(public)]
+        manifest = synthesizer.manifest(inputs=files)
+        with release_dir(out) as stage:
+            write_table(trips, stage / f"trips.{format}")
+            (stage / "schema.json").write_text(json.dumps(synthesizer.schema_.to_dict(), indent=2))
+            (stage / "manifest.json").write_text(json.dumps(manifest, indent=2, default=str))
+    ledger = synthesizer.ledger_
+    return (
+        f"transit-synth trips: {len(trips)} synthetic trips of "
+        f"{trips[synthesizer.id_column].nunique()} individuals in {out}; "
+        f"epsilon {ledger.spent_epsilon:g} of {float(params['epsilon']):g}, "
+        f"delta {ledger.spent_delta:g}"
+    )

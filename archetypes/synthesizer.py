@@ -26,7 +26,18 @@ sensitivity sqrt(m) for m columns, since an individual is in one cell of each) w
 of ``budget_split``; :meth:`sample` then draws a larger pool of synthetic individuals and resamples
 it with raking (iterative proportional fitting) weights that match the noisy archetype, category and
 marginal histograms. This corrects shifts between the public and private periods that the two counts
-cannot see.
+cannot see. With ``marginals_by_archetype=True`` (the issue's formulation) each individual is
+counted in the histogram of ITS ARCHETYPE for each listed column (one cell in each of m archetype x
+value histograms, still L2 sensitivity sqrt(m), one discrete Gaussian), and the raking matches the
+pool's (archetype, value) histograms, the archetype of a pool individual being the stratum it was
+drawn for. The global version stays the default: the per-archetype cells are about ``n_archetypes``
+times smaller for the same noise (figures in ``benchmarks/bench_archetypes.py``).
+
+Without public data, ``public_stand_in`` (see :mod:`archetypes.standin`) first releases
+stability-based histograms of the private trips and uses their expansion as the public trips. Its
+share comes FIRST in ``budget_split``: (stand-in, archetypes, category[, marginals]); the spends
+compose sequentially in the same ledger. Given public data, the stand-in is not released and its
+share is not spent.
 
 Departures from the write-up, all post-processing: the analytic calibration holds for every epsilon
 (no cap at 1); the noise is an exact discrete Gaussian; the category is drawn per individual,
@@ -39,7 +50,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -50,6 +61,7 @@ import pandas as pd
 from archetypes.completion import ColumnCompleter, Plan
 from archetypes.model import ArchetypeModel, bound_individuals, majority
 from archetypes.schema import TripSchema
+from archetypes.standin import StandIn, StandInSpec, stand_in_spec
 from synth.errors import ConfigError, InputError
 from synth.privacy import DiscreteGaussian, PrivacyLedger, SecureNoise, noise_source
 
@@ -129,8 +141,15 @@ class ArchetypeSynthesizer:
         schema: public domains (a :class:`TripSchema` or a JSON path); columns it lacks get the
             values seen in the PUBLIC data as their domain.
         budget_split: shares of (epsilon, delta) for the archetype and the category histograms, and
-            a third one for ``marginals`` when given; they may sum to less than 1.
+            a third one for ``marginals`` when given; they may sum to less than 1. With
+            ``public_stand_in``, one more share comes FIRST: (stand-in, archetypes, category
+            [, marginals]).
         marginals: extra columns whose one-way histograms are released (see the module docstring).
+        marginals_by_archetype: release the ``marginals`` per archetype (archetype x value cells)
+            instead of globally.
+        public_stand_in: None/False (public data required), True or a mapping of options
+            (:mod:`archetypes.standin`): without public data, an SBH release of the private trips
+            stands in for it.
         marginal_bins: numeric marginal columns with more distinct public values get this many
             bins at public quantiles.
         max_records_per_individual: contribution bound (first trips by ``order_column``).
@@ -155,7 +174,9 @@ class ArchetypeSynthesizer:
         schema: TripSchema | str | None = None,
         budget_split: tuple[float, ...] = (0.1, 0.9),
         marginals: Sequence[str] = (),
+        marginals_by_archetype: bool = False,
         marginal_bins: int = 64,
+        public_stand_in: bool | Mapping[str, Any] | None = None,
         max_records_per_individual: int = 200,
         order_column: str | None = None,
         n_records: int | None = None,
@@ -173,6 +194,8 @@ class ArchetypeSynthesizer:
         self.schema = schema
         self.budget_split = budget_split
         self.marginals = marginals
+        self.marginals_by_archetype = marginals_by_archetype
+        self.public_stand_in = public_stand_in
         self.marginal_bins = marginal_bins
         self.max_records_per_individual = max_records_per_individual
         self.order_column = order_column
@@ -191,14 +214,23 @@ class ArchetypeSynthesizer:
         if isinstance(delta, bool) or not isinstance(delta, int | float) or not 0 < delta < 1:
             raise ConfigError(f"delta must be in (0, 1) for the Gaussian mechanism, got {delta!r}")
         split = tuple(self.budget_split)
-        wanted = 3 if list(self.marginals) else 2
+        names = [
+            *(["stand-in"] if self._stand_in_on() else []),
+            "archetypes",
+            "category",
+            *(["marginals"] if list(self.marginals) else []),
+        ]
+        wanted = len(names)
         if len(split) != wanted or any(
             isinstance(s, bool) or not isinstance(s, int | float) or s <= 0 for s in split
         ):
             raise ConfigError(
-                f"budget_split must be {wanted} positive shares "
-                f"({'archetypes, category, marginals' if wanted == 3 else 'archetypes, category'}),"
+                f"budget_split must be {wanted} positive shares ({', '.join(names)}),"
                 f" got {self.budget_split!r}"
+            )
+        if not isinstance(self.marginals_by_archetype, bool):
+            raise ConfigError(
+                f"marginals_by_archetype must be true or false, got {self.marginals_by_archetype!r}"
             )
         if sum(Fraction(str(s)) for s in split) > 1:
             raise ConfigError(f"budget_split {self.budget_split!r} sums to more than 1")
@@ -223,7 +255,15 @@ class ArchetypeSynthesizer:
             raise ConfigError(f"marginals lists a column twice: {list(self.marginals)}")
         return list(zip(budget_shares(eps, split), budget_shares(delta, split), strict=True))
 
-    def _schema(self, public: pd.DataFrame, used: list[str]) -> TripSchema:
+    def _stand_in_on(self) -> bool:
+        option = self.public_stand_in
+        if option is None or option is False:
+            return False
+        if option is True or isinstance(option, Mapping):
+            return True
+        raise ConfigError(f"public_stand_in must be None, a bool or a mapping, got {option!r}")
+
+    def _schema(self, public: pd.DataFrame | None, used: list[str]) -> TripSchema:
         if isinstance(self.schema, TripSchema):
             schema = self.schema
         elif isinstance(self.schema, str | Path):
@@ -235,7 +275,11 @@ class ArchetypeSynthesizer:
                 f"schema must be a TripSchema, a JSON path or None, got {self.schema!r}"
             )
         inferred = [c for c in used if c not in schema and c != self.id_column]
-        if inferred:
+        if inferred and public is None:
+            raise ConfigError(
+                f"without public data every column needs a public domain in the schema: {inferred}"
+            )
+        if inferred and public is not None:
             schema = schema.replace(
                 *TripSchema.from_public(public, categorical=inferred).columns.values()
             )
@@ -244,20 +288,25 @@ class ArchetypeSynthesizer:
         return schema
 
     # -- fitting -----------------------------------------------------------------------------------
-    def fit(self, private: pd.DataFrame, public: pd.DataFrame) -> ArchetypeSynthesizer:
-        """Learn archetypes on ``public``; release the noisy histograms of ``private``."""
+    def fit(
+        self, private: pd.DataFrame, public: pd.DataFrame | None = None
+    ) -> ArchetypeSynthesizer:
+        """Learn archetypes on ``public``; release the noisy histograms of ``private``.
+
+        ``public=None`` needs ``public_stand_in``: an SBH release of ``private`` is then learnt
+        on instead (its spend comes first in :attr:`ledger_`)."""
         budgets = self._budgets()
+        stand_in_budget = budgets.pop(0) if self._stand_in_on() else None
+        if public is None and stand_in_budget is None:
+            raise ConfigError(
+                "no public data: give public trips, or enable public_stand_in (an SBH release of "
+                "the private trips standing in for them, with its own budget share)"
+            )
         keys = list(self.key_columns)
-        missing = [c for c in [self.id_column, *keys] if c not in public.columns]
-        if missing:
-            raise InputError(f"public data: missing column(s) {', '.join(map(repr, missing))}")
-        if self.features is not None:
-            features = list(self.features)
-        else:
-            features = [c for c in keys if pd.api.types.is_numeric_dtype(public[c])]
-        if not features:
-            raise ConfigError("features: no numeric column to cluster (name them in features)")
-        self.features_ = features
+        if public is not None:
+            missing = [c for c in [self.id_column, *keys] if c not in public.columns]
+            if missing:
+                raise InputError(f"public data: missing column(s) {', '.join(map(repr, missing))}")
         marginals = list(self.marginals)
         targets = [str(t) for t, _ in self.completion]
         used = list(dict.fromkeys([*keys, self.category_column, *targets]))
@@ -267,19 +316,34 @@ class ArchetypeSynthesizer:
             raise ConfigError(
                 f"marginals {unknown} are neither key, category nor completed columns"
             )
-        missing = [c for c in [self.id_column, *used, *features] if c not in public.columns]
-        if missing:
-            raise InputError(f"public data: missing column(s) {', '.join(map(repr, missing))}")
         if len(private) == 0:
             raise InputError("private data: no trips")
+        self.schema_ = self._schema(public, used)
+        if self.features is not None:
+            features = list(self.features)
+        elif public is not None:
+            features = [c for c in keys if pd.api.types.is_numeric_dtype(public[c])]
+        else:
+            features = [c for c in keys if self._numeric_domain(c)]
+        if not features:
+            raise ConfigError("features: no numeric column to cluster (name them in features)")
+        self.features_ = features
+        if public is not None:
+            missing = [c for c in [self.id_column, *used, *features] if c not in public.columns]
+            if missing:
+                raise InputError(f"public data: missing column(s) {', '.join(map(repr, missing))}")
 
         noise = noise_source(self.random_state, methods=("discrete_gaussian",))
         rs = self.random_state
         self.rng_ = np.random.default_rng(
             int.from_bytes(os.urandom(16), "big") if rs is None else int(rs)
         )
+        self.ledger_ = self._new_ledger()
+        self.stand_in_: StandInSpec | None = None
+        if public is None:
+            assert stand_in_budget is not None
+            public = self._stand_in(private, used, features, stand_in_budget, noise)
 
-        self.schema_ = self._schema(public, used)
         public = self.schema_.conform(public, source="public data", columns=used)
         public = bound_individuals(
             public, self.id_column, self.max_records_per_individual, self._order(public)
@@ -310,7 +374,8 @@ class ArchetypeSynthesizer:
                 single_coordinate=len(marginals) == 1,
             )
 
-        raw = self._release(self._query(private), noise)  # the only use of the private data
+        # the only other use of the private data
+        raw = self._release(self._query(private), noise, self.ledger_)
 
         self.noisy_archetype_counts_ = np.maximum(raw[0], 0)
         self.noisy_category_counts_ = np.maximum(raw[1], 0)
@@ -320,13 +385,65 @@ class ArchetypeSynthesizer:
             (raw[1], self.category_mechanism_.sigma),
         ]
         if self.marginal_mechanism_ is not None:
-            splits = np.cumsum([self._n_cells(c) for c in marginals])[:-1]
+            splits = np.cumsum([self._n_released(c) for c in marginals])[:-1]
             for column, part in zip(marginals, np.split(raw[2], splits), strict=True):
                 self.noisy_marginals_[column] = np.maximum(part, 0)
                 totals.append((part, self.marginal_mechanism_.sigma))
         self.n_individuals_ = self._total(totals)
         self.strata_ = self._strata()
         return self
+
+    def _numeric_domain(self, column: str) -> bool:
+        """Whether a schema column is numeric or categorical with numbers only (a feature)."""
+        col = self.schema_[column]
+        if col.kind == "numeric":
+            return True
+        return col.kind == "categorical" and all(
+            isinstance(v, int | float | np.integer | np.floating) and not isinstance(v, bool)
+            for v in col.values
+        )
+
+    def _stand_in(
+        self,
+        private: pd.DataFrame,
+        used: list[str],
+        features: list[str],
+        budget: tuple[float, float],
+        noise: SecureNoise,
+    ) -> pd.DataFrame:
+        """The SBH release standing in for public trips (:mod:`archetypes.standin`)."""
+        option = self.public_stand_in
+        assert option is not None and option is not False
+        order = [str(self.order_column)] if self.order_column in private.columns else []
+        self.stand_in_ = stand_in_spec(
+            option,
+            key_columns=list(self.key_columns),
+            category_column=self.category_column,
+            features=features,
+            completion=self.completion,
+            needed=list(dict.fromkeys([*used, *features, *order])),
+        )
+        releaser = StandIn(
+            self.stand_in_,
+            schema=self.schema_,
+            id_column=self.id_column,
+            order_column=self.order_column,
+        )
+        public = releaser.release(
+            private,
+            epsilon=budget[0],
+            delta=budget[1],
+            noise=noise,
+            ledger=self.ledger_,
+            rng=self.rng_,
+        )
+        self.stand_in_cells_ = releaser.kept_cells_
+        if len(public) < self.n_archetypes:
+            raise ConfigError(
+                f"public_stand_in: the release has {len(public)} trips, fewer than "
+                f"n_archetypes={self.n_archetypes}; give the stand-in a larger budget share"
+            )
+        return public
 
     def _query(self, private: pd.DataFrame) -> list[np.ndarray]:
         """The exact histograms released: individuals per archetype, per category and (when
@@ -355,14 +472,15 @@ class ArchetypeSynthesizer:
             np.bincount(category[category >= 0], minlength=n_cat),
         ]
         for column in marginals:
-            value = majority(id_codes, self._bin(private, column), self._n_cells(column), self.rng_)
-            out.append(np.bincount(value[value >= 0], minlength=self._n_cells(column)))
+            n_cells = self._n_cells(column)
+            value = majority(id_codes, self._bin(private, column), n_cells, self.rng_)
+            if self.marginals_by_archetype:  # the cell (archetype, value): still one per column
+                value = np.where(value >= 0, archetypes * n_cells + value, -1)
+            out.append(np.bincount(value[value >= 0], minlength=self._n_released(column)))
         return out if not marginals else [out[0], out[1], np.concatenate(out[2:])]
 
-    def _release(self, histograms: list[np.ndarray], noise: SecureNoise) -> list[np.ndarray]:
-        """Noise the histograms of :meth:`_query` and record each spend in a new :attr:`ledger_`
-        (the spend is recorded before the noise is drawn)."""
-        self.ledger_ = PrivacyLedger(
+    def _new_ledger(self) -> PrivacyLedger:
+        return PrivacyLedger(
             epsilon=self.epsilon,
             delta=self.delta,
             unit=self.unit,
@@ -371,11 +489,22 @@ class ArchetypeSynthesizer:
                 f"(at most {self.max_records_per_individual} kept)"
             ),
         )
+
+    def _release(
+        self,
+        histograms: list[np.ndarray],
+        noise: SecureNoise,
+        ledger: PrivacyLedger | None = None,
+    ) -> list[np.ndarray]:
+        """Noise the histograms of :meth:`_query` and record each spend in ``ledger`` (default: a
+        new :attr:`ledger_`; the spend is recorded before the noise is drawn)."""
+        if ledger is None:
+            self.ledger_ = ledger = self._new_ledger()
         raw = [
             self.archetype_mechanism_.release(
                 histograms[0],
                 noise=noise,
-                ledger=self.ledger_,
+                ledger=ledger,
                 label="archetype histogram",
                 note=f"{self.n_archetypes} archetypes; each {self.unit} in exactly one (the "
                 "archetype of most of its trips), so L2 sensitivity 1",
@@ -383,7 +512,7 @@ class ArchetypeSynthesizer:
             self.category_mechanism_.release(
                 histograms[1],
                 noise=noise,
-                ledger=self.ledger_,
+                ledger=ledger,
                 label=f"{self.category_column} histogram",
                 note=f"{len(histograms[1])} values of the public domain; each {self.unit} counted "
                 "once under its most frequent value, so L2 sensitivity 1",
@@ -391,14 +520,16 @@ class ArchetypeSynthesizer:
         ]
         if self.marginal_mechanism_ is not None:
             m = len(list(self.marginals))
+            per = " per archetype" if self.marginals_by_archetype else ""
+            cell = "(archetype, value) cell" if per else "(binned) value"
             raw.append(
                 self.marginal_mechanism_.release(
                     histograms[2],
                     noise=noise,
-                    ledger=self.ledger_,
-                    label=f"one-way histograms of {', '.join(self.marginals)}",
+                    ledger=ledger,
+                    label=f"one-way histograms{per} of {', '.join(self.marginals)}",
                     note=f"each {self.unit} counted once per column under its most frequent "
-                    f"(binned) value: one cell in each of {m} histograms, L2 sensitivity sqrt({m})",
+                    f"{cell}: one cell in each of {m} histograms, L2 sensitivity sqrt({m})",
                 )
             )
         return [np.asarray(r, dtype=np.int64) for r in raw]
@@ -425,6 +556,10 @@ class ArchetypeSynthesizer:
     def _n_cells(self, column: str) -> int:
         edges = self.marginal_edges_[column]
         return len(self.schema_.values(column)) if edges is None else len(edges) + 1
+
+    def _n_released(self, column: str) -> int:
+        """Cells of a marginal's released histogram (archetype x value when per archetype)."""
+        return self._n_cells(column) * (self.n_archetypes if self.marginals_by_archetype else 1)
 
     def _bin(self, frame: pd.DataFrame, column: str) -> np.ndarray:
         edges = self.marginal_edges_[column]
@@ -495,12 +630,12 @@ class ArchetypeSynthesizer:
         """About ``wanted`` synthetic individuals (shuffled, ids 0..), completed; with marginals,
         resampled from a larger pool by raking weights."""
         if not self.noisy_marginals_:
-            out = self._draw(shares * wanted)
+            out, _ = self._draw(shares * wanted)
             out, self.completion_fallbacks_ = self.completer_.complete(out, self.rng_)
             return out
-        pool = self._draw(shares * min(wanted * POOL_FACTOR, POOL_MAX))
+        pool, archetype = self._draw(shares * min(wanted * POOL_FACTOR, POOL_MAX))
         pool, self.completion_fallbacks_ = self.completer_.complete(pool, self.rng_)
-        weights = self._raking_weights(pool)
+        weights = self._raking_weights(pool, archetype)
         if len(weights) == 0:
             return pool
         count = int(np.floor(wanted + self.rng_.random()))
@@ -514,9 +649,10 @@ class ArchetypeSynthesizer:
         out[self.id_column] = np.repeat(np.arange(count), lengths)
         return out
 
-    def _raking_weights(self, pool: pd.DataFrame) -> np.ndarray:
-        """Weights of the pool's individuals whose weighted histograms of archetype, category and
-        each released marginal (one value per individual, as released) match the noisy ones."""
+    def _raking_weights(self, pool: pd.DataFrame, archetype: np.ndarray) -> np.ndarray:
+        """Weights of the pool's individuals whose weighted histograms of category and each
+        released marginal (one value per individual, as released; per archetype: the (archetype,
+        value) cell, ``archetype`` being each pool individual's stratum) match the noisy ones."""
         ids = pool[self.id_column].to_numpy()
         n = int(ids.max()) + 1 if len(ids) else 0
         rng = self.rng_
@@ -526,7 +662,10 @@ class ArchetypeSynthesizer:
         )
         margins.append((cat, self.noisy_category_counts_.astype(float)))
         for column, noisy in self.noisy_marginals_.items():
-            codes = majority(ids, self._bin(pool, column), len(noisy), rng, n)
+            n_cells = self._n_cells(column)
+            codes = majority(ids, self._bin(pool, column), n_cells, rng, n)
+            if self.marginals_by_archetype:
+                codes = np.where(codes >= 0, archetype[:n] * n_cells + codes, -1)
             margins.append((codes, noisy.astype(float)))
         weights = np.ones(n)
         prepared = [(np.flatnonzero(codes >= 0), codes[codes >= 0], t) for codes, t in margins]
@@ -542,9 +681,10 @@ class ArchetypeSynthesizer:
                 break
         return weights
 
-    def _draw(self, strata: np.ndarray) -> pd.DataFrame:
+    def _draw(self, strata: np.ndarray) -> tuple[pd.DataFrame, np.ndarray]:
         """Individuals per stratum by stochastic rounding; each individual's trip count and its
-        trips' key columns (with the category) resampled from the stratum's public individuals."""
+        trips' key columns (with the category) resampled from the stratum's public individuals.
+        Also returns the archetype (stratum) of each synthetic id."""
         rng, model = self.rng_, self.model_
         counts = np.floor(strata + rng.random(strata.shape)).astype(np.int64)
         ind, trips = model.individuals_, model.trips_
@@ -555,7 +695,9 @@ class ArchetypeSynthesizer:
         rows: list[np.ndarray] = []
         lengths: list[np.ndarray] = []
         forced_to: list[np.ndarray] = []
+        drawn_for: list[np.ndarray] = []
         for a, cat in zip(*np.nonzero(counts), strict=True):
+            drawn_for.append(np.full(int(counts[a, cat]), a, dtype=np.int64))
             pool_ind, pool_trip, forced = self._pool(a, cat, ind_arch, ind_cat, trip_arch, trip_cat)
             n_trips = n_trips_public[balanced_choice(pool_ind, int(counts[a, cat]), rng)]
             rows.append(balanced_choice(pool_trip, int(n_trips.sum()), rng))
@@ -563,7 +705,8 @@ class ArchetypeSynthesizer:
             forced_to.append(np.full(int(n_trips.sum()), cat if forced else -1))
         if not rows:
             empty = {col: trips[col].iloc[:0] for col in columns}
-            return pd.DataFrame({self.id_column: np.array([], dtype=np.int64), **empty})
+            frame = pd.DataFrame({self.id_column: np.array([], dtype=np.int64), **empty})
+            return frame, np.array([], dtype=np.int64)
         out = trips[columns].iloc[np.concatenate(rows)].reset_index(drop=True)
         forced_cat = np.concatenate(forced_to)
         if (forced_cat >= 0).any():
@@ -575,7 +718,9 @@ class ArchetypeSynthesizer:
         # ids in random order, so that cutting at n_records favours no stratum
         ids = rng.permutation(len(n_trips))
         out.insert(0, self.id_column, np.repeat(ids, n_trips))
-        return out.sort_values(self.id_column, kind="stable").reset_index(drop=True)
+        archetype = np.empty(len(ids), dtype=np.int64)
+        archetype[ids] = np.concatenate(drawn_for)
+        return out.sort_values(self.id_column, kind="stable").reset_index(drop=True), archetype
 
     def _mean_trips(self) -> np.ndarray:
         """Mean public trips per individual of each (archetype, category) stratum, archetype mean
@@ -634,5 +779,11 @@ class ArchetypeSynthesizer:
         }
         if self.marginal_mechanism_ is not None:
             params["marginals"] = list(self.marginals)
+            params["marginals_by_archetype"] = self.marginals_by_archetype
             params["sigma_marginals"] = self.marginal_mechanism_.sigma
+        if self.stand_in_ is not None:
+            params["public_stand_in"] = {
+                **self.stand_in_.to_dict(),
+                "kept_cells": list(self.stand_in_cells_),
+            }
         return self.ledger_.to_dict(parameters=params, inputs=list(inputs) if inputs else None)

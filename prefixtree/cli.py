@@ -13,10 +13,14 @@ INPUT holds taps or long-format sequences (one sequence per card); TAX is a CSV 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
+import pandas as pd
 import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
@@ -25,10 +29,11 @@ from prefixtree.synthesizer import VARIANTS, PrefixTreeSynthesizer
 from synth.cli import add_quiet_option, add_seed_option, warn_if_seeded
 from synth.errors import ConfigError, InputError
 from synth.io import read_table, release_dir, table_format
+from synth.progress import Progress
 from synth.records import load_sequences
 from synth.taxonomy import Taxonomy
 
-__all__ = ["read_locations", "register", "run", "write_release"]
+__all__ = ["read_locations", "register", "release_sequences", "run", "write_release"]
 
 
 def read_locations(path: str) -> list[str]:
@@ -113,56 +118,106 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Load, fit, release; returns the exit status."""
-    started = time.perf_counter()
     warn_if_seeded(args.seed)
-    spec = str(args.taxonomy)
-    is_fanout = spec.strip().lower().startswith("fanout:")
-    if args.locations is not None and not is_fanout:
-        raise ConfigError("--locations is only used with a fanout:N taxonomy")
-    locations = read_locations(args.locations) if args.locations is not None else None
-    taxonomy = Taxonomy.from_spec(spec, locations=locations)
-    synth = PrefixTreeSynthesizer(
-        epsilon=args.epsilon,
-        height=args.height,
-        taxonomy=taxonomy,
-        variant=args.variant,
-        time_bins=args.time_bin,
-        random_state=args.seed,
-    )
-    synth.check_params()  # fail on bad parameters before reading the data
-    seqs = load_sequences(
+    summary = release_sequences(
         args.input,
-        taxonomy=taxonomy,
-        on_unknown=args.on_unknown,
+        args.out,
+        taxonomy=str(args.taxonomy),
+        params={
+            "epsilon": args.epsilon,
+            "height": args.height,
+            "variant": args.variant,
+            "time_bins": args.time_bin,
+        },
         location_column=args.location_column,
+        locations=args.locations,
+        on_unknown=args.on_unknown,
+        format=args.format,
+        seed=args.seed,
+        progress=Progress(args.quiet),
     )
-    synth.fit(seqs)
-    release = synth.sample()
-    inputs = [args.input] + ([spec] if Path(spec).is_file() else [])
-    if args.locations is not None:
-        inputs.append(args.locations)
+    if not args.quiet:
+        print(summary, file=sys.stderr)
+    return 0
+
+
+def release_sequences(
+    input: str | os.PathLike[str] | pd.DataFrame,
+    out: str | os.PathLike[str],
+    *,
+    taxonomy: str,
+    params: Mapping[str, Any],
+    location_column: str | None = None,
+    locations: str | os.PathLike[str] | None = None,
+    on_unknown: str = "error",
+    format: str = "csv",
+    seed: int | None = None,
+    progress: Progress | None = None,
+    source: str | os.PathLike[str] | None = None,
+) -> str:
+    """Write a prefix-tree release of ``input`` into ``out`` (atomically); returns a summary line.
+
+    ``input`` is a file or a frame of taps or sequences (``source``: the file recorded in the
+    manifest for a frame).
+    ``taxonomy`` is a taxonomy spec (CSV edge list, GTFS zip or ``fanout:N`` with ``locations``);
+    ``params`` are :class:`~prefixtree.PrefixTreeSynthesizer` keyword parameters other than
+    ``taxonomy`` and ``random_state`` (``seed``). What ``transit-synth sequences`` and
+    ``transit-synth run`` both call.
+    """
+    started = time.perf_counter()
+    progress = Progress(quiet=True) if progress is None else progress
+    spec = str(taxonomy)
+    is_fanout = spec.strip().lower().startswith("fanout:")
+    if locations is not None and not is_fanout:
+        raise ConfigError("--locations is only used with a fanout:N taxonomy")
+    public = read_locations(str(locations)) if locations is not None else None
+    if format not in ("csv", "parquet"):
+        raise ConfigError(f"format must be 'csv' or 'parquet', got {format!r}")
+    with progress.steps("sequences", 4) as step:
+        step("taxonomy")
+        tax = Taxonomy.from_spec(spec, locations=public)
+        synth = PrefixTreeSynthesizer(**params, taxonomy=tax, random_state=seed)
+        synth.check_params()  # fail on bad parameters before reading the data
+        step("load")
+        seqs = load_sequences(
+            input,
+            taxonomy=tax,
+            on_unknown=on_unknown,
+            location_column=location_column,
+        )
+        step("fit")
+        with progress.counter("tree levels", unit="level") as levels:
+            synth.fit(seqs, progress=levels)
+        step("sample")
+        release = synth.sample()
+    recorded = source if source is not None else input
+    inputs = ([] if isinstance(recorded, pd.DataFrame) else [str(recorded)]) + (
+        [spec] if Path(spec).is_file() else []
+    )
+    if locations is not None:
+        inputs.append(str(locations))
     parameters = {
         "generator": "prefixtree",
-        "variant": args.variant,
-        "epsilon": args.epsilon,
-        "height": args.height,
+        "variant": synth.variant,
+        "epsilon": synth.epsilon,
+        "height": synth.height,
         "taxonomy": spec,
-        "location_column": args.location_column,
-        "time_bin_minutes": args.time_bin,
-        "on_unknown": args.on_unknown,
-        "seeded": args.seed is not None,
+        "location_column": location_column,
+        "time_bin_minutes": synth.time_bins,
+        "on_unknown": on_unknown,
+        "seeded": seed is not None,
         "sub_levels": synth.sub_levels_.to_dict(orient="records"),
     }
-    name = f"sequences.{args.format}"
-    with release_dir(args.out) as stage:
+    for key in ("budget_split", "thresholds", "max_nodes"):
+        if key in params:
+            parameters[key] = params[key]
+    name = f"sequences.{format}"
+    with release_dir(out) as stage:
         write_release(release, stage / name)
         synth.ledger_.to_json(stage / "manifest.json", parameters=parameters, inputs=inputs)
-    if not args.quiet:
-        n_seq = int(release["seq_id"].nunique()) if len(release) else 0
-        print(
-            f"sequences: {n_seq} synthetic sequences ({len(release)} rows) from a tree of "
-            f"{len(synth.tree_)} nodes, epsilon {synth.ledger_.spent_epsilon:g} "
-            f"-> {Path(args.out) / name} ({time.perf_counter() - started:.1f} s)",
-            file=sys.stderr,
-        )
-    return 0
+    n_seq = int(release["seq_id"].nunique()) if len(release) else 0
+    return (
+        f"sequences: {n_seq} synthetic sequences ({len(release)} rows) from a tree of "
+        f"{len(synth.tree_)} nodes, epsilon {synth.ledger_.spent_epsilon:g} "
+        f"-> {Path(out) / name} ({time.perf_counter() - started:.1f} s)"
+    )

@@ -33,7 +33,7 @@ is reduced to the time of day; within a sequence bins are made non-decreasing by
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from fractions import Fraction
 from typing import Any
 
@@ -221,10 +221,17 @@ class PrefixTreeSynthesizer:
         mat[row[keep], pos[keep]] = minutes[keep] // width
         return np.maximum.accumulate(mat, axis=1)
 
-    def fit(self, sequences: pd.DataFrame) -> PrefixTreeSynthesizer:
+    def fit(
+        self,
+        sequences: pd.DataFrame,
+        *,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> PrefixTreeSynthesizer:
         """Build the noisy prefix tree of long-format ``sequences`` (seq_id, pos, location[, time]).
 
         Each ``seq_id`` is one privacy unit (one card); it is truncated to ``height`` locations.
+        ``progress(done, total)``, when given, is called as each (level, sub-level) histogram of
+        the tree is about to be drawn (``total`` = height x sub-levels; the tree may stop early).
         """
         eps, h = self.check_params()
         noise = self._noise()
@@ -272,7 +279,11 @@ class PrefixTreeSynthesizer:
             neighbouring="add or remove one card's sequence (its first h locations)",
         )
 
+        n_sub = len(index.levels)
+
         def record(level: int, j: int) -> None:
+            if progress is not None:
+                progress(level * n_sub + j, h * n_sub)
             ledger.spend(
                 label=f"prefix tree level {level + 1}: {names[j]}",
                 mechanism="discrete_laplace",
@@ -301,6 +312,8 @@ class PrefixTreeSynthesizer:
             before_sub_level=record,
             max_nodes=int(self.max_nodes),
         )
+        if progress is not None:
+            progress(h * n_sub, h * n_sub)
         self.locations_ = index.locations
         self.index_ = index
         self.n_time_bins_ = n_bins

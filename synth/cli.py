@@ -25,6 +25,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "synth.demo",
         "run every generator on the embedded real data; write releases and a report",
     ),
+    "run": (
+        "synth.run",
+        "run the releases a TOML config describes (configs/ reproduces the papers)",
+    ),
     "sequences": (
         "prefixtree.cli",
         "DP synthetic passenger sequences (hybrid-granularity noisy prefix tree, KDD 2012)",

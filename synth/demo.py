@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -59,16 +58,28 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 class _Steps:
-    """Prints each step and its duration on stderr (silent with --quiet)."""
+    """Prints each step and its duration on stderr and advances the demo's progress bar (silent
+    with --quiet; the bar only on a terminal)."""
+
+    #: calls of a full run (taps, 3 sequences, marginals, 2 trips, reference check)
+    TOTAL = 8
 
     def __init__(self, quiet: bool) -> None:
+        from synth.progress import Progress
+
         self.quiet = quiet
         self.start = time.perf_counter()
+        self.progress = Progress(quiet)
+        self.bar = self.progress.bar("demo", self.TOTAL, unit="step")
 
     def __call__(self, message: str) -> None:
         if not self.quiet:
             elapsed = time.perf_counter() - self.start
-            print(f"[{elapsed:6.1f}s] {message}", file=sys.stderr, flush=True)
+            self.progress.write(f"[{elapsed:6.1f}s] {message}")
+        self.bar.update(1)
+
+    def close(self) -> None:
+        self.bar.close()
 
 
 @dataclass
@@ -126,7 +137,9 @@ def _sequences(stage: Path, taps: Any, seed: int | None, step: _Steps) -> dict[s
             taxonomy=taxonomy,
             variant=variant,
             random_state=_seed(seed, offset),
-        ).fit(original)
+        )
+        with step.progress.counter(f"{variant} tree levels", unit="level") as levels:
+            synthesizer.fit(original, progress=levels)
         synthetic = synthesizer.sample()
         folder = stage / f"sequences-{variant}"
         folder.mkdir()
@@ -252,20 +265,24 @@ def _trips(stage: Path, seed: int | None, step: _Steps) -> dict[str, Any]:
     }
     out: dict[str, Any] = {}
     for offset, (name, cfg) in enumerate(runs.items()):
-        synthesizer = ArchetypeSynthesizer(
-            epsilon=TRIPS_EPSILON,
-            delta=cfg.delta,
-            schema=cfg.schema,
-            random_state=_seed(seed, 20 + offset),
-            **cfg.params,
-        ).fit(cfg.private, cfg.public)
-        synthetic = synthesizer.sample()
-        folder = stage / name
-        folder.mkdir()
-        write_table(synthetic, folder / "trips.csv")
-        manifest = synthesizer.manifest(inputs=cfg.inputs)
-        (folder / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True))
-        results = evaluate_trips(cfg.private, {"archetypes": synthetic}, **cfg.evaluate)
+        with step.progress.steps(name, 3) as part:
+            part("fit")
+            synthesizer = ArchetypeSynthesizer(
+                epsilon=TRIPS_EPSILON,
+                delta=cfg.delta,
+                schema=cfg.schema,
+                random_state=_seed(seed, 20 + offset),
+                **cfg.params,
+            ).fit(cfg.private, cfg.public)
+            part("sample")
+            synthetic = synthesizer.sample()
+            folder = stage / name
+            folder.mkdir()
+            write_table(synthetic, folder / "trips.csv")
+            manifest = synthesizer.manifest(inputs=cfg.inputs)
+            (folder / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True))
+            part("evaluate")
+            results = evaluate_trips(cfg.private, {"archetypes": synthetic}, **cfg.evaluate)
         out[name] = {"results": results, "manifest": manifest, "synthetic": synthetic}
         step(f"{name}: {len(synthetic):,} synthetic trips, evaluated")
     return out
@@ -280,6 +297,17 @@ def _reference_rows(name: str, table: Any) -> list[list[Any]]:
 
 def run(args: argparse.Namespace) -> int:
     """Run everything into a staging directory and move it into ``--out`` when all succeeded."""
+    warn_if_seeded(args.seed)
+    step = _Steps(args.quiet)
+    try:
+        _run(args, step)
+    finally:
+        step.close()
+    return 0
+
+
+def _run(args: argparse.Namespace, step: _Steps) -> None:
+    """The demo proper (``run`` wraps it to close the progress bar)."""
     from synth.evaluate import against_reference
     from synth.io import release_dir
     from synth.report import (
@@ -290,8 +318,6 @@ def run(args: argparse.Namespace) -> int:
         write_html,
     )
 
-    warn_if_seeded(args.seed)
-    step = _Steps(args.quiet)
     with release_dir(args.out) as stage:
         taps = _wednesday_taps(step)
         sequences = _sequences(stage, taps, args.seed, step)
@@ -336,8 +362,8 @@ def run(args: argparse.Namespace) -> int:
         }
         sections += [manifest_section(name, m) for name, m in manifests.items()]
         write_html(render_page("transit-synth demo", sections), stage / "report.html")
+    step.close()
     _summary(Path(args.out), sequences["results"], trips, args.quiet)
-    return 0
 
 
 def _summary(out: Path, sequences: dict[str, Any], trips: dict[str, Any], quiet: bool) -> None:

@@ -8,14 +8,18 @@ into DIR, atomically.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any, Literal
 
 import pandas as pd
 
 from synth.cli import add_quiet_option, add_seed_option, warn_if_seeded
 from synth.errors import ConfigError
 from synth.io import read_table, table_format
+from synth.progress import Progress
 from synth.records import load_taps, load_trips
 from synth.sbh import TABLES, Mode, OpalRelease
 from synth.taxonomy import Taxonomy
@@ -90,9 +94,11 @@ def _days(spec: str) -> list[str]:
         raise ConfigError(f"--days {spec!r}: expected ISO dates 'a,b' or 'FIRST:LAST'") from None
 
 
-def _load(path: Path, location_column: str) -> pd.DataFrame:
+def _load(path: Path | pd.DataFrame, location_column: str) -> pd.DataFrame:
     """Trips (an ``on_stop`` column) or taps, through :mod:`synth.records` (SUBE loads as is)."""
-    if path.is_file() and table_format(path) == "parquet":
+    if isinstance(path, pd.DataFrame):
+        columns = set(path.columns)
+    elif path.is_file() and table_format(path) == "parquet":
         import pyarrow.parquet as pq
 
         columns = set(pq.read_schema(path).names)
@@ -101,7 +107,11 @@ def _load(path: Path, location_column: str) -> pd.DataFrame:
     else:
         columns = set()  # load_taps names the problem (missing file, unsupported type)
     if "on_stop" in columns:
-        trips = read_table(path, dtype={c: str for c in _ID_COLUMNS})
+        trips = (
+            path
+            if isinstance(path, pd.DataFrame)
+            else read_table(path, dtype={c: str for c in _ID_COLUMNS})
+        )
         return load_trips(trips, card_column="card_id" if "card_id" in columns else None)
     taps = load_taps(path, location_column=location_column)
     if location_column != "stop_id":
@@ -115,29 +125,64 @@ def _load(path: Path, location_column: str) -> pd.DataFrame:
 def run(args: argparse.Namespace) -> int:
     """Fit the release and write it."""
     warn_if_seeded(args.seed)
-    data = _load(Path(args.input), args.location_column)
-    taxonomy = None if args.taxonomy is None else Taxonomy.from_spec(args.taxonomy)
     mode: Mode = "consistent" if args.consistent else "pure" if args.pure else "sbh"
-    release = OpalRelease(
-        epsilon=args.epsilon,
-        delta=args.delta,
-        mode=mode,
-        bin_minutes=args.bin,
-        taxonomy=taxonomy,
-        level=args.level,
-        modes=None if args.modes is None else [m.strip() for m in args.modes.split(",")],
-        days=None if args.days is None else _days(args.days),
-        privacy_unit=args.privacy_unit,
-        max_contributions=args.max_contributions,
-        random_state=args.seed,
-    ).fit(data)
-    out = release.save(args.out, format=args.format, inputs=[Path(args.input)])
+    summary = release_marginals(
+        args.input,
+        args.out,
+        params={
+            "epsilon": args.epsilon,
+            "delta": args.delta,
+            "mode": mode,
+            "bin_minutes": args.bin,
+            "level": args.level,
+            "modes": None if args.modes is None else [m.strip() for m in args.modes.split(",")],
+            "days": None if args.days is None else _days(args.days),
+            "privacy_unit": args.privacy_unit,
+            "max_contributions": args.max_contributions,
+        },
+        taxonomy=args.taxonomy,
+        location_column=args.location_column,
+        format=args.format,
+        seed=args.seed,
+        progress=Progress(args.quiet),
+    )
     if not args.quiet:
-        cells = sum(len(release.tables_[t]) for t in TABLES)
-        print(
-            f"marginals ({mode}): {cells} cells in {len(TABLES)} tables, epsilon "
-            f"{release.ledger_.spent_epsilon:g}, delta {release.ledger_.spent_delta:g} "
-            f"per partition -> {out}",
-            file=sys.stderr,
-        )
+        print(summary, file=sys.stderr)
     return 0
+
+
+def release_marginals(
+    input: str | os.PathLike[str] | pd.DataFrame,
+    out: str | os.PathLike[str],
+    *,
+    params: Mapping[str, Any],
+    taxonomy: str | None = None,
+    location_column: str = "stop_id",
+    format: Literal["csv", "parquet"] = "csv",
+    seed: int | None = None,
+    progress: Progress | None = None,
+    source: str | os.PathLike[str] | None = None,
+) -> str:
+    """Fit an :class:`~synth.sbh.OpalRelease` on ``input`` and write it into ``out`` atomically;
+    returns a summary line. ``input`` is a file or a frame of trips or taps (``source``: the file
+    recorded in the manifest for a frame); ``params`` are the release's keyword parameters other
+    than ``taxonomy`` (a spec here) and ``random_state`` (``seed``). What ``transit-synth
+    marginals`` and ``transit-synth run`` both call.
+    """
+    progress = Progress(quiet=True) if progress is None else progress
+    with progress.steps("marginals", 3) as step:
+        step("load")
+        data = _load(input if isinstance(input, pd.DataFrame) else Path(input), location_column)
+        tax = None if taxonomy is None else Taxonomy.from_spec(taxonomy)
+        step("fit")
+        release = OpalRelease(**params, taxonomy=tax, random_state=seed).fit(data)
+        step("write")
+        recorded = source if source is not None else input
+        inputs = [] if isinstance(recorded, pd.DataFrame) else [Path(recorded)]
+        written = release.save(out, format=format, inputs=inputs)
+    cells = sum(len(release.tables_[t]) for t in TABLES)
+    return (
+        f"marginals ({release.mode}): {cells} cells in {len(TABLES)} tables, epsilon "
+        f"{release.ledger_.spent_epsilon:g}, delta {release.ledger_.spent_delta:g} "
+        f"per partition -> {written}"
+    )

@@ -172,7 +172,7 @@ def test_help_everywhere() -> None:
         [sys.executable, "-m", "synth", "--help"], capture_output=True, text=True, timeout=120
     )
     assert top.returncode == 0, top.stderr
-    for command in ("demo", "sequences", "trips", "marginals", "evaluate"):
+    for command in ("demo", "run", "sequences", "trips", "marginals", "evaluate"):
         assert command in top.stdout
         with pytest.raises(SystemExit) as info:
             main([command, "--help"])

@@ -402,7 +402,10 @@ def test_opal_config_reproduces_the_paper_defaults() -> None:
 
     path = Path(__file__).resolve().parents[2] / "configs" / "opal.toml"
     params = check_params(
-        OpalRelease, load_config(path)["marginals"], source=path, section="marginals"
+        OpalRelease,
+        load_config(path)["marginals"]["parameters"],
+        source=path,
+        section="marginals.parameters",
     )
     rel = OpalRelease(**params, random_state=ZeroNoise()).fit(_trips(200))
     assert [rel.calibrations_[t].epsilon for t in TABLES] == [1, 1, 1, 1, 2, 2]

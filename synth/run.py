@@ -1,0 +1,414 @@
+"""``transit-synth run CONFIG.toml [--out DIR] [--seed N] [--quiet]``: run what a config describes.
+
+A config holds one or more releases, each a table named after the subcommand that makes it:
+
+* ``[sequences]`` (prefix tree): ``input`` (taps or long-format sequences), ``taxonomy`` (CSV edge
+  list, GTFS zip or ``fanout:N``), optional ``location_column``, ``locations`` (the public list for
+  ``fanout:N``), ``on_unknown`` (``error`` | ``drop``), ``format`` (``csv`` | ``parquet``);
+* ``[trips]`` (GMM archetypes): ``private``, ``public`` (unless ``parameters.public_stand_in``),
+  optional ``input_format`` (``trips`` | ``chicago-taxi`` | ``sube-taps``), ``public_years``,
+  ``private_years``, ``metadata``, ``schema``, ``format``;
+* ``[marginals]`` (SBH / Opal): ``input`` (trips or taps), optional ``taxonomy``,
+  ``location_column`` (default ``stop_id``), ``format``;
+
+each with a sub-table ``parameters`` of the generator's constructor parameters
+(:class:`~prefixtree.PrefixTreeSynthesizer`, :class:`~archetypes.ArchetypeSynthesizer`,
+:class:`~synth.sbh.OpalRelease`; ``random_state`` comes from ``--seed`` and the taxonomy or schema
+objects from the keys above). Several releases of one kind are an array of tables
+(``[[sequences]]``) with a ``name`` each (e.g. an epsilon sweep); a single table is named after its
+kind. Paths are relative to the config file's folder (absolute paths are allowed);
+``embedded:NAME`` is a file of the embedded data (:data:`synth.datasets.FILES`, e.g.
+``embedded:sube_wednesday``, ``embedded:montreal_taxonomy``); as the ``input`` of a sequences or
+marginals release, the embedded SUBE taps lose their few taps without a card id, as in the demo.
+
+Every release is written into ``DIR/<name>/`` exactly as its subcommand writes it (data files and
+``manifest.json``), and the config is copied to ``DIR/config.toml``. The whole config is checked
+before any data is read: an unknown key or a value of the wrong type is an error naming the key and
+the file. The run is staged and moved into DIR at the end, so an error leaves nothing half-written.
+With ``--seed N``, release ``i`` gets seed ``N + i`` (from 0, kinds in the order they first appear,
+releases of a kind in file order).
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import os
+import shutil
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from synth.cli import add_quiet_option, add_seed_option, warn_if_seeded
+from synth.config import check_params, load_config
+from synth.errors import ConfigError, InputError
+
+__all__ = ["KINDS", "Planned", "plan", "register", "run", "run_config"]
+
+#: release kind -> (keys of its table other than name/parameters: "path", "spec" or a type/choices).
+KINDS: dict[str, dict[str, Any]] = {
+    "sequences": {
+        "input": "path",
+        "taxonomy": "spec",
+        "location_column": str,
+        "locations": "path",
+        "on_unknown": ("error", "drop"),
+        "format": ("csv", "parquet"),
+    },
+    "trips": {
+        "private": "path",
+        "public": "path",
+        "input_format": ("trips", "chicago-taxi", "sube-taps"),
+        "public_years": "years",
+        "private_years": "years",
+        "metadata": "path",
+        "schema": "path",
+        "format": ("csv", "parquet"),
+    },
+    "marginals": {
+        "input": "path",
+        "taxonomy": "spec",
+        "location_column": str,
+        "format": ("csv", "parquet"),
+    },
+}
+_REQUIRED = {
+    "sequences": ("input", "taxonomy"),
+    "trips": ("private",),
+    "marginals": ("input",),
+}
+_EXCLUDED = {
+    "sequences": ("taxonomy", "random_state"),
+    "trips": ("schema", "random_state"),
+    "marginals": ("taxonomy", "random_state"),
+}
+EMBEDDED = "embedded:"
+
+
+@dataclass
+class Planned:
+    """One release of a config, checked: its kind, folder name, IO settings and parameters."""
+
+    kind: str
+    name: str
+    io: dict[str, Any]
+    params: dict[str, Any] = field(default_factory=dict)
+    embedded: dict[str, str] = field(default_factory=dict)  # key -> embedded file name
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the ``run`` subcommand."""
+    p = subparsers.add_parser(
+        "run",
+        help="run the releases a TOML config describes (configs/ reproduces the papers)",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("config", metavar="CONFIG.toml", help="the run configuration")
+    p.add_argument(
+        "--out",
+        default=None,
+        metavar="DIR",
+        help="output directory (default: <config name>-release)",
+    )
+    add_seed_option(p)
+    add_quiet_option(p)
+    p.set_defaults(func=run)
+
+
+def _target(kind: str) -> Callable[..., Any]:
+    """The constructor a kind's ``parameters`` feed (imported only when needed)."""
+    if kind == "sequences":
+        from prefixtree.synthesizer import PrefixTreeSynthesizer
+
+        return PrefixTreeSynthesizer
+    if kind == "trips":
+        from archetypes.synthesizer import ArchetypeSynthesizer
+
+        return ArchetypeSynthesizer
+    from synth.sbh import OpalRelease
+
+    return OpalRelease
+
+
+def _resolve(value: str, base: Path, source: Path, where: str) -> str:
+    """A path of the config: ``embedded:NAME``, absolute, or relative to the config's folder."""
+    if value.startswith(EMBEDDED):
+        from synth import datasets
+
+        name = value[len(EMBEDDED) :]
+        if name not in datasets.FILES:
+            raise ConfigError(
+                f"{source}: key {where}: unknown embedded file {name!r} "
+                f"(choose one of {', '.join(sorted(datasets.FILES))})"
+            )
+        return str(datasets.path(name))
+    path = Path(value).expanduser()
+    return str(path if path.is_absolute() else base / path)
+
+
+def _check_io(
+    kind: str,
+    table: Mapping[str, Any],
+    *,
+    source: Path,
+    section: str,
+    base: Path,
+    check_files: bool = True,
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """The IO keys of a release table: known, well typed, paths resolved and present; and which
+    keys named an embedded file."""
+    allowed = KINDS[kind]
+    io: dict[str, Any] = {}
+    embedded: dict[str, str] = {}
+    for key, value in table.items():
+        if key in ("name", "parameters"):
+            continue
+        if key not in allowed:
+            raise ConfigError(
+                f"{source}: unknown key '{key}' in [{section}] "
+                f"(allowed: {', '.join(sorted([*allowed, 'name', 'parameters']))})"
+            )
+        rule = allowed[key]
+        where = f"'{key}' in [{section}]"
+        if rule in ("path", "spec") or rule is str:
+            if not isinstance(value, str) or not value.strip():
+                raise ConfigError(
+                    f"{source}: key {where} has the wrong type ({type(value).__name__} "
+                    f"{value!r}; expected a non-empty string)"
+                )
+        if rule == "years" and not (
+            isinstance(value, list)
+            and all(isinstance(v, int) and not isinstance(v, bool) for v in value)
+        ):
+            raise ConfigError(
+                f"{source}: key {where} has the wrong type ({type(value).__name__} {value!r}; "
+                "expected a list of years)"
+            )
+        if isinstance(rule, tuple) and value not in rule:
+            raise ConfigError(
+                f"{source}: key {where} must be one of {', '.join(rule)}, got {value!r}"
+            )
+        if rule == "spec" and not value.strip().lower().startswith("fanout:"):
+            rule = "path"
+        if rule == "path":
+            if value.startswith(EMBEDDED):
+                embedded[key] = value[len(EMBEDDED) :]
+            value = _resolve(value, base, source, where)
+            if check_files and not Path(value).exists():
+                raise InputError(f"{source}: key {where}: {value}: file not found")
+        io[key] = value
+    missing = [k for k in _REQUIRED[kind] if k not in io]
+    if missing:
+        raise ConfigError(f"{source}: missing key '{missing[0]}' in [{section}]")
+    return io, embedded
+
+
+def _check_parameters(kind: str, params: Any, *, source: Path, section: str) -> dict[str, Any]:
+    """The ``parameters`` sub-table against the constructor (exact key names, TOML types)."""
+    if not isinstance(params, dict):
+        raise ConfigError(f"{source}: key 'parameters' in [{section}] must be a table")
+    target = _target(kind)
+    checked = check_params(target, params, source=source, section=section, exclude=_EXCLUDED[kind])
+    required = [
+        name
+        for name, p in inspect.signature(target).parameters.items()
+        if p.default is inspect.Parameter.empty
+        and name not in ("self", *_EXCLUDED[kind])
+        and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+    ]
+    missing = [name for name in required if name not in checked]
+    if missing:
+        raise ConfigError(f"{source}: missing key '{missing[0]}' in [{section}]")
+    if kind == "sequences":  # TOML table keys are strings; the tree wants level numbers
+        for key in ("budget_split", "thresholds"):
+            if checked.get(key) is not None:
+                levels: dict[int, float] = {}
+                for level, value in checked[key].items():
+                    try:
+                        number = int(level)
+                    except ValueError:
+                        raise ConfigError(
+                            f"{source}: key '{key}.{level}' in [{section}]: expected a taxonomy "
+                            "level number"
+                        ) from None
+                    if isinstance(value, bool) or not isinstance(value, int | float):
+                        raise ConfigError(
+                            f"{source}: key '{key}.{level}' in [{section}] has the wrong type "
+                            f"({type(value).__name__} {value!r}; expected float)"
+                        )
+                    levels[number] = value
+                checked[key] = levels
+    return checked
+
+
+def plan(path: str | os.PathLike[str], *, check_files: bool = True) -> list[Planned]:
+    """Read and check a run config; returns its releases in file order (nothing is run).
+
+    ``check_files=False`` skips checking that the input files exist (to inspect a config)."""
+    source = Path(path)
+    config = load_config(source)
+    base = source.resolve().parent
+    unknown = [key for key in config if key not in KINDS]
+    if unknown:
+        hint = (
+            " (this looks like a `transit-synth trips --config` file)"
+            if set(config) & {"input", "archetypes"}
+            else ""
+        )
+        raise ConfigError(
+            f"{source}: unknown key '{unknown[0]}' (allowed tables: {', '.join(KINDS)}){hint}"
+        )
+    releases: list[Planned] = []
+    for kind, value in config.items():
+        single = isinstance(value, dict)
+        tables = [value] if single else value
+        if not isinstance(tables, list) or not all(isinstance(t, dict) for t in tables):
+            raise ConfigError(f"{source}: key '{kind}' must be a table or an array of tables")
+        for i, table in enumerate(tables):
+            name = table.get("name", kind if single else None)
+            if not isinstance(name, str):
+                raise ConfigError(
+                    f"{source}: key 'name' in [[{kind}]] number {i + 1} is "
+                    + ("missing" if name is None else f"not a string ({name!r})")
+                )
+            if not name or name.startswith(".") or "/" in name or "\\" in name:
+                raise ConfigError(
+                    f"{source}: key 'name' in [{kind}]: {name!r} is not a folder name"
+                )
+            if any(r.name == name for r in releases) or name == "config.toml":
+                raise ConfigError(f"{source}: key 'name' in [{kind}]: {name!r} is used twice")
+            section = kind if single else f"{kind}, name = {name!r}"
+            io, embedded = _check_io(
+                kind, table, source=source, section=section, base=base, check_files=check_files
+            )
+            params = _check_parameters(
+                kind,
+                table.get("parameters", {}),
+                source=source,
+                section=f"{kind}.parameters" if single else f"{kind}.parameters, name = {name!r}",
+            )
+            if kind == "trips" and "public" not in io and not params.get("public_stand_in"):
+                raise ConfigError(
+                    f"{source}: missing key 'public' in [{section}] "
+                    "(or set public_stand_in in its parameters)"
+                )
+            releases.append(Planned(kind=kind, name=name, io=io, params=params, embedded=embedded))
+    if not releases:
+        raise ConfigError(f"{source}: no release ([sequences], [trips] or [marginals]) in the file")
+    return releases
+
+
+def _input(planned: Planned) -> Any:
+    """The ``input`` of a sequences or marginals release: its path, or for the embedded SUBE taps
+    the frame the demo uses (the upstream file has 10 Wednesday taps without a card id: dropped)."""
+    name = planned.embedded.get("input")
+    days = {"sube_tuesday": "tuesday", "sube_wednesday": "wednesday"}
+    if name not in days:
+        return planned.io["input"]
+    from synth import datasets
+
+    taps = datasets.sube_taps(days[name])
+    return taps[taps["id_tarjeta"].notna()].reset_index(drop=True)
+
+
+def _release(planned: Planned, out: Path, seed: int | None, progress: Any) -> str:
+    """Write one planned release into ``out`` through its subcommand's function."""
+    io = planned.io
+    if planned.kind == "sequences":
+        from prefixtree.cli import release_sequences
+
+        return release_sequences(
+            _input(planned),
+            out,
+            taxonomy=io["taxonomy"],
+            params=planned.params,
+            location_column=io.get("location_column"),
+            locations=io.get("locations"),
+            on_unknown=io.get("on_unknown", "error"),
+            format=io.get("format", "csv"),
+            seed=seed,
+            progress=progress,
+            source=io["input"],
+        )
+    if planned.kind == "trips":
+        from archetypes.cli import release_trips
+
+        inputs = {
+            key: io[source]
+            for key, source in (
+                ("format", "input_format"),
+                ("public_years", "public_years"),
+                ("private_years", "private_years"),
+                ("metadata", "metadata"),
+                ("schema", "schema"),
+            )
+            if source in io
+        }
+        return release_trips(
+            io["private"],
+            io.get("public"),
+            out,
+            params=planned.params,
+            inputs=inputs,
+            format=io.get("format", "csv"),
+            seed=seed,
+            progress=progress,
+        )
+    from synth.sbh_cli import release_marginals
+
+    return release_marginals(
+        _input(planned),
+        out,
+        params=planned.params,
+        taxonomy=io.get("taxonomy"),
+        location_column=io.get("location_column", "stop_id"),
+        format=io.get("format", "csv"),
+        seed=seed,
+        progress=progress,
+        source=io["input"],
+    )
+
+
+def run_config(
+    config: str | os.PathLike[str],
+    out: str | os.PathLike[str],
+    *,
+    seed: int | None = None,
+    quiet: bool = True,
+) -> list[str]:
+    """Check ``config``, run its releases into ``out`` (atomically); returns the summary lines."""
+    from synth.io import release_dir
+    from synth.progress import Progress
+
+    releases = plan(config)
+    progress = Progress(quiet)
+    summaries: list[str] = []
+    with release_dir(out) as stage:
+        shutil.copyfile(config, stage / "config.toml")
+        for i, planned in enumerate(progress.iterate(releases, "releases")):
+            summary = _release(
+                planned, stage / planned.name, None if seed is None else seed + i, progress
+            )
+            summary = summary.replace(str(stage), str(out))  # name the final place, not the stage
+            summaries.append(f"{planned.name}: {summary}")
+            if not quiet:
+                progress.write(summaries[-1])
+    return summaries
+
+
+def run(args: argparse.Namespace) -> int:
+    """``transit-synth run``."""
+    warn_if_seeded(args.seed)
+    out = Path(args.out) if args.out is not None else Path(f"{Path(args.config).stem}-release")
+    summaries = run_config(args.config, out, seed=args.seed, quiet=args.quiet)
+    print(f"{len(summaries)} release(s) written to {out}/", file=sys.stdout)
+    if not args.quiet and len(summaries) > 1:
+        print(
+            "note: each release spends its own budget on the same data; publishing several "
+            "costs the sum of their budgets",
+            file=sys.stderr,
+        )
+    return 0
