@@ -197,20 +197,13 @@ def release_sequences(
     if locations is not None:
         inputs.append(str(locations))
     parameters = {
-        "generator": "prefixtree",
-        "variant": synth.variant,
-        "epsilon": synth.epsilon,
-        "height": synth.height,
+        **synth.parameters(),
         "taxonomy": spec,
         "location_column": location_column,
-        "time_bin_minutes": synth.time_bins,
         "on_unknown": on_unknown,
-        "seeded": seed is not None,
-        "sub_levels": synth.sub_levels_.to_dict(orient="records"),
     }
-    for key in ("budget_split", "thresholds", "max_nodes"):
-        if key in params:
-            parameters[key] = params[key]
+    if "max_nodes" in params:
+        parameters["max_nodes"] = params["max_nodes"]
     name = f"sequences.{format}"
     with release_dir(out) as stage:
         write_release(release, stage / name)

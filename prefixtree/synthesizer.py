@@ -348,6 +348,25 @@ class PrefixTreeSynthesizer:
         )
 
     # ------------------------------------------------------------------ release
+    def parameters(self) -> dict[str, Any]:
+        """The public parameters of the fitted release, as the manifest records them."""
+        if not hasattr(self, "tree_"):
+            raise ConfigError("PrefixTreeSynthesizer is not fitted: call fit() first")
+        out: dict[str, Any] = {
+            "generator": "prefixtree",
+            "variant": self.variant,
+            "epsilon": self.epsilon,
+            "height": self.height,
+            "taxonomy": self.taxonomy.source,
+            "time_bin_minutes": self.time_bins,
+            "seeded": self.noise_seeded_,
+            "sub_levels": self.sub_levels_.to_dict(orient="records"),
+        }
+        for key in ("budget_split", "thresholds"):
+            if getattr(self, key) is not None:
+                out[key] = getattr(self, key)
+        return out
+
     def _time_labels(self) -> list[str]:
         width = int(self.time_bins)  # type: ignore[arg-type]
         return [f"{(b * width) // 60:02d}:{(b * width) % 60:02d}" for b in range(self.n_time_bins_)]

@@ -3,20 +3,23 @@
 What it runs (budgets per release; each release is a separate use of the same private data, so
 publishing all of them would cost the sum: the demo compares them, an agency would pick one):
 
-* **Passenger sequences** (prefix tree, paper 004): SUBE Wednesday 28/11/2019 boardings, one
-  sequence of lines per card, line -> mode taxonomy, height 8, epsilon 1, the ``hybrid`` variant,
-  beside the non-private truncation (epsilon = infinity) as the optimum. (The ``simple`` variant is
-  left out here: over 382 lines about 11 empty children per node pass its threshold, so its tree
-  grows as 11^h, the blow-up the hybrid tree exists to avoid; paper 004 Theorem 4.2.) Evaluated
-  with count queries and top-k sequential patterns (paper 004, section 5).
+* **Passenger sequences** (prefix tree, paper 004), ``hybrid`` variant, epsilon 1, beside the
+  non-private truncation (epsilon = infinity) as the optimum, evaluated with count queries and
+  top-k sequential patterns (paper 004, section 5): (1) SUBE Wednesday 28/11/2019 boardings, one
+  sequence of lines per card, line -> mode taxonomy, height 8 (real, but small: 10,000 cards
+  spread over 382 lines, so the tree's thresholds prune most patterns); (2) 200,000 SIMULATED
+  passenger sequences on the Montreal metro of the paper (``synth.simulate``), station -> line
+  taxonomy, height 12. (The ``simple`` variant is left out: over 382 lines about 11 empty
+  children per node pass its threshold, so its tree grows as 11^h, the blow-up the hybrid tree
+  exists to avoid; paper 004 Theorem 4.2.)
 * **Marginal reference** (SBH / Opal, papers 000 and 001): the same taps, hourly bins, lines,
-  partitions mode x day, the card as the unit (first 2 taps per card, partition and side),
-  ``consistent`` mode, epsilon 8 and delta 6/8e6 per partition (the Opal budget).
+  partitions mode x day, the card as the unit (its first 2 tap-ons and 2 tap-offs of the day),
+  ``consistent`` mode, epsilon 8 and delta 6/8e6 in all (the Opal budget of one partition).
 * **Trips** (GMM archetypes, paper 002): SUBE Tuesday as public data, Wednesday as private,
   epsilon 1, delta 1e-5 per card; the Chicago taxi sample with 2013 public and 2014-2015 private,
   epsilon 1, delta 2.5e-5 per trip (the sample has no taxi id). Evaluated with the k-marginal score
   and marginal distances.
-* **Reference check**: the synthetic sequences and SUBE trips against the SBH release.
+* **Reference check**: the synthetic SUBE sequences and trips against the SBH release.
 
 Everything goes to one release directory, written atomically, with ``report.html``.
 """
@@ -34,6 +37,9 @@ from synth.cli import add_quiet_option, add_seed_option, warn_if_seeded
 
 SEQUENCE_EPSILON = 1.0
 SEQUENCE_HEIGHT = 8
+SIMULATED_SEQUENCES = 200_000
+SIMULATED_HEIGHT = 12
+SIMULATION_SEED = 2012
 OPAL_EPSILON = 8.0
 OPAL_DELTA = 6 / 8_000_000
 OPAL_CONTRIBUTIONS = 2
@@ -61,8 +67,8 @@ class _Steps:
     """Prints each step and its duration on stderr and advances the demo's progress bar (silent
     with --quiet; the bar only on a terminal)."""
 
-    #: calls of a full run (taps, 3 sequences, marginals, 2 trips, reference check)
-    TOTAL = 8
+    #: calls of a full run (taps, 4 sequences, marginals, 2 trips, reference check)
+    TOTAL = 9
 
     def __init__(self, quiet: bool) -> None:
         from synth.progress import Progress
@@ -109,58 +115,85 @@ def _wednesday_taps(step: _Steps) -> Any:
     return taps[known].reset_index(drop=True)
 
 
-def _sequences(stage: Path, taps: Any, seed: int | None, step: _Steps) -> dict[str, Any]:
-    """Prefix-tree releases of the SUBE Wednesday line sequences, evaluated."""
+def _prefix_tree(
+    stage: Path,
+    name: str,
+    original: Any,
+    taxonomy: Any,
+    *,
+    height: int,
+    seed: int | None,
+    step: _Steps,
+    inputs: list[Path],
+    location: str,
+) -> dict[str, Any]:
+    """A hybrid prefix-tree release of ``original`` into ``stage/name``, evaluated beside the
+    non-private truncation (epsilon = infinity)."""
     from prefixtree import PrefixTreeSynthesizer
-    from synth import datasets
     from synth.evaluate import evaluate_sequences
     from synth.io import write_table
-    from synth.records import load_sequences, truncate_sequences
+    from synth.records import truncate_sequences
 
-    taxonomy = datasets.sube_taxonomy("line")
-    original = load_sequences(
-        taps,
-        taxonomy=taxonomy,
-        location_column="id_linea",
-        on_unknown="drop",
+    synthesizer = PrefixTreeSynthesizer(
+        epsilon=SEQUENCE_EPSILON, height=height, taxonomy=taxonomy, random_state=seed
     )
-    step(
-        f"sequences: {original['seq_id'].nunique():,} SUBE cards, "
-        f"{len(original):,} boardings, {len(taxonomy.leaves())} lines"
+    with step.progress.counter(f"{name} tree levels", unit="level") as levels:
+        synthesizer.fit(original, progress=levels)
+    synthetic = synthesizer.sample()
+    folder = stage / name
+    folder.mkdir()
+    write_table(synthetic, folder / "sequences.csv")
+    manifest = synthesizer.ledger_.to_dict(
+        parameters={**synthesizer.parameters(), "location_column": location}, inputs=inputs
     )
-    releases = {"eps=inf (truncated)": truncate_sequences(original, SEQUENCE_HEIGHT)}
-    manifests: dict[str, Any] = {}
-    for offset, variant in enumerate(("hybrid",)):
-        synthesizer = PrefixTreeSynthesizer(
-            epsilon=SEQUENCE_EPSILON,
-            height=SEQUENCE_HEIGHT,
-            taxonomy=taxonomy,
-            variant=variant,
-            random_state=_seed(seed, offset),
-        )
-        with step.progress.counter(f"{variant} tree levels", unit="level") as levels:
-            synthesizer.fit(original, progress=levels)
-        synthetic = synthesizer.sample()
-        folder = stage / f"sequences-{variant}"
-        folder.mkdir()
-        write_table(synthetic, folder / "sequences.csv")
-        manifest = synthesizer.ledger_.to_dict(
-            parameters={"generator": "prefixtree", "variant": variant, "location": "id_linea"},
-            inputs=[datasets.path("sube_wednesday")],
-        )
-        (folder / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True))
-        releases[variant] = synthetic
-        manifests[f"sequences-{variant}"] = manifest
-        step(f"sequences: {variant} release of {synthetic['seq_id'].nunique():,} sequences")
+    (folder / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True))
+    releases = {"eps=inf (truncated)": truncate_sequences(original, height), "hybrid": synthetic}
     results = evaluate_sequences(
-        original,
-        releases,
-        universe=taxonomy.leaves(),
-        height=SEQUENCE_HEIGHT,
-        ks=(50, 100, 150),
+        original, releases, universe=taxonomy.leaves(), height=height, ks=(50, 100, 150)
     )
-    step("sequences: count queries and top-k patterns evaluated")
-    return {"results": results, "manifests": manifests, "releases": releases}
+    step(f"{name}: {synthetic['seq_id'].nunique():,} synthetic sequences, evaluated")
+    return {"results": results, "manifest": manifest, "synthetic": synthetic}
+
+
+def _sequences(stage: Path, taps: Any, seed: int | None, step: _Steps) -> dict[str, Any]:
+    """Prefix-tree releases: SUBE Wednesday line sequences (real) and simulated Montreal metro."""
+    from synth import datasets
+    from synth.records import load_sequences
+    from synth.simulate import simulate_sequences
+
+    sube_lines = datasets.sube_taxonomy("line")
+    sube = load_sequences(taps, taxonomy=sube_lines, location_column="id_linea", on_unknown="drop")
+    step(
+        f"sequences: {sube['seq_id'].nunique():,} SUBE cards, {len(sube):,} boardings, "
+        f"{len(sube_lines.leaves())} lines"
+    )
+    metro = datasets.montreal_taxonomy()
+    simulated = simulate_sequences(SIMULATED_SEQUENCES, taxonomy=metro, seed=SIMULATION_SEED)
+    step(f"sequences: {SIMULATED_SEQUENCES:,} SIMULATED Montreal metro sequences")
+    return {
+        "sequences-sube": _prefix_tree(
+            stage,
+            "sequences-sube",
+            sube,
+            sube_lines,
+            height=SEQUENCE_HEIGHT,
+            seed=_seed(seed, 0),
+            step=step,
+            inputs=[datasets.path("sube_wednesday")],
+            location="id_linea",
+        ),
+        "sequences-montreal-simulated": _prefix_tree(
+            stage,
+            "sequences-montreal-simulated",
+            simulated,
+            metro,
+            height=SIMULATED_HEIGHT,
+            seed=_seed(seed, 1),
+            step=step,
+            inputs=[],
+            location="station (simulated)",
+        ),
+    }
 
 
 def _marginals(stage: Path, taps: Any, seed: int | None, step: _Steps) -> Any:
@@ -324,12 +357,13 @@ def _run(args: argparse.Namespace, step: _Steps) -> None:
         opal = _marginals(stage, taps, args.seed, step)
         trips = _trips(stage, args.seed, step)
         sube_trips = trips["trips-sube"]["synthetic"].rename(columns={"line": "location"})
+        sube_sequences = sequences["sequences-sube"]["synthetic"]
         reference = _reference_rows(
-            "sequences-hybrid", against_reference(sequences["releases"]["hybrid"], opal)
+            "sequences-sube", against_reference(sube_sequences, opal)
         ) + _reference_rows("trips-sube", against_reference(sube_trips, opal))
         step("reference check against the SBH release done")
         summary = {
-            "sequences": sequences["results"],
+            "sequences": {name: q["results"] for name, q in sequences.items()},
             "trips": {name: t["results"] for name, t in trips.items()},
             "reference": [
                 dict(zip(("release", "table", "cells", "tvd", "bound", "outside"), r, strict=True))
@@ -343,9 +377,16 @@ def _run(args: argparse.Namespace, step: _Steps) -> None:
             "<p>Every release below is differentially private on its own; each is a separate use "
             "of the same private data (publishing several costs the sum of their budgets). Read "
             "the manifests at the end for the exact privacy unit, epsilon and delta of each.</p>",
-            "<h2>Passenger sequences (prefix tree, SUBE Wednesday)</h2>",
-            *evaluation_sections(sequences["results"]),
         ]
+        titles = {
+            "sequences-sube": "Passenger sequences: prefix tree on SUBE Wednesday (real)",
+            "sequences-montreal-simulated": (
+                f"Passenger sequences: prefix tree on {SIMULATED_SEQUENCES:,} SIMULATED "
+                "Montreal metro sequences"
+            ),
+        }
+        for name, q in sequences.items():
+            sections += [f"<h2>{titles[name]}</h2>", *evaluation_sections(q["results"])]
         for name, t in trips.items():
             sections += [f"<h2>Trips: {name}</h2>", *evaluation_sections(t["results"])]
         sections.append(
@@ -356,14 +397,14 @@ def _run(args: argparse.Namespace, step: _Steps) -> None:
             )
         )
         manifests = {
-            **sequences["manifests"],
+            **{name: q["manifest"] for name, q in sequences.items()},
             "marginals": opal.ledger_.to_dict(parameters=opal.parameters()),
             **{name: t["manifest"] for name, t in trips.items()},
         }
         sections += [manifest_section(name, m) for name, m in manifests.items()]
         write_html(render_page("transit-synth demo", sections), stage / "report.html")
     step.close()
-    _summary(Path(args.out), sequences["results"], trips, args.quiet)
+    _summary(Path(args.out), sequences, trips, args.quiet)
 
 
 def _summary(out: Path, sequences: dict[str, Any], trips: dict[str, Any], quiet: bool) -> None:
@@ -371,10 +412,11 @@ def _summary(out: Path, sequences: dict[str, Any], trips: dict[str, Any], quiet:
     print(f"release written to {out}/ (open {out / 'report.html'})")
     if quiet:
         return
-    for name, release in sequences["releases"].items():
-        tp = ", ".join(f"TP@{p['k']}={p['tp']}" for p in release["patterns"])
-        error = release["count_queries"]["popularity"]["mean_relative_error"]
-        print(f"  sequences {name}: {tp}; count-query error (popular) {error:.1%}")
+    for data, q in sequences.items():
+        for name, release in q["results"]["releases"].items():
+            tp = ", ".join(f"TP@{p['k']}={p['tp']}" for p in release["patterns"])
+            error = release["count_queries"]["popularity"]["mean_relative_error"]
+            print(f"  {data} {name}: {tp}; count-query error (popular) {error:.1%}")
     for name, t in trips.items():
         score = t["results"]["releases"]["archetypes"]["k_marginal"]["score"]
         print(f"  {name}: k-marginal score {score:.0f} / 1000")

@@ -34,13 +34,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="SBH marginal release (Opal style): six noisy tables per mode x day",
         description=(
             "Stability-based histogram release of the six Opal tables (tap-on/off time, location, "
-            "time x location) per mode x day partition; --epsilon/--delta are per partition, split "
+            "time x location) per mode x day partition; --epsilon/--delta are per partition for a "
+            "row unit (parallel composition) and for the whole release with --privacy-unit, split "
             "1,1,1,1,2,2 (epsilon) and equally (delta) over the tables."
         ),
     )
     p.add_argument("input", metavar="INPUT", help="trips or taps (CSV or Parquet)")
-    p.add_argument("--epsilon", type=float, required=True, help="epsilon per partition")
-    p.add_argument("--delta", type=float, required=True, help="delta per partition")
+    p.add_argument(
+        "--epsilon", type=float, required=True, help="epsilon per partition (row unit) or in all"
+    )
+    p.add_argument(
+        "--delta", type=float, required=True, help="delta per partition (row unit) or in all"
+    )
     p.add_argument("--out", required=True, metavar="DIR", help="release directory")
     kind = p.add_mutually_exclusive_group()
     kind.add_argument(
@@ -75,7 +80,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         type=int,
         default=1,
         metavar="K",
-        help="with --privacy-unit: events kept per card, partition and side (default 1)",
+        help="with --privacy-unit: events kept per card and side over all partitions (default 1)",
     )
     p.add_argument("--format", choices=("csv", "parquet"), default="csv", help="table file format")
     add_seed_option(p)
@@ -184,5 +189,5 @@ def release_marginals(
     return (
         f"marginals ({release.mode}): {cells} cells in {len(TABLES)} tables, epsilon "
         f"{release.ledger_.spent_epsilon:g}, delta {release.ledger_.spent_delta:g} "
-        f"per partition -> {written}"
+        f"{'per partition' if release.privacy_unit is None else 'in all'} -> {written}"
     )

@@ -14,7 +14,8 @@ import pandas as pd
 import pytest
 
 RELEASES = {
-    "sequences-hybrid": "sequences.csv",
+    "sequences-sube": "sequences.csv",
+    "sequences-montreal-simulated": "sequences.csv",
     "marginals": "on_time_location.csv",
     "trips-sube": "trips.csv",
     "trips-taxi": "trips.csv",
@@ -61,5 +62,5 @@ def test_demo_prints_steps_but_no_progress_bars_in_a_pipe(
     demo: tuple[Path, subprocess.CompletedProcess],
 ) -> None:
     _, done = demo
-    assert "sequences: hybrid release" in done.stderr  # the step lines
+    assert "sequences-sube: " in done.stderr  # the step lines
     assert "\r" not in done.stderr and "step/s" not in done.stderr  # no bars: not a terminal
