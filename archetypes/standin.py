@@ -214,7 +214,7 @@ class StandIn:
             return None
         top = max(abs(lo), abs(hi), 1)
         steps = np.rint(2.0 ** (np.arange(6, 2 * math.log2(top) + 2) / 2)).astype(np.int64)
-        positive = np.unique(np.concatenate([np.arange(0, 9), steps]))
+        positive = np.unique(np.concatenate([np.arange(0, 10), steps]))
         edges = np.unique(np.concatenate([-positive[::-1] + 1, positive]))
         edges = edges[(edges > lo) & (edges <= hi)]
         return np.concatenate([[lo], edges]).astype(np.int64)
@@ -307,9 +307,22 @@ class StandIn:
         """The stability histograms of the tables (the only use of the private data): each table's
         kept cells and noisy counts, its spend (a ``weights`` share of (epsilon, delta)) recorded
         in ``ledger`` before its noise is drawn."""
+        return self._tables(
+            self._prepare(private), epsilon=epsilon, delta=delta, noise=noise, ledger=ledger
+        )
+
+    def _tables(
+        self,
+        coded: pd.DataFrame,
+        *,
+        epsilon: float,
+        delta: float,
+        noise: Any,
+        ledger: LedgerBranch,
+    ) -> list[pd.DataFrame]:
+        """:meth:`histograms` on the output of :meth:`_prepare`."""
         from archetypes.synthesizer import budget_shares
 
-        coded = self._prepare(private)
         total = sum(self.spec.weights)
         shares = [w / total for w in self.spec.weights]
         budgets = zip(budget_shares(epsilon, shares), budget_shares(delta, shares), strict=True)

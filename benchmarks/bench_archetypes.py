@@ -6,9 +6,12 @@ at least 10x faster than smartnoise-synth MST (48-57 s there), 1M synthetic trip
 score is synth.evaluate's: both tables discretised on a common domain, 50 random column pairs (seed
 0), (1 - mean TV) * 1000, id column excluded. Baseline: the public trips resampled to the private
 size. Rows: the write-up's algorithm (two counts, budget 0.1 / 0.9, Table 1 completion) and the
-shipped configuration (configs/taxi-archetypes.toml: plus one-way marginals). SUBE: Tuesday public,
-Wednesday private, configs/transit-archetypes.toml. Timing and memory (tracemalloc peak) are
-separate runs.
+shipped configuration (configs/taxi-archetypes.toml: plus one-way marginals), the same with the
+marginals per archetype (``marginals_by_archetype``), and both WITHOUT public data: the SBH stand-in
+(``public_stand_in``, default tables) on 70% of the budget, the rest split as before (original:
+0.7 / 0.03 / 0.27; configured: 0.7 / 0.03 / 0.09 / 0.18). The stand-in rows still use the 2013
+company list as the company domain (a public list, not trips). SUBE: Tuesday public, Wednesday
+private, configs/transit-archetypes.toml. Timing and memory (tracemalloc peak) are separate runs.
 
     python benchmarks/bench_archetypes.py [--data ../shared/data] [--seeds 3] [--records 1000000]
 """
@@ -54,7 +57,7 @@ def score(private: pd.DataFrame, synthetic: pd.DataFrame, drop: list[str]) -> fl
 
 def run(
     private: pd.DataFrame,
-    public: pd.DataFrame,
+    public: pd.DataFrame | None,
     params: dict[str, Any],
     epsilon: float,
     delta: float,
@@ -108,9 +111,22 @@ def main() -> None:
     taxi: dict[str, Any] = {
         "public_only": baseline(private_scored, public, args.seeds, ["taxi_id"])
     }
-    for name, params in (("original", original), ("configured", shipped)):
+    variants = {
+        "original": (original, public),
+        "configured": (shipped, public),
+        "configured_by_archetype": ({**shipped, "marginals_by_archetype": True}, public),
+        "stand_in_original": (
+            {**original, "public_stand_in": True, "budget_split": (0.7, 0.03, 0.27)},
+            None,
+        ),
+        "stand_in_configured": (
+            {**shipped, "public_stand_in": True, "budget_split": (0.7, 0.03, 0.09, 0.18)},
+            None,
+        ),
+    }
+    for name, (params, given) in variants.items():
         taxi[name] = [
-            run(private_scored, public, params, eps, 2.5e-5, args.seeds, ["taxi_id"])
+            run(private_scored, given, params, eps, 2.5e-5, args.seeds, ["taxi_id"])
             for eps in (1.0, 10.0)
         ]
     fitted = ArchetypeSynthesizer(epsilon=1.0, delta=2.5e-5, random_state=0, **shipped)

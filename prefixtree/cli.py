@@ -2,7 +2,8 @@
 
 ``transit-synth sequences INPUT --taxonomy TAX --epsilon E --height H --out DIR
 [--variant hybrid|simple] [--location-column COL] [--time-bin MINUTES] [--format csv|parquet]
-[--locations FILE] [--on-unknown error|drop] [--seed N] [--quiet]``
+[--locations FILE] [--on-unknown error|drop] [--seed N] [--quiet] [--engine memory|duckdb|spark
+[--engine-temp-dir DIR] [--engine-memory-limit SIZE] [--spark-master URL]]``
 
 INPUT holds taps or long-format sequences (one sequence per card); TAX is a CSV edge list
 (child,parent), a GTFS zip, or ``fanout:N`` over the public location list given with ``--locations``
@@ -26,7 +27,13 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from prefixtree.synthesizer import VARIANTS, PrefixTreeSynthesizer
-from synth.cli import add_quiet_option, add_seed_option, warn_if_seeded
+from synth.cli import (
+    add_engine_options,
+    add_quiet_option,
+    add_seed_option,
+    engine_params,
+    warn_if_seeded,
+)
 from synth.errors import ConfigError, InputError
 from synth.io import read_table, release_dir, table_format
 from synth.progress import Progress
@@ -113,6 +120,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     add_seed_option(p)
     add_quiet_option(p)
+    add_engine_options(p)
     p.set_defaults(func=run)
 
 
@@ -128,6 +136,7 @@ def run(args: argparse.Namespace) -> int:
             "height": args.height,
             "variant": args.variant,
             "time_bins": args.time_bin,
+            **engine_params(args),
         },
         location_column=args.location_column,
         locations=args.locations,
@@ -179,15 +188,18 @@ def release_sequences(
         synth = PrefixTreeSynthesizer(**params, taxonomy=tax, random_state=seed)
         synth.check_params()  # fail on bad parameters before reading the data
         step("load")
-        seqs = load_sequences(
-            input,
-            taxonomy=tax,
-            on_unknown=on_unknown,
-            location_column=location_column,
-        )
+        if synth.engine != "memory" and not isinstance(input, pd.DataFrame):
+            seqs: pd.DataFrame | str | os.PathLike[str] = input  # the engine reads the file
+        else:
+            seqs = load_sequences(
+                input,
+                taxonomy=tax,
+                on_unknown=on_unknown,
+                location_column=location_column,
+            )
         step("fit")
         with progress.counter("tree levels", unit="level") as levels:
-            synth.fit(seqs, progress=levels)
+            synth.fit(seqs, progress=levels, on_unknown=on_unknown, location_column=location_column)
         step("sample")
         release = synth.sample()
     recorded = source if source is not None else input

@@ -33,6 +33,7 @@ is reduced to the time of day; within a sequence bins are made non-decreasing by
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable, Mapping
 from fractions import Fraction
 from typing import Any
@@ -41,10 +42,11 @@ import numpy as np
 import pandas as pd
 
 from prefixtree.consistency import consistent_counts, release_counts
-from prefixtree.tree import BuiltTree, SubLevel, TaxonomyIndex, build_noisy_tree
+from prefixtree.tree import BuiltTree, SubLevel, TaxonomyIndex, build_noisy_tree_counted
+from synth.engines import check_engine, get_engine
 from synth.errors import ConfigError, InputError
 from synth.privacy import PrivacyLedger, exact, noise_source
-from synth.records import encode_sequences
+from synth.records import encode_sequences, load_sequences
 from synth.taxonomy import Taxonomy
 
 __all__ = ["PrefixTreeSynthesizer"]
@@ -79,6 +81,10 @@ class PrefixTreeSynthesizer:
       object with ``SecureNoise``'s ``discrete_laplace``/``empty_cells_passing``/``choice``.
     - ``max_nodes``: refuse to grow a tree past this many nodes (empty cells that pass the threshold
       multiply when ``|locations| * P(pass) > 1``, as in the simple variant on large networks).
+    - ``engine``: where the counting runs (:mod:`synth.engines`): ``"memory"`` (default),
+      ``"duckdb"`` (out of core over Parquet/CSV) or ``"spark"``; ``engine_options`` its options
+      (``temp_directory``, ``memory_limit``, ``threads``; Spark: ``master``). The noise is always
+      drawn here, once, on the collected counts: the engine never changes the release.
 
     Fitted attributes: ``tree_`` (non-generalized nodes, breadth first: node, parent, depth,
     location [, time_bin], noisy_count, consistent count, ending = n(v)), ``generalized_`` (the
@@ -99,6 +105,8 @@ class PrefixTreeSynthesizer:
         time_bins: int | None = None,
         random_state: int | object | None = None,
         max_nodes: int = 20_000_000,
+        engine: str = "memory",
+        engine_options: Mapping[str, Any] | None = None,
     ) -> None:
         self.epsilon = epsilon
         self.height = height
@@ -109,6 +117,8 @@ class PrefixTreeSynthesizer:
         self.time_bins = time_bins
         self.random_state = random_state
         self.max_nodes = max_nodes
+        self.engine = engine
+        self.engine_options = engine_options
 
     # ------------------------------------------------------------------ parameters
     def _noise(self) -> Any:
@@ -136,6 +146,7 @@ class PrefixTreeSynthesizer:
         mn = self.max_nodes
         if isinstance(mn, bool) or not isinstance(mn, int | np.integer) or mn < 1:
             raise ConfigError(f"max_nodes must be a positive integer, got {mn!r}")
+        check_engine(self.engine, self.engine_options)
         return eps, int(h)
 
     def _generalized_levels(self) -> tuple[list[int], list[Fraction], dict[int, Fraction]]:
@@ -223,13 +234,18 @@ class PrefixTreeSynthesizer:
 
     def fit(
         self,
-        sequences: pd.DataFrame,
+        sequences: pd.DataFrame | str | os.PathLike[str],
         *,
         progress: Callable[[int, int], None] | None = None,
+        on_unknown: str = "error",
+        location_column: str | None = None,
     ) -> PrefixTreeSynthesizer:
         """Build the noisy prefix tree of long-format ``sequences`` (seq_id, pos, location[, time]).
 
         Each ``seq_id`` is one privacy unit (one card); it is truncated to ``height`` locations.
+        ``sequences`` may also be a file (taps or sequences, CSV or Parquet): the DuckDB engine
+        reads the usual layouts itself, out of core; otherwise it is loaded with
+        :func:`synth.records.load_sequences` (``on_unknown``, ``location_column``).
         ``progress(done, total)``, when given, is called as each (level, sub-level) histogram of
         the tree is about to be drawn (``total`` = height x sub-levels; the tree may stop early).
         """
@@ -300,18 +316,47 @@ class PrefixTreeSynthesizer:
             )
 
         n_bins = 1 if self.time_bins is None else math.ceil(MINUTES_PER_DAY / self.time_bins)
-        codes = encode_sequences(sequences, index.locations, h)
-        times = None if self.time_bins is None else self._time_matrix(sequences, len(codes), h)
-        built = build_noisy_tree(
-            codes,
-            times,
-            index=index,
-            sub_levels=subs,
-            n_bins=n_bins,
-            noise=noise,
-            before_sub_level=record,
-            max_nodes=int(self.max_nodes),
-        )
+        with get_engine(self.engine, self.engine_options) as engine:
+            counter = None
+            if not isinstance(sequences, pd.DataFrame):
+                counter = engine.prefix_counter_from_file(
+                    sequences,
+                    locations=index.locations,
+                    height=h,
+                    time_bin_minutes=self.time_bins,
+                    on_unknown=on_unknown,
+                    location_column=location_column,
+                )
+                if counter is None:
+                    sequences = load_sequences(
+                        sequences,
+                        taxonomy=tax,
+                        on_unknown=on_unknown,
+                        location_column=location_column,
+                    )
+            if counter is None:
+                assert isinstance(sequences, pd.DataFrame)
+                codes = encode_sequences(sequences, index.locations, h)
+                times = (
+                    None if self.time_bins is None else self._time_matrix(sequences, len(codes), h)
+                )
+                counter = engine.prefix_counter(
+                    codes, times, n_bins=n_bins, n_locations=index.n_locations
+                )
+                del codes, times
+            try:
+                built = build_noisy_tree_counted(
+                    counter,
+                    h,
+                    index=index,
+                    sub_levels=subs,
+                    n_bins=n_bins,
+                    noise=noise,
+                    before_sub_level=record,
+                    max_nodes=int(self.max_nodes),
+                )
+            finally:
+                counter.close()
         if progress is not None:
             progress(h * n_sub, h * n_sub)
         self.locations_ = index.locations

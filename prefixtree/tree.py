@@ -26,10 +26,18 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
+from synth.engines.base import PrefixCounter
+from synth.engines.memory import MemoryPrefixCounter
 from synth.errors import ConfigError
 from synth.taxonomy import Taxonomy
 
-__all__ = ["BuiltTree", "SubLevel", "TaxonomyIndex", "build_noisy_tree"]
+__all__ = [
+    "BuiltTree",
+    "SubLevel",
+    "TaxonomyIndex",
+    "build_noisy_tree",
+    "build_noisy_tree_counted",
+]
 
 IntArray = npt.NDArray[np.int64]
 
@@ -227,19 +235,6 @@ def _sub_level(
     return cells, new_cell_parent
 
 
-def _group(key: IntArray, key_range: int) -> tuple[IntArray, IntArray, IntArray]:
-    """``np.unique(key, return_inverse=True)`` plus counts; by counting sort when the key range is
-    small compared with the number of keys (the common case: few nodes x locations x bins)."""
-    if key_range <= max(4 * key.size, 1 << 20):
-        counts = np.bincount(key, minlength=key_range)
-        present = counts > 0
-        ukey = np.flatnonzero(present)
-        rank = np.cumsum(present) - 1
-        return ukey, rank[key], counts[ukey].astype(np.int64)
-    ukey, inverse = np.unique(key, return_inverse=True)
-    return ukey, inverse, np.bincount(inverse).astype(np.int64)
-
-
 def build_noisy_tree(
     codes: npt.NDArray[np.integer],
     time_bins: npt.NDArray[np.integer] | None,
@@ -251,15 +246,38 @@ def build_noisy_tree(
     before_sub_level: object,
     max_nodes: int,
 ) -> BuiltTree:
-    """Procedure 1 (BuildNoisyPrefixTree), one level per column of ``codes``.
+    """Procedure 1 (BuildNoisyPrefixTree), one level per column of ``codes`` (in memory).
 
     ``before_sub_level(level, sub_level)`` is called before the noise of each sub-level is drawn (it
     records the spend in the ledger, which refuses an overspend before any noise is drawn).
     """
     codes = np.asarray(codes)
-    n_seq, height = codes.shape
-    bins = np.zeros((n_seq, height), dtype=np.int64) if time_bins is None else np.asarray(time_bins)
-    seq_node = np.zeros(n_seq, dtype=np.int64)  # node index within the current level (root: 0)
+    counter = MemoryPrefixCounter(codes, time_bins, n_bins=n_bins, n_locations=index.n_locations)
+    return build_noisy_tree_counted(
+        counter,
+        int(codes.shape[1]),
+        index=index,
+        sub_levels=sub_levels,
+        n_bins=n_bins,
+        noise=noise,
+        before_sub_level=before_sub_level,
+        max_nodes=max_nodes,
+    )
+
+
+def build_noisy_tree_counted(
+    counter: PrefixCounter,
+    height: int,
+    *,
+    index: TaxonomyIndex,
+    sub_levels: Sequence[SubLevel],
+    n_bins: int,
+    noise: object,
+    before_sub_level: object,
+    max_nodes: int,
+) -> BuiltTree:
+    """Procedure 1 over any engine's :class:`~synth.engines.PrefixCounter`: the engine counts
+    the cells of each level; the noise is drawn here, on the collected counts."""
     level_bins = np.zeros(1, dtype=np.int64)
     parents_all: list[IntArray] = []
     locs_all: list[IntArray] = []
@@ -269,15 +287,9 @@ def build_noisy_tree(
     generalized: list[IntArray] = []
     level_offset = 0  # global id of the first node of the level being expanded (below the root)
     n_total = 0
-    alive = np.arange(n_seq, dtype=np.int64)  # sequences still under a surviving tree node
     for i in range(height):
         n_level = level_bins.size
-        leaf = codes[alive, i].astype(np.int64)
-        has_step = leaf >= 0
-        alive, leaf = alive[has_step], leaf[has_step]
-        tb = bins[alive, i].astype(np.int64)
-        key = (seq_node[has_step] * n_bins + tb) * index.n_locations + leaf
-        ukey, seq_cell, cell_weight = _group(key, n_level * n_bins * index.n_locations)
+        ukey, cell_weight = counter.level_counts(i, n_level)
         cell_leaf = ukey % index.n_locations
         cell_bin = (ukey // index.n_locations) % n_bins
         cell_parent = ukey // (index.n_locations * n_bins)
@@ -331,9 +343,8 @@ def build_noisy_tree(
         depth_all.append(np.full(n_new, i + 1, dtype=np.int64))
         level_offset = n_total
         n_total += n_new
-        seq_node = cell_parent[seq_cell]
-        kept = seq_node >= 0
-        alive, seq_node = alive[kept], seq_node[kept]
+        if n_new and i < height - 1:
+            counter.advance(i, ukey, cell_parent)
         level_bins = parents.time_bin
         if n_new == 0:
             break

@@ -126,3 +126,36 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"transit-synth {args.command}: interrupted; no output was written", file=sys.stderr)
         return 130
+
+
+def add_engine_options(parser: argparse.ArgumentParser) -> None:
+    """``--engine`` and its options (:mod:`synth.engines`; only the counting steps run there)."""
+    group = parser.add_argument_group("counting engine (the release does not depend on it)")
+    group.add_argument(
+        "--engine",
+        choices=("memory", "duckdb", "spark"),
+        default="memory",
+        help="where the counting runs: memory (default), duckdb (out of core, spills to disk) "
+        "or spark (pip install 'transit-synth[spark]'; needs Java)",
+    )
+    group.add_argument(
+        "--engine-temp-dir", metavar="DIR", help="duckdb/spark: directory for spilled data"
+    )
+    group.add_argument(
+        "--engine-memory-limit", metavar="SIZE", help="duckdb/spark: memory limit, e.g. 2GB"
+    )
+    group.add_argument("--spark-master", metavar="URL", help="spark: master URL (default local[*])")
+
+
+def engine_params(args: argparse.Namespace) -> dict[str, object]:
+    """The ``engine``/``engine_options`` constructor parameters from :func:`add_engine_options`."""
+    options = {
+        key: value
+        for key, value in (
+            ("temp_directory", args.engine_temp_dir),
+            ("memory_limit", args.engine_memory_limit),
+            ("master", args.spark_master),
+        )
+        if value is not None
+    }
+    return {"engine": args.engine, "engine_options": options or None}

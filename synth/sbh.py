@@ -29,6 +29,7 @@ from typing import Any, Literal, Protocol
 import numpy as np
 import pandas as pd
 
+from synth.engines import SBHEvents, check_engine, get_engine
 from synth.errors import ConfigError, InputError
 from synth.io import id_strings
 from synth.privacy import (
@@ -188,9 +189,7 @@ def calibrate(
     else:
         l0 = l1 = linf = k
         scale = float(DiscreteLaplace(epsilon=float(eps), sensitivity=k).scale)
-        threshold = linf + 1
-        while dlt > 0 and threshold_delta(scale, threshold, k) > float(dlt):
-            threshold += 1
+        threshold = linf + 1 if dlt == 0 else _least_threshold(scale, k, float(dlt), linf + 1)
     return SBHCalibration(
         epsilon=eps,
         delta=Fraction(0) if pure else dlt,
@@ -202,6 +201,24 @@ def calibrate(
         linf=linf,
         pure=pure,
     )
+
+
+def _least_threshold(scale: float, k: int, delta: float, low: int) -> int:
+    """The least integer threshold >= ``low`` whose ``threshold_delta`` is <= ``delta``.
+
+    ``threshold_delta`` decreases in the threshold, so doubling then bisection finds it in
+    O(log) evaluations, whatever the scale.
+    """
+    high = low
+    while threshold_delta(scale, high, k) > delta:
+        low, high = high + 1, 2 * high
+    while low < high:
+        middle = (low + high) // 2
+        if threshold_delta(scale, middle, k) > delta:
+            low = middle + 1
+        else:
+            high = middle
+    return high
 
 
 # --------------------------------------------------------------------------- noisy cells
@@ -693,6 +710,8 @@ class OpalRelease:
     a trip or a tap, as in 000) or the card column, each card keeping its first
     ``max_contributions`` events (by time) per side (tap-on, tap-off) over all partitions.
     ``random_state``: ``None`` (secure), an int (reproducible, NOT private) or a noise source.
+    ``engine`` (``"memory"``, ``"duckdb"``, ``"spark"``) and ``engine_options``: where the bounding
+    and the cell counts run (:mod:`synth.engines`); the noise is drawn here on the collected counts.
 
     Fitted: ``tables_`` (name -> DataFrame ``mode, day[, time][, location], count``),
     ``calibrations_`` (name -> :class:`SBHCalibration` of the noise each table carries),
@@ -714,7 +733,11 @@ class OpalRelease:
         privacy_unit: str | None = None,
         max_contributions: int = 1,
         random_state: int | NoiseSource | None = None,
+        engine: str = "memory",
+        engine_options: Mapping[str, Any] | None = None,
     ) -> None:
+        self.engine = engine
+        self.engine_options = engine_options
         self.epsilon = epsilon
         self.delta = delta
         self.split = split
@@ -755,6 +778,7 @@ class OpalRelease:
         return out
 
     def _check(self) -> None:
+        check_engine(self.engine, self.engine_options)
         if self.mode not in ("sbh", "consistent", "pure"):
             raise ConfigError(f"mode must be 'sbh', 'consistent' or 'pure', got {self.mode!r}")
         b = self.bin_minutes
@@ -839,34 +863,27 @@ class OpalRelease:
         }
         events = _read_events(data, unit_column=self.privacy_unit)
         grid, part, loc, keep = self._grid(events)
-        if events.unit is not None:  # bound among the events of the public partitions only
-            inside = np.flatnonzero(keep)
-            rank = _bound_rank(
-                [events.unit[inside], events.side[inside].astype(np.int64)],
-                [events.minute[inside], part[inside], loc[inside]],
-            )
-            keep[inside[rank >= int(self.max_contributions)]] = False
-        events = _Events(
-            side=events.side[keep],
-            mode=events.mode[keep],
-            day=events.day[keep],
-            minute=events.minute[keep],
-            location=events.location[keep],
-            unit=None,
-            modes=events.modes,
-            locations=events.locations,
-            kind=events.kind,
-        )
-        part, loc = part[keep], loc[keep]
-        if (events.minute < 0).any():
+        if (events.minute[keep] < 0).any():
             raise InputError(
                 "the release needs tap times (a 'time', 'on_time' or 'off_time' column)"
             )
-        keys = {
-            **_table_keys(events, part, loc, grid, 0),
-            **_table_keys(events, part, loc, grid, 1),
-        }
-        counted = {name: _count(keys[name], grid.size(name)) for name in cals}
+        # the counting steps (bounding each card among the events of the public partitions, then
+        # the cells of every table) run on the engine; the noise is drawn below, on its counts
+        with get_engine(self.engine, self.engine_options) as engine:
+            counted = engine.sbh_counts(
+                SBHEvents(
+                    side=events.side[keep],
+                    part=part[keep],
+                    minute=events.minute[keep],
+                    location=loc[keep],
+                    unit=None if events.unit is None else events.unit[keep],
+                ),
+                list(cals),
+                n_locations=len(grid.locations),
+                n_bins=grid.bins,
+                bin_minutes=grid.bin_minutes,
+                max_contributions=(None if events.unit is None else int(self.max_contributions)),
+            )
         noise = noise_source(self.random_state, methods=NOISE_METHODS)
         ledger = self._ledger(cals, events.kind, grid, bool(getattr(noise, "seeded", False)))
         released = {

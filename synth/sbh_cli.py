@@ -16,7 +16,13 @@ from typing import Any, Literal
 
 import pandas as pd
 
-from synth.cli import add_quiet_option, add_seed_option, warn_if_seeded
+from synth.cli import (
+    add_engine_options,
+    add_quiet_option,
+    add_seed_option,
+    engine_params,
+    warn_if_seeded,
+)
 from synth.errors import ConfigError
 from synth.io import read_table, table_format
 from synth.progress import Progress
@@ -85,6 +91,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--format", choices=("csv", "parquet"), default="csv", help="table file format")
     add_seed_option(p)
     add_quiet_option(p)
+    add_engine_options(p)
     p.set_defaults(func=run)
 
 
@@ -144,6 +151,7 @@ def run(args: argparse.Namespace) -> int:
             "days": None if args.days is None else _days(args.days),
             "privacy_unit": args.privacy_unit,
             "max_contributions": args.max_contributions,
+            **engine_params(args),
         },
         taxonomy=args.taxonomy,
         location_column=args.location_column,

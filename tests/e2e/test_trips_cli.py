@@ -158,3 +158,68 @@ def test_console_script_on_chicago_config(shared_data: Path, tmp_path: Path) -> 
     assert 9000 < len(trips) < 10500  # about the 9,781 private (2014-2015) trips
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["privacy_unit"] == "taxi trip" and len(manifest["composition"]) == 3
+
+
+def test_without_public_data_with_the_stand_in(
+    files: tuple[Path, Path], tmp_path: Path, capsys
+) -> None:
+    schema = tmp_path / "schema.json"
+    schema.write_text(
+        json.dumps(
+            {
+                "card": {"kind": "id"},
+                "hour": {"kind": "categorical", "values": list(range(24))},
+                "zone": {"kind": "categorical", "values": ["A", "B", "C"]},
+                "mode": {"kind": "categorical", "values": ["bus", "rail"]},
+            }
+        )
+    )
+    big = tmp_path / "big.csv"
+    _trips(3000, 1).to_csv(big, index=False)
+    out = tmp_path / "standin"
+    argv = ["trips", str(big), "--epsilon", "4", "--delta", "1e-5", "--out", str(out)]
+    argv += ["--id-column", "card", "--key-columns", "hour,zone", "--category-column", "mode"]
+    argv += ["--schema", str(schema), "--archetypes", "2", "--seed", "5", "--quiet"]
+    # no public data and no stand-in: a one-line user error, nothing written
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "no public data" in err and "public_stand_in" in err
+    assert not out.exists()
+    # the stand-in needs its budget share first in budget_split (default split has two)
+    assert main([*argv, "--public-stand-in"]) == 2
+    assert "3 positive shares (stand-in, archetypes, category)" in capsys.readouterr().err
+    config = tmp_path / "c.toml"
+    config.write_text("[archetypes]\nbudget_split = [0.5, 0.1, 0.4]\n")
+    assert main([*argv, "--public-stand-in", "--config", str(config)]) == 0
+    trips = pd.read_csv(out / "trips.csv")
+    assert set(trips["zone"]) <= {"A", "B"} and set(trips["mode"]) <= {"bus", "rail"}
+    assert 2700 < len(trips) < 3300  # one trip per synthetic card, about the private cards
+    manifest = json.loads((out / "manifest.json").read_text())
+    labels = [s["label"] for s in manifest["composition"]]
+    assert labels == [
+        "public stand-in: SBH of hour, zone",
+        "public stand-in: SBH of mode, hour",
+        "archetype histogram",
+        "mode histogram",
+    ]
+    assert manifest["spent"]["epsilon_exact"] == "4"
+    assert manifest["inputs"]["files"] == ["big.csv"]
+    # the same through the config alone, with options
+    config.write_text(
+        "[archetypes]\nbudget_split = [0.5, 0.1, 0.4]\n\n[archetypes.public_stand_in]\n"
+        'tables = [["hour", "zone", "mode"]]\n'
+    )
+    again = tmp_path / "again"
+    argv[argv.index(str(out))] = str(again)
+    assert main([*argv, "--config", str(config)]) == 0
+    manifest = json.loads((again / "manifest.json").read_text())
+    assert manifest["composition"][0]["label"] == "public stand-in: SBH of hour, zone, mode"
+    # and --public still works, the stand-in then unused
+    public_out = tmp_path / "public"
+    argv[argv.index(str(again))] = str(public_out)
+    assert main([*argv, "--config", str(config), "--public", str(files[1])]) == 0
+    manifest = json.loads((public_out / "manifest.json").read_text())
+    assert [s["label"] for s in manifest["composition"]] == [
+        "archetype histogram",
+        "mode histogram",
+    ]

@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 
 from synth.errors import ConfigError, InputError
+from synth.privacy import threshold_delta
 from synth.sbh import (
     TABLES,
     OpalRelease,
@@ -437,3 +438,10 @@ def test_many_public_partitions_each_get_a_ledger_branch() -> None:
     assert {len(b["items"]) for b in group["branches"]} == {6}
     assert group["epsilon"] == 8.0 and len(rel.partitions_) == 120
     assert rel.ledger_.spent_epsilon == 8.0
+
+
+@pytest.mark.parametrize("epsilon", [2.0, 0.01, 1e-6])
+def test_card_threshold_is_the_least_meeting_delta_at_any_scale(epsilon: float) -> None:
+    cal = calibrate(epsilon, 1 / 8e6, privacy_unit="card_id", max_contributions=3)
+    assert threshold_delta(cal.scale, cal.threshold, 3) <= 1 / 8e6
+    assert threshold_delta(cal.scale, cal.threshold - 1, 3) > 1 / 8e6

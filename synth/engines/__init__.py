@@ -1,0 +1,65 @@
+"""Counting engines (design.md section 7): the counting steps of the releases, and nothing else.
+
+An engine counts; it never draws noise. The prefix tree asks it, level by level, for the number of
+sequences in each (surviving node, time bin, location) cell and then tells it which node each cell
+became (:class:`PrefixCounter`); the SBH release asks it to bound each card's events (the first
+``k`` by time, with a stable tie-break) and to count the cells of every table
+(:meth:`Engine.sbh_counts`). Noise is added once, in the driver, on the collected counts, so the
+choice of engine never changes what is released for the same input and noise: bounding is a
+deterministic function of the records (retried or speculative tasks cannot change it) and counts
+come back sorted by cell key (output order never depends on the data or on the engine).
+
+Engines: ``"memory"`` (numpy/pandas, the default), ``"duckdb"`` (DuckDB over Parquet or CSV, spills
+to disk; ``temp_directory``, ``memory_limit`` and ``threads`` options) and ``"spark"`` (PySpark,
+local mode or any cluster through ``master``; the optional extra ``transit-synth[spark]``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from synth.engines.base import ENGINES, Engine, PrefixCounter, SBHEvents
+from synth.errors import ConfigError
+
+__all__ = ["ENGINES", "Engine", "PrefixCounter", "SBHEvents", "check_engine", "get_engine"]
+
+_OPTIONS: dict[str, tuple[str, ...]] = {
+    "memory": (),
+    "duckdb": ("temp_directory", "memory_limit", "threads"),
+    "spark": ("master", "temp_directory", "memory_limit", "threads"),
+}
+
+
+def check_engine(name: object, options: Mapping[str, Any] | None = None) -> str:
+    """Validate an engine name and its options (ConfigError) without starting anything."""
+    if name not in ENGINES:
+        raise ConfigError(f"engine must be one of {', '.join(ENGINES)}, got {name!r}")
+    opts = dict(options or {})
+    if not isinstance(options, Mapping | None):
+        raise ConfigError("engine_options must be a table of option names to values")
+    unknown = sorted(set(opts) - set(_OPTIONS[str(name)]))
+    if unknown:
+        allowed = ", ".join(_OPTIONS[str(name)]) or "none"
+        raise ConfigError(
+            f"engine_options: unknown option(s) {', '.join(unknown)} for engine {name!r} "
+            f"(allowed: {allowed})"
+        )
+    return str(name)
+
+
+def get_engine(name: str = "memory", options: Mapping[str, Any] | None = None) -> Engine:
+    """A started engine (close it after use, or use it as a context manager)."""
+    check_engine(name, options)
+    opts = dict(options or {})
+    if name == "memory":
+        from synth.engines.memory import MemoryEngine
+
+        return MemoryEngine()
+    if name == "duckdb":
+        from synth.engines.duckdb_engine import DuckDBEngine
+
+        return DuckDBEngine(**opts)
+    from synth.engines.spark_engine import SparkEngine
+
+    return SparkEngine(**opts)

@@ -1,0 +1,312 @@
+"""The Spark engine (PySpark): the counting steps on a cluster, or locally (``local[*]``).
+
+Optional: ``pip install 'transit-synth[spark]'`` (PySpark) and a Java runtime. Options:
+``master`` (a Spark master URL; default ``local[N]`` with ``threads`` cores, all by default),
+``temp_directory`` (``spark.local.dir``, where shuffles spill) and ``memory_limit``
+(``spark.driver.memory``, e.g. ``"2g"``). An active session with the same master is reused.
+
+The engine only counts: per level, the (node, time bin, location) cells with ``groupBy().count()``
+collected to the driver, and the node of each surviving cell sent back as a broadcast join; for SBH,
+each card's first ``k`` events by (minute, partition, location, input row) through
+``row_number()`` over a window (deterministic: a retried or speculative task recomputes the same
+ranks), then one ``groupBy`` per table. Noise is drawn in the driver, on the collected counts.
+Files: long-format sequences (``seq_id, pos, location``, Parquet or CSV) are read by Spark; other
+layouts are loaded by :mod:`synth.records` and counted here.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+from synth.engines.base import Counts, Engine, IntArray, SBHEvents, table_spec
+from synth.errors import ConfigError, InputError
+
+__all__ = ["SparkEngine", "SparkPrefixCounter", "spark_available"]
+
+
+def spark_available() -> str | None:
+    """``None`` when PySpark and Java are usable, else the reason they are not."""
+    try:
+        import pyspark  # noqa: F401
+    except ImportError:
+        return "engine='spark' needs PySpark: pip install 'transit-synth[spark]'"
+    java_home = os.environ.get("JAVA_HOME")
+    if not (java_home and (Path(java_home) / "bin" / "java").exists()) and not shutil.which("java"):
+        return "engine='spark' needs a Java runtime (java on PATH or JAVA_HOME), e.g. OpenJDK 17"
+    return None
+
+
+def _collect_counts(df: Any) -> Counts:
+    rows = df.groupBy("k").count().orderBy("k").toPandas()
+    return (
+        rows["k"].to_numpy(dtype=np.int64),
+        rows["count"].to_numpy(dtype=np.int64),
+    )
+
+
+class SparkPrefixCounter:
+    """Prefix-tree cell counts over a Spark DataFrame ``c0..`` [``b0..``] (-1 or null pads)."""
+
+    def __init__(
+        self,
+        engine: SparkEngine,
+        frame: Any,
+        *,
+        height: int,
+        has_bins: bool,
+        n_bins: int,
+        n_locations: int,
+    ) -> None:
+        self.engine = engine
+        self.height = height
+        self.has_bins = has_bins
+        self.n_bins = n_bins
+        self.n_locations = n_locations
+        self._frame = frame.persist()
+        self.n_sequences = int(self._frame.count())
+        self._level = 0
+
+    def _key(self, level: int) -> Any:
+        from pyspark.sql import functions as F
+
+        node = F.col("node").cast("long") if level else F.lit(0).cast("long")
+        tb = F.col(f"b{level}").cast("long") if self.has_bins else F.lit(0).cast("long")
+        return (node * self.n_bins + tb) * self.n_locations + F.col(f"c{level}").cast("long")
+
+    def level_counts(self, level: int, n_nodes: int) -> Counts:
+        from pyspark.sql import functions as F
+
+        if level != self._level:
+            raise RuntimeError("levels must be counted in order")
+        cells = self._frame.where(F.col(f"c{level}") >= 0).select(self._key(level).alias("k"))
+        return _collect_counts(cells)
+
+    def advance(self, level: int, keys: IntArray, node: IntArray) -> None:
+        from pyspark.sql import functions as F
+
+        node = np.asarray(node, dtype=np.int64)
+        live = node >= 0
+        cell_map = self.engine.session.createDataFrame(
+            pd.DataFrame({"k": np.asarray(keys, dtype=np.int64)[live], "node_new": node[live]})
+        )
+        rest = [f"c{j}" for j in range(level + 1, self.height)]
+        if self.has_bins:
+            rest += [f"b{j}" for j in range(level + 1, self.height)]
+        nxt = (
+            self._frame.where(F.col(f"c{level}") >= 0)
+            .withColumn("k", self._key(level))
+            .join(F.broadcast(cell_map), "k")
+            .select(F.col("node_new").alias("node"), *rest)
+            .persist()
+        )
+        nxt.count()  # materialise before the previous level is dropped
+        self._frame.unpersist()
+        self._frame = nxt
+        self._level = level + 1
+
+    def close(self) -> None:
+        self._frame.unpersist()
+
+
+class SparkEngine(Engine):
+    """PySpark: local mode (tests) or any cluster through ``master``."""
+
+    name = "spark"
+
+    def __init__(
+        self,
+        master: str | None = None,
+        temp_directory: str | os.PathLike[str] | None = None,
+        memory_limit: str | None = None,
+        threads: int | None = None,
+    ) -> None:
+        reason = spark_available()
+        if reason is not None:
+            raise ConfigError(reason)
+        from pyspark.sql import SparkSession
+
+        if threads is not None and (
+            isinstance(threads, bool) or not isinstance(threads, int) or threads < 1
+        ):
+            raise ConfigError(f"engine threads must be a positive integer, got {threads!r}")
+        url = master or (f"local[{threads}]" if threads else "local[*]")
+        builder = (
+            SparkSession.builder.master(url)
+            .appName("transit-synth")
+            .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+            .config("spark.sql.shuffle.partitions", "8" if url.startswith("local") else "200")
+            .config("spark.ui.enabled", "false")
+        )
+        if temp_directory is not None:
+            if not Path(temp_directory).is_dir():
+                raise ConfigError(f"engine temp_directory {temp_directory}: not a directory")
+            builder = builder.config("spark.local.dir", str(temp_directory))
+        if memory_limit is not None:
+            builder = builder.config("spark.driver.memory", str(memory_limit))
+        try:
+            self.session = builder.getOrCreate()
+        except Exception as err:  # JVM failed to start
+            raise ConfigError(f"engine='spark': cannot start Spark ({err})") from None
+        self.session.sparkContext.setLogLevel("ERROR")
+
+    # ------------------------------------------------------------------ prefix tree
+    def prefix_counter(
+        self,
+        codes: npt.NDArray[np.integer],
+        time_bins: npt.NDArray[np.integer] | None,
+        *,
+        n_bins: int,
+        n_locations: int,
+    ) -> SparkPrefixCounter:
+        codes = np.asarray(codes)
+        height = int(codes.shape[1])
+        cols: dict[str, Any] = {f"c{j}": codes[:, j].astype(np.int32) for j in range(height)}
+        if time_bins is not None:
+            bins = np.asarray(time_bins)
+            cols.update({f"b{j}": bins[:, j].astype(np.int32) for j in range(height)})
+        frame = self.session.createDataFrame(pd.DataFrame(cols))
+        return SparkPrefixCounter(
+            self,
+            frame,
+            height=height,
+            has_bins=time_bins is not None,
+            n_bins=n_bins,
+            n_locations=n_locations,
+        )
+
+    def prefix_counter_from_file(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        locations: Sequence[str],
+        height: int,
+        time_bin_minutes: int | None,
+        on_unknown: str = "error",
+        location_column: str | None = None,
+    ) -> SparkPrefixCounter | None:
+        from pyspark.sql import Window
+        from pyspark.sql import functions as F
+
+        from synth.io import table_format
+        from synth.records import UnknownLocationWarning
+
+        p = Path(path)
+        if not p.is_file():
+            raise InputError(f"{p}: file not found")
+        fmt = table_format(p)
+        loc = location_column or "location"
+        if time_bin_minutes is not None or fmt not in ("parquet", "csv"):
+            return None  # trajectories and other layouts: loaded by synth.records
+        reader = self.session.read
+        raw = (
+            reader.parquet(str(p))
+            if fmt == "parquet"
+            else reader.option("header", "true").csv(str(p))
+        )
+        if not {"seq_id", "pos", loc} <= set(raw.columns):
+            return None
+        raw = raw.select(
+            F.col("seq_id").cast("string").alias("sid"),
+            F.col("pos").cast("long").alias("pos"),
+            F.col(loc).cast("string").alias("name"),
+        )
+        if raw.where(F.col("pos").isNull() | (F.col("pos") < 0)).limit(1).count():
+            raise InputError(f"{p}: column 'pos': values that are not integers >= 0")
+        if raw.where(F.col("sid").isNull() | (F.col("sid") == "")).limit(1).count():
+            raise InputError(f"{p}: column 'seq_id': empty values")
+        locs = self.session.createDataFrame(
+            pd.DataFrame({"name": list(locations), "code": np.arange(len(locations))})
+        )
+        unknown = raw.join(F.broadcast(locs), "name", "left_anti")
+        first = unknown.select("name").orderBy("name").limit(1).collect()
+        if first:
+            n = unknown.count()
+            if on_unknown == "error":
+                raise InputError(
+                    f"{p}: column '{loc}': location {first[0]['name']!r} is not in the taxonomy "
+                    f"({n} rows; pass on_unknown='drop' to drop them)"
+                )
+            warnings.warn(
+                f"{p}: dropped {n} rows of column '{loc}' not in the taxonomy",
+                UnknownLocationWarning,
+                stacklevel=3,
+            )
+        dup = raw.groupBy("sid", "pos").count().where(F.col("count") > 1)
+        dups = dup.orderBy("sid", "pos").limit(1).collect()
+        if dups:
+            raise InputError(
+                f"{p}: column 'pos': duplicate position {dups[0]['pos']} in sequence "
+                f"{dups[0]['sid']!r}"
+            )
+        rows = raw.join(F.broadcast(locs), "name")
+        rank = F.row_number().over(Window.partitionBy("sid").orderBy("pos")) - 1
+        rows = rows.withColumn("p", rank).where(F.col("p") < height)
+        wide = rows.groupBy("sid").agg(
+            *[
+                F.max(F.when(F.col("p") == j, F.col("code"))).cast("int").alias(f"c{j}")
+                for j in range(height)
+            ]
+        )
+        return SparkPrefixCounter(
+            self,
+            wide.drop("sid"),
+            height=height,
+            has_bins=False,
+            n_bins=1,
+            n_locations=len(locations),
+        )
+
+    # ------------------------------------------------------------------ SBH
+    def sbh_counts(
+        self,
+        events: SBHEvents,
+        tables: Sequence[str],
+        *,
+        n_locations: int,
+        n_bins: int,
+        bin_minutes: int,
+        max_contributions: int | None,
+    ) -> dict[str, Counts]:
+        from pyspark.sql import Window
+        from pyspark.sql import functions as F
+
+        cols: dict[str, Any] = {
+            "side": np.asarray(events.side, dtype=np.int32),
+            "part": np.asarray(events.part, dtype=np.int64),
+            "minute": np.asarray(events.minute, dtype=np.int32),
+            "loc": np.asarray(events.location, dtype=np.int64),
+        }
+        bound = events.unit is not None and max_contributions is not None
+        if bound:
+            cols["unit"] = np.asarray(events.unit, dtype=np.int64)
+            cols["idx"] = np.arange(len(events.side), dtype=np.int64)
+        frame = self.session.createDataFrame(pd.DataFrame(cols))
+        if bound:
+            order = Window.partitionBy("unit", "side").orderBy("minute", "part", "loc", "idx")
+            frame = frame.withColumn("r", F.row_number().over(order)).where(
+                F.col("r") <= int(max_contributions)  # type: ignore[arg-type]
+            )
+        frame = frame.persist()
+        out: dict[str, Counts] = {}
+        for name in tables:
+            side, has_time, has_loc = table_spec(name)
+            key = F.col("part").cast("long")
+            if has_time:
+                key = key * n_bins + F.floor(F.col("minute") / bin_minutes).cast("long")
+            if has_loc:
+                key = key * n_locations + F.col("loc")
+            out[name] = _collect_counts(frame.where(F.col("side") == side).select(key.alias("k")))
+        frame.unpersist()
+        return out
+
+    def close(self) -> None:
+        """The session stays up for reuse in this process (Spark start-up is slow)."""

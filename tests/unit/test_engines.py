@@ -1,0 +1,294 @@
+"""Counting engines: with a zero-noise source (and with seeded noise) every engine gives the same
+counts and the same release on the same input (design.md section 7)."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from prefixtree.synthesizer import PrefixTreeSynthesizer
+from synth.engines import get_engine
+from synth.errors import ConfigError, InputError
+from synth.records import UnknownLocationWarning, encode_sequences, load_sequences
+from synth.sbh import OpalRelease
+from synth.simulate import simulate_sequences, simulate_taps, write_simulated_sequences
+from synth.taxonomy import Taxonomy
+
+ENGINES = ("memory", "duckdb")
+
+
+class ZeroNoise:
+    """The true counts: no noise, no empty cell passes."""
+
+    seeded = True
+
+    def discrete_laplace(self, scale: float, size: int) -> np.ndarray:
+        return np.zeros(size, dtype=np.int64)
+
+    def empty_cells_passing(self, scale: float, threshold: int, n_empty: int) -> np.ndarray:
+        return np.zeros(0, dtype=np.int64)
+
+    def choice(self, n: int, k: int) -> np.ndarray:
+        return np.zeros(0, dtype=np.int64)
+
+
+def _tree(
+    source: pd.DataFrame | Path,
+    taxonomy: Taxonomy,
+    engine: str,
+    *,
+    time_bins: int | None = None,
+    random_state: object = None,
+    **fit: object,
+) -> PrefixTreeSynthesizer:
+    zero = random_state is None  # zero noise: threshold 1 keeps every present cell
+    synth = PrefixTreeSynthesizer(
+        epsilon=2.0,
+        height=5,
+        taxonomy=taxonomy,
+        thresholds={g: 1 for g in range(1, taxonomy.height + 1)} if zero else None,
+        time_bins=time_bins,
+        random_state=ZeroNoise() if random_state is None else random_state,
+        engine=engine,
+    )
+    return synth.fit(source, **fit)  # type: ignore[arg-type]
+
+
+@pytest.fixture(scope="module")
+def montreal() -> Taxonomy:
+    from synth.simulate import _montreal
+
+    return _montreal()[0]
+
+
+@pytest.fixture(scope="module")
+def simulated(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
+    tmp = tmp_path_factory.mktemp("sim")
+    out: dict[str, object] = {}
+    for with_time in (False, True):
+        tag = "timed" if with_time else "plain"
+        out[tag] = simulate_sequences(3000, with_time=with_time, seed=7)
+        for ext in ("parquet", "csv"):
+            out[f"{tag}.{ext}"] = write_simulated_sequences(
+                tmp / f"{tag}.{ext}", 3000, with_time=with_time, seed=7
+            )
+    taps = simulate_taps(2000, seed=3)
+    taps.to_parquet(tmp / "taps.parquet", index=False)
+    out["taps"], out["taps.parquet"] = taps, tmp / "taps.parquet"
+    return out
+
+
+@pytest.mark.parametrize("time_bins", [None, 60])
+def test_identical_level_counts(simulated: dict, montreal: Taxonomy, time_bins: int | None) -> None:
+    """The engines' counts, level by level, with the same (all-surviving) node assignment."""
+    seqs = simulated["timed" if time_bins else "plain"]
+    synth = PrefixTreeSynthesizer(epsilon=1.0, height=4, taxonomy=montreal, time_bins=time_bins)
+    locations = sorted(montreal.leaves())
+    codes = encode_sequences(seqs, locations, 4)
+    times = None if time_bins is None else synth._time_matrix(seqs, len(codes), 4)
+    n_bins = 1 if time_bins is None else 1440 // time_bins
+    counts = {}
+    for name in ENGINES:
+        with get_engine(name) as engine:
+            counter = engine.prefix_counter(codes, times, n_bins=n_bins, n_locations=len(locations))
+            levels, n_nodes = [], 1
+            for level in range(4):
+                keys, n = counter.level_counts(level, n_nodes)
+                levels.append((keys, n))
+                node = np.arange(keys.size, dtype=np.int64)
+                node[::3] = -1  # some cells do not survive
+                counter.advance(level, keys, node)
+                n_nodes = keys.size
+            counter.close()
+        counts[name] = levels
+    for (k0, n0), (k1, n1) in zip(counts["memory"], counts["duckdb"], strict=True):
+        np.testing.assert_array_equal(k0, k1)
+        np.testing.assert_array_equal(n0, n1)
+    assert counts["memory"][0][1].sum() == len(codes)
+
+
+@pytest.mark.parametrize("time_bins", [None, 60])
+def test_simulated_releases_identical(
+    simulated: dict, montreal: Taxonomy, time_bins: int | None
+) -> None:
+    tag = "timed" if time_bins else "plain"
+    ref = _tree(simulated[tag], montreal, "memory", time_bins=time_bins)
+    assert len(ref.tree_) > 100
+    for source in (simulated[tag], simulated[f"{tag}.parquet"], simulated[f"{tag}.csv"]):
+        got = _tree(source, montreal, "duckdb", time_bins=time_bins)  # type: ignore[arg-type]
+        pd.testing.assert_frame_equal(got.tree_, ref.tree_)
+        pd.testing.assert_frame_equal(got.sample(), ref.sample())
+
+
+def test_seeded_noise_gives_the_same_release(simulated: dict, montreal: Taxonomy) -> None:
+    """Noise is drawn in the driver, in cell order: the engine cannot change the draws."""
+    trees = [
+        _tree(simulated["plain.parquet"], montreal, name, random_state=11).tree_ for name in ENGINES
+    ]
+    assert len(trees[0]) > 10
+    pd.testing.assert_frame_equal(trees[0], trees[1])
+
+
+def test_taps_parquet_read_by_duckdb(simulated: dict, montreal: Taxonomy) -> None:
+    """Taps in time order (not grouped by card): sequences by time, ties by row, first h kept."""
+    taps = simulated["taps"].copy()
+    ref = _tree(load_sequences(taps, taxonomy=montreal), montreal, "memory", time_bins=30)
+    got = _tree(simulated["taps.parquet"], montreal, "duckdb", time_bins=30)
+    pd.testing.assert_frame_equal(got.tree_, ref.tree_)
+
+
+def test_duckdb_file_unknown_locations_and_gaps(tmp_path: Path, montreal: Taxonomy) -> None:
+    seqs = simulate_sequences(500, seed=2)
+    seqs.loc[seqs.index % 7 == 3, "location"] = "Nowhere"
+    seqs = seqs[seqs.index % 11 != 5]  # gaps in pos
+    path = tmp_path / "s.parquet"
+    seqs.to_parquet(path, index=False)
+    with pytest.raises(InputError, match="Nowhere"):
+        _tree(path, montreal, "duckdb")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UnknownLocationWarning)
+        ref = _tree(load_sequences(seqs, taxonomy=montreal, on_unknown="drop"), montreal, "memory")
+        got = _tree(path, montreal, "duckdb", on_unknown="drop")
+    pd.testing.assert_frame_equal(got.tree_, ref.tree_)
+    dup = pd.concat([seqs.head(3), seqs.head(1)])
+    dup.to_parquet(tmp_path / "dup.parquet", index=False)
+    with pytest.raises(InputError, match="duplicate position"):
+        _tree(tmp_path / "dup.parquet", montreal, "duckdb", on_unknown="drop")
+
+
+def test_engine_parameters_are_checked(montreal: Taxonomy, tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="engine must be one of"):
+        PrefixTreeSynthesizer(
+            epsilon=1.0, height=2, taxonomy=montreal, engine="polars"
+        ).check_params()
+    with pytest.raises(ConfigError, match="unknown option"):
+        OpalRelease(engine="duckdb", engine_options={"spill": "x"}).fit(pd.DataFrame())
+    with pytest.raises(ConfigError, match="not a directory"):
+        get_engine("duckdb", {"temp_directory": str(tmp_path / "missing")})
+    with pytest.raises(ConfigError, match="engine options"):
+        get_engine("duckdb", {"memory_limit": "lots"})
+    with get_engine("duckdb", {"temp_directory": str(tmp_path), "memory_limit": "512MB"}) as e:
+        assert any(p.name.startswith("transit-synth-duckdb-") for p in tmp_path.iterdir())
+        assert e.name == "duckdb"
+    assert not any(tmp_path.iterdir())  # the temporary directory is removed on close
+
+
+@pytest.mark.parametrize("unit", [None, "card_id"])
+def test_sbh_releases_identical(simulated: dict, unit: str | None) -> None:
+    taps = simulated["taps"]
+    releases = [
+        OpalRelease(
+            bin_minutes=30,
+            privacy_unit=unit,
+            max_contributions=3 if unit else 1,
+            random_state=ZeroNoise(),
+            engine=name,
+        ).fit(taps)
+        for name in ENGINES
+    ]
+    for name, table in releases[0].tables_.items():
+        pd.testing.assert_frame_equal(releases[1].tables_[name], table)
+    if unit:  # the bound bites: 3 taps per card at most
+        assert releases[0].tables_["on_time"]["count"].sum() < len(taps)
+
+
+# ---------------------------------------------------------------------------- SUBE (real data)
+@pytest.fixture(scope="module")
+def sube(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
+    root = shared_data / "sube-buenos-aires"
+    tmp = tmp_path_factory.mktemp("sube")
+    taps = pd.read_csv(root / "martes_trx.csv", dtype=str)
+    taps = taps[taps["id_tarjeta"].notna()]
+    taps.to_csv(tmp / "taps.csv", index=False)
+    meta = root / "metadata_amba_2019_m1.csv"
+    return {
+        "taps": tmp / "taps.csv",
+        "lines": Taxonomy.from_sube_metadata(meta, location="id_linea"),
+    }
+
+
+def test_sube_sequences_identical(sube: dict) -> None:
+    tax = sube["lines"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UnknownLocationWarning)
+        seqs = load_sequences(
+            sube["taps"], taxonomy=tax, on_unknown="drop", location_column="id_linea"
+        )
+        ref = _tree(seqs, tax, "memory")
+        frame = _tree(seqs, tax, "duckdb")
+        file = _tree(
+            sube["taps"], tax, "duckdb", on_unknown="drop", location_column="id_linea"
+        )  # SUBE aliases: loaded by synth.records, counted by DuckDB
+    assert len(ref.tree_) > 50
+    pd.testing.assert_frame_equal(frame.tree_, ref.tree_)
+    pd.testing.assert_frame_equal(file.tree_, ref.tree_)
+
+
+@pytest.mark.parametrize("unit", [None, "card_id"])
+def test_sube_marginals_identical(sube: dict, unit: str | None) -> None:
+    from synth.sbh_cli import _load
+
+    taps = _load(Path(sube["taps"]), "id_linea")
+    releases = [
+        OpalRelease(
+            bin_minutes=60,
+            privacy_unit=unit,
+            max_contributions=2 if unit else 1,
+            random_state=ZeroNoise(),
+            engine=name,
+        ).fit(taps)
+        for name in ENGINES
+    ]
+    assert sum(len(t) for t in releases[0].tables_.values()) > 100
+    for name, table in releases[0].tables_.items():
+        pd.testing.assert_frame_equal(releases[1].tables_[name], table)
+
+
+# ---------------------------------------------------------------------------- CLI and run config
+def test_cli_engine_flag_gives_the_same_release(simulated: dict, tmp_path: Path) -> None:
+    from synth import datasets
+    from synth.cli import main
+
+    outs = {}
+    for name in ENGINES:
+        out = tmp_path / name
+        args = ["sequences", str(simulated["plain.parquet"]), "--taxonomy"]
+        args += [str(datasets.path("montreal_taxonomy")), "--epsilon", "2", "--height", "4"]
+        args += ["--out", str(out), "--seed", "3", "--quiet", "--engine", name]
+        if name == "duckdb":
+            args += ["--engine-temp-dir", str(tmp_path), "--engine-memory-limit", "256MB"]
+        assert main(args) == 0
+        outs[name] = pd.read_csv(out / "sequences.csv")
+    pd.testing.assert_frame_equal(outs["duckdb"], outs["memory"])
+    marg = {}
+    for name in ENGINES:
+        out = tmp_path / f"m-{name}"
+        args = ["marginals", str(simulated["taps.parquet"]), "--epsilon", "8", "--delta"]
+        args += ["1e-6", "--out", str(out), "--seed", "3", "--quiet", "--engine", name]
+        args += ["--privacy-unit", "card_id", "--max-contributions", "2"]
+        assert main(args) == 0
+        marg[name] = pd.read_csv(out / "on_time_location.csv")
+    pd.testing.assert_frame_equal(marg["duckdb"], marg["memory"])
+
+
+def test_run_config_engine_parameter(simulated: dict, tmp_path: Path) -> None:
+    from synth.run import plan
+
+    config = tmp_path / "c.toml"
+    config.write_text(
+        f'[sequences]\ninput = "{simulated["plain.parquet"]}"\n'
+        'taxonomy = "embedded:montreal_taxonomy"\n'
+        "[sequences.parameters]\nepsilon = 1.0\nheight = 3\n"
+        'engine = "duckdb"\nengine_options = { memory_limit = "512MB" }\n'
+    )
+    (planned,) = plan(config)
+    assert planned.params["engine"] == "duckdb"
+    config.write_text(config.read_text().replace('"duckdb"', '"polars"'))
+    with pytest.raises(ConfigError):
+        from synth.run import run_config
+
+        run_config(config, out=tmp_path / "out")

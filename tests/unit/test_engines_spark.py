@@ -1,0 +1,99 @@
+"""The Spark engine in local mode: the same counts and releases as the memory engine.
+
+Skipped, with the reason, when PySpark or Java is missing (PySpark is the optional extra
+``transit-synth[spark]``, not part of the test extra).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from prefixtree.synthesizer import PrefixTreeSynthesizer
+from synth.engines.spark_engine import spark_available
+from synth.errors import ConfigError
+from synth.sbh import OpalRelease
+from synth.simulate import _montreal, simulate_sequences, simulate_taps
+
+REASON = spark_available()
+
+
+class ZeroNoise:
+    seeded = True
+
+    def discrete_laplace(self, scale: float, size: int) -> np.ndarray:
+        return np.zeros(size, dtype=np.int64)
+
+    def empty_cells_passing(self, scale: float, threshold: int, n_empty: int) -> np.ndarray:
+        return np.zeros(0, dtype=np.int64)
+
+    def choice(self, n: int, k: int) -> np.ndarray:
+        return np.zeros(0, dtype=np.int64)
+
+
+def test_missing_spark_is_a_config_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    import synth.engines.spark_engine as spark
+
+    monkeypatch.setattr(spark.shutil, "which", lambda name: None)
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    reason = spark.spark_available()
+    assert reason is not None and ("Java runtime" in reason or "needs PySpark" in reason)
+    with pytest.raises(ConfigError, match="Java runtime|needs PySpark"):
+        spark.SparkEngine()
+
+
+@pytest.fixture(scope="module")
+def local_spark() -> Iterator[None]:
+    if REASON is not None:
+        pytest.skip(f"Spark engine not available: {REASON}")
+    yield
+
+
+def _tree(source: object, engine: str, time_bins: int | None = None) -> pd.DataFrame:
+    tax = _montreal()[0]
+    synth = PrefixTreeSynthesizer(
+        epsilon=2.0,
+        height=4,
+        taxonomy=tax,
+        thresholds={1: 1, 2: 1},
+        time_bins=time_bins,
+        random_state=ZeroNoise(),
+        engine=engine,
+        engine_options={"threads": 2} if engine == "spark" else None,
+    )
+    return synth.fit(source).tree_  # type: ignore[arg-type]
+
+
+@pytest.mark.usefixtures("local_spark")
+@pytest.mark.parametrize("time_bins", [None, 60])
+def test_spark_prefix_tree_identical(tmp_path: Path, time_bins: int | None) -> None:
+    seqs = simulate_sequences(1500, with_time=time_bins is not None, seed=4)
+    ref = _tree(seqs, "memory", time_bins)
+    pd.testing.assert_frame_equal(_tree(seqs, "spark", time_bins), ref)
+    if time_bins is None:  # long-format Parquet read by Spark itself
+        seqs.to_parquet(tmp_path / "s.parquet", index=False)
+        pd.testing.assert_frame_equal(_tree(tmp_path / "s.parquet", "spark"), ref)
+
+
+@pytest.mark.usefixtures("local_spark")
+def test_spark_sbh_identical() -> None:
+    taps = simulate_taps(800, seed=5)
+    tables = [
+        OpalRelease(
+            bin_minutes=30,
+            privacy_unit="card_id",
+            max_contributions=2,
+            random_state=ZeroNoise(),
+            engine=name,
+            engine_options={"threads": 2} if name == "spark" else None,
+        )
+        .fit(taps)
+        .tables_
+        for name in ("memory", "spark")
+    ]
+    for name, table in tables[0].items():
+        pd.testing.assert_frame_equal(tables[1][name], table)
