@@ -805,23 +805,24 @@ class OpalRelease:
                 )
 
     # ------------------------------------------------------------------ fit
-    def _grid(self, events: _Events) -> tuple[_Grid, np.ndarray, np.ndarray, np.ndarray]:
-        """The cell grid, and per event: partition code, location code, kept mask."""
-        keep = np.ones(events.side.size, dtype=bool)
+    def _label_grid(
+        self, mode_labels: Sequence[str], days_present: np.ndarray, loc_labels: Sequence[str]
+    ) -> tuple[_Grid, np.ndarray, np.ndarray, np.ndarray]:
+        """The cell grid, and the code of each mode label, present day and location label
+        (-1: outside the public partitions)."""
         if self.modes is not None:
             modes = sorted({str(m) for m in self.modes})
-            mode_code = pd.Index(modes).get_indexer(pd.Index(events.modes))[events.mode]
-            keep &= mode_code >= 0
+            mode_code = pd.Index(modes).get_indexer(pd.Index(list(mode_labels)))
         else:
-            modes, mode_code = [str(m) for m in events.modes], events.mode
+            modes = [str(m) for m in mode_labels]
+            mode_code = np.arange(len(modes))
         if self.days is not None:
             days = sorted({int(_day_number(str(d))) for d in self.days})
-            day_code = pd.Index(days).get_indexer(pd.Index(events.day))
-            keep &= day_code >= 0
+            day_code = pd.Index(days).get_indexer(pd.Index(days_present))
         else:
-            day_code, uniq = pd.factorize(events.day, sort=True)
-            days = [int(d) for d in uniq]
-        raw = [str(x) for x in events.locations]
+            days = [int(d) for d in days_present]
+            day_code = np.arange(len(days))
+        raw = [str(x) for x in loc_labels]
         if self.taxonomy is not None:
             tax = self.taxonomy
             unknown = tax.unknown(raw)
@@ -831,9 +832,8 @@ class OpalRelease:
             gen_map = tax.generalization_map(level)
             domain = sorted(set(gen_map.values()))
             loc_code = pd.Index(domain).get_indexer(pd.Index([gen_map[x] for x in raw]))
-            loc_code = loc_code[events.location]
         else:
-            domain, loc_code = raw, events.location
+            domain, loc_code = raw, np.arange(len(raw))
         grid = _Grid(
             modes=modes,
             days=days,
@@ -843,11 +843,36 @@ class OpalRelease:
             public_partitions=self.modes is not None and self.days is not None,
             public_locations=self.taxonomy is not None,
         )
-        part = np.where(keep, mode_code, 0) * len(days) + np.where(keep, day_code, 0)
-        return grid, part.astype(np.int64), np.asarray(loc_code, dtype=np.int64), keep
+        return (
+            grid,
+            np.asarray(mode_code, dtype=np.int64),
+            np.asarray(day_code, dtype=np.int64),
+            np.asarray(loc_code, dtype=np.int64),
+        )
 
-    def fit(self, data: pd.DataFrame) -> OpalRelease:
-        """Count the tables, record the spends in the ledger, then draw the noise."""
+    def _grid(self, events: _Events) -> tuple[_Grid, np.ndarray, np.ndarray, np.ndarray]:
+        """The cell grid, and per event: partition code, location code, kept mask."""
+        days_present, day_index = np.unique(events.day, return_inverse=True)
+        grid, mode_map, day_map, loc_map = self._label_grid(
+            list(events.modes), days_present, list(events.locations)
+        )
+        mode_code, day_code = mode_map[events.mode], day_map[day_index]
+        keep = (mode_code >= 0) & (day_code >= 0)
+        part = np.where(keep, mode_code, 0) * len(grid.days) + np.where(keep, day_code, 0)
+        return grid, part.astype(np.int64), loc_map[events.location], keep
+
+    def fit(
+        self,
+        data: pd.DataFrame | str | os.PathLike[str],
+        *,
+        location_column: str = "stop_id",
+    ) -> OpalRelease:
+        """Count the tables, record the spends in the ledger, then draw the noise.
+
+        ``data`` is a frame of trips, taps or sequences, or a trips/taps file: the DuckDB engine
+        reads the usual layouts itself (out of core); otherwise the file is loaded as
+        ``transit-synth marginals`` does (``location_column``: the taps' location column).
+        """
         self._check()
         budgets = self._table_budgets()
         pure = self.mode == "pure"
@@ -861,33 +886,69 @@ class OpalRelease:
             )
             for name, (eps, dlt) in budgets.items()
         }
-        events = _read_events(data, unit_column=self.privacy_unit)
-        grid, part, loc, keep = self._grid(events)
-        if (events.minute[keep] < 0).any():
-            raise InputError(
-                "the release needs tap times (a 'time', 'on_time' or 'off_time' column)"
-            )
+        k = None if self.privacy_unit is None else int(self.max_contributions)
+        counted: dict[str, tuple[np.ndarray, np.ndarray]]
         # the counting steps (bounding each card among the events of the public partitions, then
         # the cells of every table) run on the engine; the noise is drawn below, on its counts
         with get_engine(self.engine, self.engine_options) as engine:
-            counted = engine.sbh_counts(
-                SBHEvents(
-                    side=events.side[keep],
-                    part=part[keep],
-                    minute=events.minute[keep],
-                    location=loc[keep],
-                    unit=None if events.unit is None else events.unit[keep],
-                ),
-                list(cals),
-                n_locations=len(grid.locations),
-                n_bins=grid.bins,
-                bin_minutes=grid.bin_minutes,
-                max_contributions=(None if events.unit is None else int(self.max_contributions)),
-            )
+            scan = None
+            if not isinstance(data, pd.DataFrame):
+                scan = engine.sbh_scan(
+                    data, location_column=location_column, unit_column=self.privacy_unit
+                )
+                if scan is None:
+                    from synth.sbh_cli import _load
+
+                    data = _load(Path(data), location_column)
+            if scan is not None:
+                grid, mode_code, day_code, loc_code = self._label_grid(
+                    scan.modes, np.asarray(scan.days, dtype=np.int64), scan.locations
+                )
+                counted = scan.counts(
+                    mode_code,
+                    day_code,
+                    loc_code,
+                    n_days=len(grid.days),
+                    tables=list(cals),
+                    n_locations=len(grid.locations),
+                    n_bins=grid.bins,
+                    bin_minutes=grid.bin_minutes,
+                    max_contributions=k,
+                )
+                kind = scan.kind
+            else:
+                assert isinstance(data, pd.DataFrame)
+                events = _read_events(data, unit_column=self.privacy_unit)
+                grid, part, loc, keep = self._grid(events)
+                if (events.minute[keep] < 0).any():
+                    raise InputError(
+                        "the release needs tap times (a 'time', 'on_time' or 'off_time' column)"
+                    )
+                counted = engine.sbh_counts(
+                    SBHEvents(
+                        side=events.side[keep],
+                        part=part[keep],
+                        minute=events.minute[keep],
+                        location=loc[keep],
+                        unit=None if events.unit is None else events.unit[keep],
+                    ),
+                    list(cals),
+                    n_locations=len(grid.locations),
+                    n_bins=grid.bins,
+                    bin_minutes=grid.bin_minutes,
+                    max_contributions=k,
+                )
+                kind = events.kind
         noise = noise_source(self.random_state, methods=NOISE_METHODS)
-        ledger = self._ledger(cals, events.kind, grid, bool(getattr(noise, "seeded", False)))
+        ledger = self._ledger(cals, kind, grid, bool(getattr(noise, "seeded", False)))
         released = {
-            name: _noisy_cells(*counted[name], cals[name], noise, grid.size(name) if pure else None)
+            name: _noisy_cells(
+                counted[name][0],
+                counted[name][1],
+                cals[name],
+                noise,
+                grid.size(name) if pure else None,
+            )
             for name in cals
         }
         if self.mode == "consistent":
@@ -899,7 +960,7 @@ class OpalRelease:
         self.calibrations_ = cals
         self.ledger_ = ledger
         self.grid_ = grid
-        self.row_kind_ = events.kind
+        self.row_kind_ = kind
         self.partitions_ = (
             [f"{m} {_day_label(d)}" for m in grid.modes for d in grid.days]
             if grid.public_partitions

@@ -185,10 +185,16 @@ def release_marginals(
     progress = Progress(quiet=True) if progress is None else progress
     with progress.steps("marginals", 3) as step:
         step("load")
-        data = _load(input if isinstance(input, pd.DataFrame) else Path(input), location_column)
         tax = None if taxonomy is None else Taxonomy.from_spec(taxonomy)
+        release = OpalRelease(**params, taxonomy=tax, random_state=seed)
+        release._check()  # fail on bad parameters before reading the data
+        data: pd.DataFrame | str | os.PathLike[str]
+        if release.engine != "memory" and not isinstance(input, pd.DataFrame):
+            data = input  # the engine reads the file (out of core when it can)
+        else:
+            data = _load(input if isinstance(input, pd.DataFrame) else Path(input), location_column)
         step("fit")
-        release = OpalRelease(**params, taxonomy=tax, random_state=seed).fit(data)
+        release.fit(data, location_column=location_column)
         step("write")
         recorded = source if source is not None else input
         inputs = [] if isinstance(recorded, pd.DataFrame) else [Path(recorded)]

@@ -35,9 +35,9 @@ def check_engine(name: object, options: Mapping[str, Any] | None = None) -> str:
     """Validate an engine name and its options (ConfigError) without starting anything."""
     if name not in ENGINES:
         raise ConfigError(f"engine must be one of {', '.join(ENGINES)}, got {name!r}")
-    opts = dict(options or {})
     if not isinstance(options, Mapping | None):
         raise ConfigError("engine_options must be a table of option names to values")
+    opts = dict(options or {})
     unknown = sorted(set(opts) - set(_OPTIONS[str(name)]))
     if unknown:
         allowed = ", ".join(_OPTIONS[str(name)]) or "none"

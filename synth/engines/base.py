@@ -7,7 +7,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -99,6 +99,18 @@ class Engine(ABC):
         return None
 
     # ------------------------------------------------------------------ SBH
+    def sbh_scan(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        location_column: str = "stop_id",
+        unit_column: str | None = None,
+    ) -> Any:
+        """An engine-side event table of a trips/taps file (``modes``, ``days``, ``locations``
+        label lists and ``counts(mode_code, day_code, loc_code, ...)``), or ``None`` when this
+        engine does not read that file (the caller then loads it in memory)."""
+        return None
+
     @abstractmethod
     def sbh_counts(
         self,

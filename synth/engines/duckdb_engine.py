@@ -5,11 +5,15 @@ the system's), which DuckDB also uses to spill sorts, joins and aggregations bey
 ``memory_limit`` (e.g. ``"2GB"``; default DuckDB's, 80% of RAM). The directory is removed on
 :meth:`DuckDBEngine.close`.
 
-Reading files itself (:meth:`DuckDBEngine.prefix_counter_from_file`) it accepts long-format
-sequences (``seq_id, pos, location[, time]``, Parquet or CSV) and Parquet taps (``card_id, time,
-stop_id[, tap]``); other layouts (the SUBE aliases, date + hour columns) are loaded in memory by
-:mod:`synth.records` and then counted here. Bounding is the same deterministic rule as in memory:
-the first ``h`` positions of a sequence; taps ordered by time, then by their row in the file.
+Reading files itself, for the prefix tree (:meth:`DuckDBEngine.prefix_counter_from_file`) it
+accepts long-format sequences (``seq_id, pos, location[, time]``, Parquet or CSV) and Parquet taps
+(``card_id, time, stop_id[, tap]``); for the SBH release (:meth:`DuckDBEngine.sbh_scan`) trips
+(``on_time, on_stop[, off_time, off_stop][, mode][, date]``) and taps (``time, stop_id[, tap]
+[, mode][, date]``), Parquet (or CSV without a privacy unit). Other layouts (the SUBE aliases, date
++ hour columns, zoned times) are loaded in memory by :mod:`synth.records` and counted here. Bounding
+is the same deterministic rule as in memory: the first ``h`` positions of a sequence, taps ordered
+by time and then by their row in the file; each card's first ``k`` events by (minute, partition,
+location, row).
 """
 
 from __future__ import annotations
@@ -117,6 +121,9 @@ class DuckDBEngine(Engine):
     """DuckDB over Parquet/CSV: out of core, bounded memory (``memory_limit``)."""
 
     name = "duckdb"
+    #: input rows grouped per pass of the sequence table, per GB of memory limit (and at least)
+    _rows_per_gb = 30_000_000
+    _min_rows_per_pass = 1_000_000
 
     def __init__(
         self,
@@ -132,11 +139,11 @@ class DuckDBEngine(Engine):
             ) from None
         if temp_directory is not None and not Path(temp_directory).is_dir():
             raise ConfigError(f"engine temp_directory {temp_directory}: not a directory")
-        self._tmp = tempfile.TemporaryDirectory(
+        self._tmp: tempfile.TemporaryDirectory[str] | None = tempfile.TemporaryDirectory(
             prefix="transit-synth-duckdb-", dir=None if temp_directory is None else temp_directory
         )
         root = Path(self._tmp.name)
-        self.con = duckdb.connect(str(root / "engine.duckdb"))
+        self.con: Any = duckdb.connect(str(root / "engine.duckdb"))
         self.sql(f"SET temp_directory = {_quote(str(root / 'spill'))}")
         self.sql("SET preserve_insertion_order = false")
         try:
@@ -159,6 +166,12 @@ class DuckDBEngine(Engine):
             return self.con.execute(query)
         except duckdb.ConversionException as err:
             raise InputError(f"duckdb engine: {err}") from None
+        except duckdb.OutOfMemoryException as err:
+            first = str(err).splitlines()[0]
+            raise ConfigError(
+                f"duckdb engine: {first} (raise engine_options memory_limit / "
+                "--engine-memory-limit, or lower threads)"
+            ) from None
 
     def _name(self, stem: str) -> str:
         self._n += 1
@@ -366,20 +379,67 @@ class DuckDBEngine(Engine):
         )
         return f"({minute})", stamp
 
+    def _memory_limit_bytes(self) -> float:
+        value = str(
+            self.sql("SELECT value FROM duckdb_settings() WHERE name = 'memory_limit'").fetchone()[
+                0
+            ]
+        )
+        units = {"B": 1, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12}
+        units |= {"KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40}
+        number, _, unit = value.strip().partition(" ")
+        try:
+            return float(number) * units.get(unit.upper() or "B", 1)
+        except ValueError:
+            return 2**30
+
     def _wide(self, table: str, rows: str, height: int, with_time: bool, width: int | None) -> None:
-        """One row per sequence: its first ``height`` codes [and time bins, running maximum]."""
+        """One row per sequence: its first ``height`` codes [and time bins, running maximum].
+
+        Large inputs are grouped in passes over disjoint hash buckets of the sequence id, each
+        small enough for the memory limit (about 30M input rows per GB), appended to one table.
+        """
         cols = [f"max(code) FILTER (WHERE pos = {j}) AS c{j}" for j in range(height)]
         minutes = [f"max(minute) FILTER (WHERE pos = {j})" for j in range(height)]
         if with_time:
             for j in range(height):
                 running = ", ".join(f"coalesce({m}, 0)" for m in minutes[: j + 1])
                 cols.append(f"CAST(greatest({running}) // {int(width or 1)} AS INTEGER) AS b{j}")
-        self.sql(
-            f"CREATE TABLE {table} AS SELECT {', '.join(cols)}, count(*) AS n, min(pos) AS lo, "
-            f"max(pos) AS hi FROM ({rows}) GROUP BY sid"
+        n_rows = int(self.sql(f"SELECT count(*) FROM ({rows})").fetchone()[0])
+        per_pass = max(
+            self._min_rows_per_pass, int(self._rows_per_gb * self._memory_limit_bytes() / 1e9)
         )
+        passes = max(1, -(-n_rows // per_pass))
+        select = (
+            f"SELECT {', '.join(cols)}, count(*) AS n, min(pos) AS lo, max(pos) AS hi "
+            f"FROM ({rows}) r"
+        )
+        if passes == 1:
+            self.sql(f"CREATE TABLE {table} AS {select} GROUP BY sid")
+            return
+        for b in range(passes):
+            where = f"WHERE hash(sid) % {passes} = {b} GROUP BY sid"
+            if b == 0:
+                self.sql(f"CREATE TABLE {table} AS {select} {where}")
+            else:
+                self.sql(f"INSERT INTO {table} {select} {where}")
 
     # ------------------------------------------------------------------ SBH
+    def sbh_scan(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        location_column: str = "stop_id",
+        unit_column: str | None = None,
+    ) -> DuckDBEventScan | None:
+        """Events of a trips or taps file with the usual column names, read out of core (``None``:
+        another layout, loaded by :mod:`synth.records`). Bounding by unit needs Parquet (its row
+        numbers break ties); naive timestamps, ISO strings or ``HH:MM``."""
+        p = Path(path)
+        if not p.is_file():
+            raise InputError(f"{p}: file not found")
+        return _sbh_scan(self, p, location_column, unit_column)
+
     def sbh_counts(
         self,
         events: SBHEvents,
@@ -433,3 +493,164 @@ class DuckDBEngine(Engine):
             "GROUP BY k ORDER BY k"
         ).fetchnumpy()
         return np.asarray(res["k"], dtype=np.int64), np.asarray(res["n"], dtype=np.int64)
+
+
+_OFF = "('off', 'out', 'check out', 'check_out', 'checkout', 'alight', 'alighting')"
+_CLOCK = r"'^\s*\d{1,2}:\d{2}(:\d{2}(\.\d+)?)?\s*$'"  # HH:MM[:SS[.f]], as synth.sbh
+_NO_DAY = int(np.iinfo(np.int64).min)
+
+
+class DuckDBEventScan:
+    """Tap events of a trips or taps file, as a DuckDB table (``side, mode, day, minute, loc,
+    unit, row``), with the distinct labels the release's grid is built from."""
+
+    def __init__(self, engine: DuckDBEngine, table: str, kind: str, sides: tuple[int, ...]):
+        self.engine = engine
+        self.table = table
+        self.kind = kind
+        self.sides = sides
+        distinct = engine.sql  # short alias
+        self.modes = sorted(
+            str(r[0]) for r in distinct(f"SELECT DISTINCT mode FROM {table}").fetchall()
+        )
+        self.days = sorted(
+            int(r[0]) for r in distinct(f"SELECT DISTINCT day FROM {table}").fetchall()
+        )
+        self.locations = sorted(
+            str(r[0]) for r in distinct(f"SELECT DISTINCT loc FROM {table}").fetchall()
+        )
+
+    def counts(
+        self,
+        mode_code: npt.NDArray[np.int64],
+        day_code: npt.NDArray[np.int64],
+        loc_code: npt.NDArray[np.int64],
+        *,
+        n_days: int,
+        tables: Sequence[str],
+        n_locations: int,
+        n_bins: int,
+        bin_minutes: int,
+        max_contributions: int | None,
+    ) -> dict[str, Counts]:
+        """Cells of each table; codes index :attr:`modes`, :attr:`days`, :attr:`locations` (-1:
+        outside the public partitions, dropped before bounding)."""
+        eng, con = self.engine, self.engine.con
+        maps: dict[str, tuple[list[Any], np.ndarray]] = {
+            "_mode_map": (list(self.modes), mode_code),
+            "_day_map": (list(self.days), day_code),
+            "_loc_map": (list(self.locations), loc_code),
+        }
+        for name, (labels, codes) in maps.items():
+            codes = np.asarray(codes, dtype=np.int64)
+            keep = codes >= 0
+            values = [v for v, k in zip(labels, keep, strict=True) if k]
+            con.register(name, pa.table({"v": pa.array(values), "code": codes[keep]}))
+        kept = eng._name("events")
+        bound = (
+            f"QUALIFY row_number() OVER (PARTITION BY unit, side ORDER BY minute, part, loc, row) "
+            f"<= {int(max_contributions)}"
+            if max_contributions is not None
+            else ""
+        )
+        eng.sql(
+            f"CREATE TABLE {kept} AS SELECT side, part, minute, loc FROM (SELECT e.side, "
+            f"m.code * {int(n_days)} + d.code AS part, e.minute, l.code AS loc, e.unit, e.row "
+            f"FROM {self.table} e JOIN _mode_map m ON e.mode = m.v JOIN _day_map d ON e.day = d.v "
+            f"JOIN _loc_map l ON e.loc = l.v) {bound}"
+        )
+        for name in maps:
+            con.unregister(name)
+        out = {
+            name: eng._table_counts(kept, name, n_locations, n_bins, bin_minutes) for name in tables
+        }
+        eng.sql(f"DROP TABLE {kept}")
+        return out
+
+    def close(self) -> None:
+        self.engine.sql(f"DROP TABLE IF EXISTS {self.table}")
+
+
+def _sbh_scan(
+    engine: DuckDBEngine, path: Path, location_column: str, unit_column: str | None
+) -> DuckDBEventScan | None:
+    source = engine._source(path)
+    if source is None:
+        return None
+    src, fmt = source
+    described = engine.sql(f"DESCRIBE SELECT * FROM {src}").fetchall()
+    types = {str(r[0]): str(r[1]).upper() for r in described}
+    if unit_column is not None and (unit_column not in types or fmt != "parquet"):
+        return None  # the row-order tie-break needs Parquet's row numbers
+    if "on_stop" in types and "on_time" in types:
+        kind = "trip"
+        sides: list[tuple[int, str, str, str]] = [(0, "on_time", "on_stop", "TRUE")]
+        if "off_stop" in types and "off_time" in types:
+            sides.append(
+                (1, "off_time", "off_stop", "off_stop IS NOT NULL AND off_time IS NOT NULL")
+            )
+    elif {location_column, "time"} <= set(types) and "seq_id" not in types:
+        kind = "tap"
+        if "tap" in types:
+            is_off = f"lower(trim(CAST(tap AS VARCHAR))) IN {_OFF}"
+            sides = [
+                (0, "time", location_column, f"NOT ({is_off})"),
+                (1, "time", location_column, is_off),
+            ]
+        else:
+            sides = [(0, "time", location_column, "TRUE")]
+    else:
+        return None
+    for _, tcol, lcol, _ in sides:
+        if types[tcol].startswith(("TIMESTAMP WITH", "TIMESTAMPTZ")) or not types[lcol].startswith(
+            ("VARCHAR", "INT", "BIGINT", "SMALLINT", "TINYINT", "UBIGINT", "UINTEGER")
+        ):
+            return None  # zoned times, float ids: synth.records normalises them
+    mode = "coalesce(CAST(mode AS VARCHAR), '')" if "mode" in types else "'all'"
+    unit = f"CAST({_ident(unit_column)} AS VARCHAR)" if unit_column else "NULL"
+    row = "file_row_number" if fmt == "parquet" else "0"
+    selects = []
+    for side, tcol, lcol, cond in sides:
+        col = _ident(tcol)
+        if types[tcol].startswith(("TIMESTAMP", "DATE")):
+            stamp, day = f"CAST({col} AS TIMESTAMP)", None
+        else:
+            text = f"CAST({col} AS VARCHAR)"
+            time_only = engine.sql(
+                f"SELECT bool_and(regexp_matches({text}, {_CLOCK})) FROM {src} WHERE {cond}"
+            ).fetchone()[0]
+            if time_only:
+                stamp = f"CAST(TRY_CAST(trim({text}) AS TIME) AS TIMESTAMP)"
+                day = str(_NO_DAY)
+            else:
+                stamp, day = f"TRY_CAST({text} AS TIMESTAMP)", None
+        if "date" in types:
+            day = "date_diff('day', DATE '1970-01-01', TRY_CAST(CAST(date AS VARCHAR) AS DATE))"
+        elif day is None:
+            day = f"date_diff('day', DATE '1970-01-01', CAST({stamp} AS DATE))"
+        selects.append(
+            f"SELECT CAST({side} AS TINYINT) AS side, {mode} AS mode, "
+            f"CAST({day} AS BIGINT) AS day, "
+            f"CAST(hour({stamp}) * 60 + minute({stamp}) AS INTEGER) AS minute, "
+            f"CAST({_ident(lcol)} AS VARCHAR) AS loc, {unit} AS unit, {row} AS row, "
+            f"CAST({col} AS VARCHAR) AS raw_time FROM {src} WHERE {cond}"
+        )
+    table = engine._name("sbh_events")
+    engine.sql(f"CREATE TABLE {table} AS {' UNION ALL '.join(selects)}")
+    empty_unit = "unit IS NULL OR unit = ''" if unit_column else "FALSE"
+    bad = engine.sql(
+        f"SELECT count(*) FILTER (WHERE minute IS NULL OR day IS NULL), "
+        f"count(*) FILTER (WHERE loc IS NULL OR loc = ''), "
+        f"count(*) FILTER (WHERE {empty_unit}), "
+        f"count(*) FROM {table}"
+    ).fetchone()
+    if bad[3] == 0:
+        raise InputError(f"{path}: no records")
+    if bad[0]:
+        raise InputError(f"{path}: {bad[0]} event(s) without a parsable time or date")
+    if bad[1]:
+        raise InputError(f"{path}: {bad[1]} event(s) without a location")
+    if bad[2]:
+        raise InputError(f"{path}: column '{unit_column}': {bad[2]} empty value(s)")
+    engine.sql(f"ALTER TABLE {table} DROP COLUMN raw_time")
+    return DuckDBEventScan(engine, table, kind, tuple(side for side, *_ in sides))

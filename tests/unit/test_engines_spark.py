@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -20,6 +21,12 @@ from synth.sbh import OpalRelease
 from synth.simulate import _montreal, simulate_sequences, simulate_taps
 
 REASON = spark_available()
+
+
+# PySpark 4.x warns about pandas 3 and passes its deprecated copy=; the results are checked here.
+def QUIET(test: Any) -> Any:  # applied like a mark
+    test = pytest.mark.filterwarnings("ignore:The copy keyword is deprecated")(test)
+    return pytest.mark.filterwarnings("ignore:PySpark does not yet fully support pandas")(test)
 
 
 class ZeroNoise:
@@ -42,7 +49,7 @@ def test_missing_spark_is_a_config_error(monkeypatch: pytest.MonkeyPatch) -> Non
     monkeypatch.delenv("JAVA_HOME", raising=False)
     reason = spark.spark_available()
     assert reason is not None and ("Java runtime" in reason or "needs PySpark" in reason)
-    with pytest.raises(ConfigError, match="Java runtime|needs PySpark"):
+    with pytest.raises(ConfigError, match=r"Java runtime|needs PySpark"):
         spark.SparkEngine()
 
 
@@ -68,7 +75,9 @@ def _tree(source: object, engine: str, time_bins: int | None = None) -> pd.DataF
     return synth.fit(source).tree_  # type: ignore[arg-type]
 
 
+@pytest.mark.slow  # a JVM start-up and a local session: tens of seconds
 @pytest.mark.usefixtures("local_spark")
+@QUIET
 @pytest.mark.parametrize("time_bins", [None, 60])
 def test_spark_prefix_tree_identical(tmp_path: Path, time_bins: int | None) -> None:
     seqs = simulate_sequences(1500, with_time=time_bins is not None, seed=4)
@@ -79,7 +88,9 @@ def test_spark_prefix_tree_identical(tmp_path: Path, time_bins: int | None) -> N
         pd.testing.assert_frame_equal(_tree(tmp_path / "s.parquet", "spark"), ref)
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("local_spark")
+@QUIET
 def test_spark_sbh_identical() -> None:
     taps = simulate_taps(800, seed=5)
     tables = [
