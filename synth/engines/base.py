@@ -12,7 +12,14 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["ENGINES", "Engine", "PrefixCounter", "SBHEvents", "table_spec"]
+__all__ = [
+    "ENGINES",
+    "Engine",
+    "PrefixCounter",
+    "SBHEvents",
+    "event_columns",
+    "table_spec",
+]
 
 ENGINES: tuple[str, ...] = ("memory", "duckdb", "spark")
 
@@ -59,6 +66,21 @@ class SBHEvents:
     minute: np.ndarray
     location: np.ndarray
     unit: np.ndarray | None = None
+
+
+def event_columns(events: SBHEvents, max_contributions: int | None) -> dict[str, np.ndarray]:
+    """The columns an engine counts SBH tables from: ``side, part, minute, loc``, plus ``unit``
+    and the input row ``idx`` (the last bounding tie-break) when contributions are bounded."""
+    cols: dict[str, np.ndarray] = {
+        "side": np.asarray(events.side, dtype=np.int32),
+        "part": np.asarray(events.part, dtype=np.int64),
+        "minute": np.asarray(events.minute, dtype=np.int32),
+        "loc": np.asarray(events.location, dtype=np.int64),
+    }
+    if events.unit is not None and max_contributions is not None:
+        cols["unit"] = np.asarray(events.unit, dtype=np.int64)
+        cols["idx"] = np.arange(len(events.side), dtype=np.int64)
+    return cols
 
 
 def table_spec(name: str) -> tuple[int, bool, bool]:

@@ -29,7 +29,14 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
-from synth.engines.base import Counts, Engine, IntArray, SBHEvents, table_spec
+from synth.engines.base import (
+    Counts,
+    Engine,
+    IntArray,
+    SBHEvents,
+    event_columns,
+    table_spec,
+)
 from synth.errors import ConfigError, InputError
 
 __all__ = ["DuckDBEngine", "DuckDBPrefixCounter"]
@@ -450,17 +457,8 @@ class DuckDBEngine(Engine):
         bin_minutes: int,
         max_contributions: int | None,
     ) -> dict[str, Counts]:
-        cols: dict[str, Any] = {
-            "side": np.asarray(events.side, dtype=np.int8),
-            "part": np.asarray(events.part, dtype=np.int64),
-            "minute": np.asarray(events.minute, dtype=np.int32),
-            "loc": np.asarray(events.location, dtype=np.int64),
-        }
-        bound = events.unit is not None and max_contributions is not None
-        if bound:
-            assert events.unit is not None
-            cols["unit"] = np.asarray(events.unit, dtype=np.int64)
-            cols["idx"] = np.arange(len(events.side), dtype=np.int64)
+        cols = event_columns(events, max_contributions)
+        bound = "unit" in cols
         self.con.register("_events", pa.table(cols))
         kept = self._name("events")
         if bound:

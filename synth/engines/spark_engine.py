@@ -27,7 +27,14 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from synth.engines.base import Counts, Engine, IntArray, SBHEvents, table_spec
+from synth.engines.base import (
+    Counts,
+    Engine,
+    IntArray,
+    SBHEvents,
+    event_columns,
+    table_spec,
+)
 from synth.errors import ConfigError, InputError
 
 __all__ = ["SparkEngine", "SparkPrefixCounter", "spark_available"]
@@ -279,16 +286,8 @@ class SparkEngine(Engine):
         from pyspark.sql import Window
         from pyspark.sql import functions as F
 
-        cols: dict[str, Any] = {
-            "side": np.asarray(events.side, dtype=np.int32),
-            "part": np.asarray(events.part, dtype=np.int64),
-            "minute": np.asarray(events.minute, dtype=np.int32),
-            "loc": np.asarray(events.location, dtype=np.int64),
-        }
-        bound = events.unit is not None and max_contributions is not None
-        if bound:
-            cols["unit"] = np.asarray(events.unit, dtype=np.int64)
-            cols["idx"] = np.arange(len(events.side), dtype=np.int64)
+        cols = event_columns(events, max_contributions)
+        bound = "unit" in cols
         frame = self.session.createDataFrame(pd.DataFrame(cols))
         if bound:
             order = Window.partitionBy("unit", "side").orderBy("minute", "part", "loc", "idx")
