@@ -31,6 +31,7 @@ Generation is vectorised over blocks of :data:`BLOCK` sequences; block ``b`` use
 
 from __future__ import annotations
 
+import inspect
 import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -401,14 +402,11 @@ def write_simulated_sequences(
     fmt = table_format(target)
     if fmt is None:
         raise ConfigError(f"{target}: use a .parquet or .csv file name")
-    defaults: dict[str, Any] = {
-        "mean_length": 4.21,
-        "max_length": 90,
-        "dispersion": 1.5,
-        "home_return": 0.5,
-        "popularity_sigma": 1.0,
-        "distance_scale": None,
-        "date": "2012-01-04",
+    given = ("n", "taxonomy", "coordinates", "with_time", "seed")
+    defaults: dict[str, Any] = {  # the model options of simulate_sequences, with its defaults
+        name: p.default
+        for name, p in inspect.signature(simulate_sequences).parameters.items()
+        if name not in given
     }
     unknown = set(options) - set(defaults)
     if unknown:
