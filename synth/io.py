@@ -15,14 +15,17 @@ import os
 import shutil
 import tempfile
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
 from synth.errors import ConfigError, InputError
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 __all__ = [
     "CSV_SUFFIXES",
@@ -30,8 +33,10 @@ __all__ = [
     "atomic_path",
     "fingerprint",
     "id_strings",
+    "read_arrow",
     "read_table",
     "release_dir",
+    "table_columns",
     "table_format",
     "write_table",
 ]
@@ -70,6 +75,87 @@ def id_strings(series: pd.Series) -> pd.Series:
     return out
 
 
+def _checked(path: str | os.PathLike[str]) -> tuple[Path, str]:
+    p = Path(path)
+    fmt = table_format(p)
+    if fmt is None:
+        raise InputError(
+            f"{p}: unsupported file type (expected {', '.join(CSV_SUFFIXES + PARQUET_SUFFIXES)})"
+        )
+    if not p.is_file():
+        raise InputError(f"{p}: file not found")
+    return p, fmt
+
+
+def _unreadable(p: Path, fmt: str, exc: Exception) -> InputError:
+    msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return InputError(f"{p}: cannot read {fmt.upper()} file: {msg}")
+
+
+def _raw_names(p: Path, fmt: str) -> list[str]:
+    if fmt == "csv":
+        return [str(c) for c in pd.read_csv(p, nrows=0).columns]
+    import pyarrow.parquet as pq
+
+    return list(pq.read_schema(p).names)
+
+
+def table_columns(path: str | os.PathLike[str]) -> list[str]:
+    """The column names of a CSV or Parquet table (stripped, as :func:`read_table` gives them),
+    read from its header or schema only. Raises :class:`InputError` like :func:`read_table`."""
+    p, fmt = _checked(path)
+    try:
+        return [c.strip() for c in _raw_names(p, fmt)]
+    except Exception as exc:
+        raise _unreadable(p, fmt, exc) from exc
+
+
+def read_arrow(
+    path: str | os.PathLike[str],
+    columns: Sequence[str],
+    *,
+    strings: Sequence[str] = (),
+    dictionary: Sequence[str] = (),
+) -> pa.Table:
+    """Read the named columns (stripped names; absent ones are skipped) as a pyarrow Table, in
+    the order asked.
+
+    CSV is parsed as :func:`read_table` does, the ``strings`` columns as text (``007`` stays
+    ``007``). Parquet columns keep their stored types (no ``str`` conversion: callers convert), and
+    its string columns named in ``dictionary`` come dictionary-encoded (a small dictionary plus
+    int32 indices instead of one string per row). Raises :class:`InputError` like
+    :func:`read_table`.
+    """
+    import pyarrow as pa
+
+    p, fmt = _checked(path)
+    try:
+        raw = {c.strip(): c for c in _raw_names(p, fmt)}
+        use = [raw[c] for c in dict.fromkeys(columns) if c in raw]
+        if fmt == "csv":
+            text = {raw[c]: str for c in strings if c in raw}
+            df = pd.read_csv(p, usecols=use, dtype=text, engine="pyarrow")
+            table = pa.Table.from_pandas(df, preserve_index=False)
+        else:
+            import pyarrow.parquet as pq
+
+            schema = pq.read_schema(p)
+            as_dict = [
+                raw[c]
+                for c in dictionary
+                if c in raw
+                and (
+                    pa.types.is_string(schema.field(raw[c]).type)
+                    or pa.types.is_large_string(schema.field(raw[c]).type)
+                )
+            ]
+            table = pq.read_table(p, columns=use, read_dictionary=as_dict or None)
+    except Exception as exc:  # parser errors of pandas / pyarrow, permissions, corrupt files
+        raise _unreadable(p, fmt, exc) from exc
+    table = table.rename_columns([str(c).strip() for c in table.column_names])
+    return table.select([c for c in dict.fromkeys(columns) if c in raw])
+
+
 def read_table(
     path: str | os.PathLike[str],
     *,
@@ -83,14 +169,7 @@ def read_table(
     ``007`` stays ``007``) and is applied after reading for Parquet. Raises :class:`InputError`
     for a missing, unreadable or unsupported file.
     """
-    p = Path(path)
-    fmt = table_format(p)
-    if fmt is None:
-        raise InputError(
-            f"{p}: unsupported file type (expected {', '.join(CSV_SUFFIXES + PARQUET_SUFFIXES)})"
-        )
-    if not p.is_file():
-        raise InputError(f"{p}: file not found")
+    p, fmt = _checked(path)
     try:
         if fmt == "csv":
             header = pd.read_csv(p, nrows=0).columns
@@ -105,11 +184,8 @@ def read_table(
             df = pd.read_parquet(p, columns=use)
             if dtype:
                 df = df.astype({k: v for k, v in dtype.items() if k in df.columns})
-    except InputError:
-        raise
     except Exception as exc:  # parser errors of pandas / pyarrow, permissions, corrupt files
-        msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise InputError(f"{p}: cannot read {fmt.upper()} file: {msg}") from exc
+        raise _unreadable(p, fmt, exc) from exc
     df.columns = [str(c).strip() for c in df.columns]
     return df
 

@@ -9,8 +9,9 @@ Formats (CSV or Parquet, by extension):
   ``date``/``hour``/``minute`` (dates in ISO form or day-first ``dd/mm/yyyy``), and
   ``tipo_trx_tren`` (``CHECK OUT...`` = ``off``) when there is no ``tap`` column.
 * **Sequences** (long format): ``seq_id`` (str), ``pos`` (int, 0-based, contiguous), ``location``
-  (str) and optionally ``time``; sorted by ``seq_id`` (string order), then ``pos``. One sequence =
-  one card (the privacy unit), or one card-day with ``per_day=True``.
+  (str; a categorical of str when loaded from a file) and optionally ``time``; sorted by
+  ``seq_id`` (string order), then ``pos``. One sequence = one card (the privacy unit), or one
+  card-day with ``per_day=True``.
 * **Trips**: one row per trip: ``card_id``, ``on_time`` and any other columns (``date``, ``mode``,
   ``on_stop``, ``off_time``, ``off_stop``, fare, ...).
 
@@ -30,7 +31,7 @@ from __future__ import annotations
 import os
 import warnings
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import numpy as np
 import pandas as pd
@@ -38,7 +39,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from synth.errors import ConfigError, InputError
-from synth.io import id_strings, read_table
+from synth.io import id_strings, read_arrow, read_table, table_columns
 
 if TYPE_CHECKING:
     from synth.taxonomy import Taxonomy
@@ -58,6 +59,10 @@ __all__ = [
 ]
 
 SEQUENCE_COLUMNS = ("seq_id", "pos", "location")
+
+_BLOCK = 1 << 22  # rows per block when filling the sequence matrix
+
+_STR = pd.StringDtype("pyarrow", na_value=np.nan)  # pandas' default ``str`` dtype
 
 #: canonical role -> column names tried in order when the caller does not name the column.
 TAP_ALIASES: dict[str, tuple[str, ...]] = {
@@ -96,10 +101,11 @@ def _read(data: PathOrFrame, id_columns: Sequence[str]) -> pd.DataFrame:
     return read_table(data, dtype={c: str for c in id_columns})
 
 
-def _require(df: pd.DataFrame, columns: Sequence[str], src: str) -> None:
-    missing = [c for c in columns if c not in df.columns]
+def _require(df: pd.DataFrame | Sequence[str], columns: Sequence[str], src: str) -> None:
+    names = list(df.columns) if isinstance(df, pd.DataFrame) else list(df)
+    missing = [c for c in columns if c not in names]
     if missing:
-        found = ", ".join(map(str, df.columns)) or "none"
+        found = ", ".join(map(str, names)) or "none"
         raise InputError(
             f"{src}: missing column(s) {', '.join(repr(c) for c in missing)} (found: {found})"
         )
@@ -120,7 +126,11 @@ def _first_row(mask: pd.Series | np.ndarray) -> int:
 
 
 def _ids(df: pd.DataFrame, column: str, src: str) -> pd.Series:
-    vals = id_strings(df[column])
+    return _checked_ids(df[column], column, src)
+
+
+def _checked_ids(values: pd.Series, column: str, src: str) -> pd.Series:
+    vals = id_strings(values)
     bad = vals.isna() | (vals == "")
     if bad.any():
         raise InputError(f"{src}: column '{column}', row {_first_row(bad)}: empty value")
@@ -231,19 +241,22 @@ def _check_locations(
     return out
 
 
+def _arrow_text(series: pd.Series) -> pa.Array | pa.ChunkedArray:
+    """The values as pyarrow strings (zero-copy, chunks kept, for pandas' arrow-backed ``str``)."""
+    return pa.array(series.array) if series.dtype != object else pa.array(series, type=pa.string())
+
+
 def _arrow_strings(series: pd.Series) -> pa.Array:
     """The values as one pyarrow string array (zero-copy for pandas' arrow-backed ``str``)."""
-    arr = pa.array(series.array) if series.dtype != object else pa.array(series, type=pa.string())
-    if isinstance(arr, pa.ChunkedArray):
-        arr = arr.combine_chunks()
-    return arr
+    arr = _arrow_text(series)
+    return arr.combine_chunks() if isinstance(arr, pa.ChunkedArray) else arr
 
 
 def _codes(series: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     """(codes, uniques) of a string column in first-seen order (arrow hashing: fast)."""
     enc = pc.dictionary_encode(_arrow_strings(series))
-    codes = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
-    return codes, np.asarray(enc.dictionary.to_pylist(), dtype=object)
+    uniques = np.asarray(enc.dictionary.to_pylist(), dtype=object)
+    return enc.indices.to_numpy(zero_copy_only=False), uniques
 
 
 def _in_set(series: pd.Series, allowed: Sequence[str]) -> np.ndarray:
@@ -254,40 +267,82 @@ def _in_set(series: pd.Series, allowed: Sequence[str]) -> np.ndarray:
     return np.isin(uniques, np.asarray(list(allowed), dtype=object))[codes]
 
 
+def _index_dtype(n: int) -> type[np.signedinteger]:
+    """int32 for row/sequence indices when they fit (half the memory of int64), else int64."""
+    return np.int32 if n < np.iinfo(np.int32).max else np.int64
+
+
 def _sorted_codes(series: pd.Series) -> np.ndarray:
     """Codes of a string column that follow its sorted order (like ``pd.factorize(sort=True)``).
 
-    Input already sorted (the usual case for files this library wrote) costs one comparison pass;
-    otherwise the distinct values are hashed (arrow) and only they are sorted.
+    Input already sorted (the usual case for files this library wrote) costs one comparison of
+    adjacent values, then one of adjacent runs; otherwise the distinct values are hashed (arrow)
+    and only they are sorted. int32 when the column has fewer than 2**31 rows.
     """
     n = len(series)
     if n < 2:
         return np.zeros(n, dtype=np.int64)
-    arr = _arrow_strings(series)
-    head, tail = arr.slice(0, n - 1), arr.slice(1)
-    if pc.all(pc.less_equal(head, tail)).as_py():
-        change = pc.not_equal(head, tail).to_numpy(zero_copy_only=False)
-        codes = np.empty(n, dtype=np.int64)
-        codes[0] = 0
-        np.cumsum(change, out=codes[1:])
-        return codes
-    enc = pc.dictionary_encode(arr)
-    order = pc.sort_indices(enc.dictionary).to_numpy()
-    rank = np.empty(len(order), dtype=np.int64)
-    rank[order] = np.arange(len(order))
-    return rank[enc.indices.to_numpy(zero_copy_only=False)]
+    arr = _chunked(_arrow_text(series))
+    run, starts = _runs(arr)
+    first = _take_sorted(arr, starts)
+    k = len(first)
+    if k < 2 or pc.all(pc.less(first.slice(0, k - 1), first.slice(1))).as_py():
+        return run
+    del run
+    return _rank_codes(arr)[0]
+
+
+def _rank_codes(values: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, pa.Array]:
+    """(code of each value = rank of its distinct value in sorted order, the sorted distinct
+    values): hashes the values once (arrow), sorts the distinct ones only."""
+    enc = pc.dictionary_encode(values)
+    if isinstance(enc, pa.ChunkedArray):
+        enc = enc.unify_dictionaries()
+        dictionary = enc.chunk(0).dictionary if enc.num_chunks else pa.array([], pa.string())
+        indices = _numpy(pa.chunked_array([c.indices for c in enc.chunks], type=pa.int32()))
+    else:
+        dictionary, indices = enc.dictionary, _numpy(enc.indices)
+    order = pc.sort_indices(dictionary).to_numpy()
+    rank = np.empty(len(order), dtype=_index_dtype(len(values)))
+    rank[order] = np.arange(len(order), dtype=rank.dtype)
+    return rank[indices], dictionary.take(pa.array(order))
+
+
+def _numpy(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """A null-free arrow array as numpy (zero-copy when it is one chunk)."""
+    if isinstance(values, pa.ChunkedArray) and values.num_chunks == 1:
+        values = values.chunk(0)
+    return values.to_numpy(zero_copy_only=False)
+
+
+def _numbered(pos: np.ndarray, sorted_codes: np.ndarray) -> bool:
+    """Whether ``pos`` already equals ``_group_positions(sorted_codes)`` (checked by blocks):
+    0 where a run of codes starts, else one more than the row before."""
+    n = pos.size
+    if n and pos[0] != 0:
+        return False
+    for start in range(1, n, _BLOCK):
+        stop = min(start + _BLOCK, n)
+        new = sorted_codes[start:stop] != sorted_codes[start - 1 : stop - 1]
+        if np.any(pos[start:stop][new]):
+            return False
+        # a run start has a step <= 0: the steps other than 1 must be exactly the run starts
+        step = pos[start:stop] - pos[start - 1 : stop - 1]
+        if np.count_nonzero(step != 1) != np.count_nonzero(new):
+            return False
+    return True
 
 
 def _group_positions(sorted_codes: np.ndarray) -> np.ndarray:
     """0-based position of each element within its run of equal (sorted) codes."""
     n = sorted_codes.size
+    out = np.ones(n, dtype=np.int64)
     if n == 0:
-        return np.zeros(0, dtype=np.int64)
-    idx = np.arange(n, dtype=np.int64)
-    start = np.empty(n, dtype=bool)
-    start[0] = True
-    np.not_equal(sorted_codes[1:], sorted_codes[:-1], out=start[1:])
-    return idx - np.maximum.accumulate(np.where(start, idx, 0))
+        return out
+    starts = np.flatnonzero(sorted_codes[1:] != sorted_codes[:-1]) + 1
+    out[0] = 0
+    out[starts] = 1 - np.diff(starts, prepend=0)  # back to 0 at each run start
+    return np.cumsum(out, out=out)
 
 
 def _times(
@@ -461,63 +516,358 @@ def load_sequences(
     :func:`load_taps` (``location_column`` default ``stop_id``; ``tap_options`` are its column
     options) and grouped by :func:`sequences_from_taps`. Unknown locations follow ``on_unknown``;
     dropped rows are counted in ``attrs["dropped_unknown"]`` and positions renumbered.
+
+    Long format read from a file (or given with a categorical location column) comes back with
+    ``location`` as a pandas categorical of str (sorted categories: one byte per row instead of
+    one string); from a DataFrame with str locations, as str. Ids are handled as arrow text and
+    integer codes throughout (no Python string per row).
     """
     src = _source(data)
     unknown_opts = sorted(set(tap_options) - set(_TAP_OPTIONS))
     if unknown_opts:
         raise ConfigError(f"load_sequences: unknown option(s) {', '.join(unknown_opts)}")
     loc = location_column or "location"
+    wanted = ("seq_id", "pos", loc, "time")
     if isinstance(data, pd.DataFrame):
         df = data.reset_index(drop=True)
+        if {"seq_id", "pos"}.issubset(df.columns):
+            _require(df, [loc], src)
+            cols: dict[str, pa.ChunkedArray | pd.Series] = {c: df[c] for c in wanted if c in df}
+            categorical = isinstance(df[loc].dtype, pd.CategoricalDtype)
+            return _long_format(cols, loc, src, taxonomy, on_unknown, categorical=categorical)
     else:
+        names = table_columns(data)
+        if {"seq_id", "pos"}.issubset(names):
+            _require(names, [loc], src)
+            table = read_arrow(data, wanted, strings=("seq_id", loc), dictionary=(loc,))
+            cols = {c: table.column(c) for c in table.column_names}
+            del table
+            return _long_format(cols, loc, src, taxonomy, on_unknown, categorical=True)
         ids = ("seq_id", loc, location_column or "stop_id", tap_options.get("card_column"))
         df = read_table(data, dtype={c: str for c in (*ids, *TAP_ALIASES["card_id"]) if c})
-    if not {"seq_id", "pos"}.issubset(df.columns):
-        stop_col = location_column or "stop_id"
-        taps = _taps_from_frame(
-            df,
-            src,
-            location_column=stop_col,
-            card_column=tap_options.get("card_column"),
-            time_column=tap_options.get("time_column"),
-            date_column=tap_options.get("date_column"),
-            hour_column=tap_options.get("hour_column"),
-            minute_column=tap_options.get("minute_column"),
-            date_format=tap_options.get("date_format"),
-            taxonomy=taxonomy,
-            on_unknown=on_unknown,
-        )
-        return sequences_from_taps(taps, location_column=stop_col, per_day=per_day)
-    _require(df, [loc], src)
-    _nonempty(df, src)
-    seq_id = _ids(df, "seq_id", src)
-    pos = _int_column(df["pos"], "pos", src, 0, None)
-    out = pd.DataFrame({"seq_id": seq_id, "pos": pos, "location": _ids(df, loc, src)})
-    if "time" in df.columns:
-        out["time"] = df["time"]
-    codes = _sorted_codes(out["seq_id"])
-    same = codes[1:] == codes[:-1]
-    if np.all(codes[1:] >= codes[:-1]) and np.all(pos[1:][same] > pos[:-1][same]):  # sorted
-        order = np.arange(len(out))
+    stop_col = location_column or "stop_id"
+    taps = _taps_from_frame(
+        df,
+        src,
+        location_column=stop_col,
+        card_column=tap_options.get("card_column"),
+        time_column=tap_options.get("time_column"),
+        date_column=tap_options.get("date_column"),
+        hour_column=tap_options.get("hour_column"),
+        minute_column=tap_options.get("minute_column"),
+        date_format=tap_options.get("date_format"),
+        taxonomy=taxonomy,
+        on_unknown=on_unknown,
+    )
+    return sequences_from_taps(taps, location_column=stop_col, per_day=per_day)
+
+
+Column: TypeAlias = pa.ChunkedArray | pd.Series
+
+
+def _str_array(values: pa.Array | pa.ChunkedArray) -> pd.api.extensions.ExtensionArray:
+    """Arrow text as pandas' default ``str`` array, sharing the arrow buffers."""
+    return pd.array(_chunked(values), dtype=_STR)
+
+
+def _fallback_series(values: Column) -> pd.Series:
+    """The column as :func:`synth.io.read_table` gives it with ``dtype=str`` (slow path)."""
+    if isinstance(values, pd.Series):
+        return values.reset_index(drop=True)
+    return values.to_pandas().astype(str)
+
+
+def _chunked(values: pa.Array | pa.ChunkedArray) -> pa.ChunkedArray:
+    return values if isinstance(values, pa.ChunkedArray) else pa.chunked_array([values])
+
+
+def _id_text(values: Column, column: str, src: str) -> pa.ChunkedArray:
+    """An id column as arrow text without nulls, not yet normalised (see :func:`_normalized`).
+
+    Strings (and arrow-backed ``str`` columns) are used as they are, without a copy; integers
+    become their decimal text; anything else, and any column with missing values, goes through
+    :func:`synth.io.id_strings` (which raises on a missing value).
+    """
+    arr: pa.Array | pa.ChunkedArray | None = None
+    if isinstance(values, pd.Series):
+        if isinstance(values.dtype, pd.StringDtype):
+            arr = pa.array(values.array)
+    elif pa.types.is_string(values.type) or pa.types.is_large_string(values.type):
+        arr = values
+    elif pa.types.is_integer(values.type) and not pa.types.is_uint64(values.type):
+        arr = pc.cast(values, pa.string())
+    elif pa.types.is_dictionary(values.type) and (
+        pa.types.is_string(values.type.value_type)
+        or pa.types.is_large_string(values.type.value_type)
+    ):
+        arr = pc.cast(values, values.type.value_type)
+    if arr is None or arr.null_count:
+        arr = pa.array(_checked_ids(_fallback_series(values), column, src).array)
+    return _chunked(arr)
+
+
+def _normalized(values: pa.Array | pa.ChunkedArray, column: str, src: str, rows: Any) -> pa.Array:
+    """:func:`synth.io.id_strings` applied to the distinct (or run) values of an id column.
+
+    ``values[0]`` must be the column's first value (its ``.0`` rule looks at it) and ``rows(i)``
+    the first 1-based row holding ``values[i]``: an empty value raises InputError naming it.
+    """
+    norm = id_strings(pd.Series(_str_array(values)))
+    bad = (norm.isna() | (norm == "")).to_numpy()
+    if bad.any():
+        row = rows(np.flatnonzero(bad))
+        raise InputError(f"{src}: column '{column}', row {row}: empty value")
+    out = pa.array(norm.array)
+    return out.combine_chunks() if isinstance(out, pa.ChunkedArray) else out
+
+
+def _take_sorted(values: pa.ChunkedArray, rows: np.ndarray) -> pa.Array:
+    """``values.take(rows)`` for increasing ``rows``, chunk by chunk (arrow's take on a chunked
+    array first concatenates all the chunks)."""
+    parts, offset = [], 0
+    bounds = np.searchsorted(rows, np.cumsum([len(c) for c in values.chunks]))
+    lo = 0
+    for chunk, hi in zip(values.chunks, bounds, strict=True):
+        parts.append(chunk.take(pa.array(rows[lo:hi] - offset)))
+        offset, lo = offset + len(chunk), hi
+    return pa.concat_arrays(parts) if parts else pa.array([], values.type)
+
+
+def _plain_ids(values: pa.Array) -> bool:
+    """True when :func:`synth.io.id_strings` leaves every value as it is and none is empty: none
+    has white space to strip (arrow's strip, as pandas' ``str.strip``) and the first does not
+    end with ``.0``."""
+    if len(values) == 0:
+        return True
+    if values[0].as_py().endswith(".0"):
+        return False
+    length = pc.binary_length(values)
+    if pc.any(pc.equal(length, 0)).as_py():
+        return False
+    return bool(pc.all(pc.equal(pc.binary_length(pc.utf8_trim_whitespace(values)), length)).as_py())
+
+
+def _runs(values: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
+    """(run number of each row, first row of each run) for runs of equal adjacent values."""
+    n = len(values)
+    run = np.zeros(n, dtype=_index_dtype(n))
+    if n < 2:
+        return run, np.zeros(min(n, 1), dtype=np.int64)
+    change = pc.not_equal(values.slice(0, n - 1), values.slice(1)).to_numpy(zero_copy_only=False)
+    np.cumsum(change, dtype=run.dtype, out=run[1:])
+    starts = np.flatnonzero(change)
+    del change
+    starts += 1
+    return run, np.concatenate(([0], starts))
+
+
+def _seq_codes(values: pa.ChunkedArray, src: str) -> tuple[np.ndarray, pa.Array, bool]:
+    """(sorted-order code of each row, the sorted distinct normalised ids, whether normalising
+    changed nothing). Only the runs of equal adjacent ids are looked at: for input sorted by
+    ``seq_id`` nothing is hashed."""
+    run, starts = _runs(values)
+    first = _take_sorted(values, starts)
+    if _plain_ids(first):
+        norm, same = first, True
     else:
-        order = np.lexsort((pos, codes))
-    sc, sp = codes[order], pos[order]
-    dup = np.flatnonzero((sc[1:] == sc[:-1]) & (sp[1:] == sp[:-1]))
-    if dup.size:
-        row = int(order[dup[0] + 1]) + 1
-        raise InputError(
-            f"{src}: column 'pos', row {row}: duplicate position {int(sp[dup[0]])} "
-            f"in sequence {out['seq_id'].iloc[row - 1]!r}"
-        )
-    if not np.array_equal(order, np.arange(len(out))):
-        out = out.iloc[order].reset_index(drop=True)
-    out = _check_locations(out, "location", taxonomy, on_unknown, src)
-    dropped = out.attrs.get("dropped_unknown")
-    sorted_codes = _sorted_codes(out["seq_id"]) if dropped else codes[order]
-    out["pos"] = _group_positions(sorted_codes)
+        norm = _normalized(first, "seq_id", src, lambda bad: int(starts[bad[0]]) + 1)
+        same = bool(pc.all(pc.equal(norm, first.cast(norm.type))).as_py())
+    k = len(norm)
+    if k < 2 or pc.all(pc.less(norm.slice(0, k - 1), norm.slice(1))).as_py():
+        return run, norm, same
+    codes, uniques = _rank_codes(norm)
+    return codes[run], uniques, same
+
+
+def _code_dtype(n_categories: int) -> type[np.signedinteger]:
+    for dtype in (np.int8, np.int16, np.int32):
+        if n_categories < np.iinfo(dtype).max:
+            return dtype
+    return np.int64
+
+
+def _as_dictionary(values: Column) -> pa.ChunkedArray | None:
+    """The column as arrow dictionary-encoded text when it is stored so already (Parquet
+    dictionary pages, pandas categoricals) and has no missing value; else None."""
+    if isinstance(values, pd.Series):
+        if not isinstance(values.dtype, pd.CategoricalDtype):
+            return None
+        values = _chunked(pa.array(values.array))
+    if not pa.types.is_dictionary(values.type) or values.null_count:
+        return None
+    kind = values.type.value_type
+    return values if pa.types.is_string(kind) or pa.types.is_large_string(kind) else None
+
+
+def _location_codes(values: Column, column: str, src: str) -> tuple[np.ndarray, pa.Array]:
+    """(code of each row, the sorted distinct normalised locations).
+
+    A dictionary-encoded column is used chunk by chunk as it is; others are hashed once (arrow).
+    Only the distinct values are normalised; the codes are as narrow as the categories allow.
+    """
+    encoded = _as_dictionary(values)
+    if encoded is None:
+        encoded = pc.dictionary_encode(_id_text(values, column, src))
+    chunks = [c for c in encoded.chunks if len(c)]
+    del values, encoded
+    # the distinct values of every chunk's dictionary, the first row's value first (".0" rule)
+    parts = [c.dictionary.take(c.indices.slice(0, 1)) for c in chunks[:1]]
+    for c in chunks:
+        used = np.flatnonzero(np.bincount(c.indices.to_numpy(zero_copy_only=False)))
+        parts.append(c.dictionary.take(pa.array(used)))
+    kind = chunks[0].dictionary.type if chunks else pa.string()
+    union = pc.unique(pa.chunked_array(parts, type=kind))
+
+    def slots(chunk: pa.DictionaryArray) -> np.ndarray:
+        """Position in ``union`` of each entry of the chunk's dictionary (unused ones: 0)."""
+        found = pc.index_in(chunk.dictionary, value_set=union).fill_null(0)
+        return found.to_numpy(zero_copy_only=False)
+
+    def first_row(bad: np.ndarray) -> int:
+        offset = 0
+        for c in chunks:
+            rows = np.flatnonzero(np.isin(slots(c), bad)[c.indices.to_numpy(zero_copy_only=False)])
+            if rows.size:
+                return offset + int(rows[0]) + 1
+            offset += len(c)
+        raise AssertionError("no row holds the bad value")
+
+    norm = _normalized(union, column, src, first_row)
+    codes, uniques = _rank_codes(norm)
+    codes = codes.astype(_code_dtype(len(uniques)))
+    out = np.empty(sum(len(c) for c in chunks), dtype=codes.dtype)
+    offset = 0
+    for c in chunks:
+        out[offset : offset + len(c)] = codes[slots(c)][c.indices.to_numpy(zero_copy_only=False)]
+        offset += len(c)
+    return out, uniques
+
+
+def _positions(values: Column, src: str) -> np.ndarray:
+    """``pos`` as int64 (non-negative integers; errors name the row as :func:`_int_column`)."""
+    arr: np.ndarray | None = None
+    if isinstance(values, pd.Series):
+        if isinstance(values.dtype, np.dtype) and values.dtype.kind in "iu":
+            arr = values.to_numpy()
+    elif pa.types.is_integer(values.type) and values.null_count == 0:
+        arr = _numpy(values)
+    if arr is None or arr.dtype == np.uint64 or (arr.size and arr.min() < 0):
+        series = values if isinstance(values, pd.Series) else values.to_pandas()
+        return _int_column(series.reset_index(drop=True), "pos", src, 0, None)
+    return arr.astype(np.int64, copy=False)
+
+
+def _long_format(
+    cols: dict[str, Column],
+    loc: str,
+    src: str,
+    taxonomy: Taxonomy | None,
+    on_unknown: str,
+    *,
+    categorical: bool,
+) -> pd.DataFrame:
+    """Validate, sort and renumber long-format columns (see :func:`load_sequences`).
+
+    Ids are never turned into Python strings: runs of ``seq_id`` and the dictionary of the
+    location column are worked on, codes are int32 (or narrower), and the frame is built from
+    arrow buffers. ``location`` comes back categorical (sorted categories) when ``categorical``.
+    """
+    if len(cols["seq_id"]) == 0:
+        raise InputError(f"{src}: no rows (empty input)")
+    seq = _id_text(cols.pop("seq_id"), "seq_id", src)
+    seq_code, uniques, seq_same = _seq_codes(seq, src)
+    if not seq_same:
+        del seq
+    pos = _positions(cols.pop("pos"), src)
+    loc_code, categories = _location_codes(cols.pop(loc), loc, src)
+    time = cols.get("time")
+    ordered = bool(np.all(seq_code[1:] >= seq_code[:-1]))
+    numbered = ordered and _numbered(pos, seq_code)  # sorted, positions 0, 1, ...: the usual
+    order = None
+    if not numbered and not (
+        ordered and not np.any((seq_code[1:] == seq_code[:-1]) & (pos[1:] <= pos[:-1]))
+    ):
+        order = np.lexsort((pos, seq_code))
+        seq_code, pos, loc_code = seq_code[order], pos[order], loc_code[order]
+        dup = np.flatnonzero((seq_code[1:] == seq_code[:-1]) & (pos[1:] == pos[:-1]))
+        if dup.size:
+            row = int(order[dup[0] + 1]) + 1
+            raise InputError(
+                f"{src}: column 'pos', row {row}: duplicate position {int(pos[dup[0]])} "
+                f"in sequence {uniques[int(seq_code[dup[0]])].as_py()!r}"
+            )
+    keep, dropped = _known_locations(loc_code, categories, taxonomy, on_unknown, src)
+    if keep is not None:
+        seq_code, pos, loc_code = seq_code[keep], pos[keep], loc_code[keep]
+        present = np.bincount(loc_code, minlength=len(categories)) > 0
+        loc_code = (np.cumsum(present) - 1).astype(loc_code.dtype)[loc_code]
+        categories = categories.filter(pa.array(present))
+    if seq_same:  # the input strings, without a copy when nothing moved
+        ids = seq if order is None else seq.take(pa.array(order))
+        ids = ids if keep is None else ids.filter(pa.array(keep))
+        del seq
+    else:
+        ids = uniques.take(pa.array(seq_code))
+    if not (numbered and keep is None) and not _numbered(pos, seq_code):
+        del pos
+        pos = _group_positions(seq_code)
+    del seq_code
+    labels = pd.Index(_str_array(categories))
+    out = pd.DataFrame(
+        {
+            "seq_id": pd.Series(_str_array(ids), copy=False),
+            "pos": pos,
+            "location": (
+                pd.Categorical.from_codes(loc_code, categories=labels)
+                if categorical
+                else _str_array(categories.take(pa.array(loc_code)))
+            ),
+        },
+        copy=False,
+    )
+    if time is not None:
+        t = time.reset_index(drop=True) if isinstance(time, pd.Series) else time.to_pandas()
+        if order is not None:
+            t = t.take(order).reset_index(drop=True)
+        out["time"] = t if keep is None else t[keep].reset_index(drop=True)
     if dropped is not None:
         out.attrs["dropped_unknown"] = dropped
     return out
+
+
+def _known_locations(
+    codes: np.ndarray,
+    categories: pa.Array,
+    taxonomy: Taxonomy | None,
+    on_unknown: str,
+    src: str,
+) -> tuple[np.ndarray | None, int | None]:
+    """The unknown-location policy on (sorted) location codes: (rows to keep or None if all,
+    number dropped or None without a taxonomy). Messages as :func:`_check_locations`."""
+    if on_unknown not in ("error", "drop"):
+        raise ConfigError(f"on_unknown must be 'error' or 'drop', got {on_unknown!r}")
+    if taxonomy is None:
+        return None, None
+    names = np.asarray(categories.to_pylist(), dtype=object)
+    known = np.isin(names, np.asarray(list(taxonomy.leaves()), dtype=object))
+    if known.all():
+        return None, 0
+    keep = known[codes]
+    n, k = int(keep.size - np.count_nonzero(keep)), int((~known).sum())
+    if on_unknown == "error":
+        row = _first_row(~keep)
+        raise InputError(
+            f"{src}: column 'location', row {row}: location {names[codes[row - 1]]!r} is not in "
+            f"the taxonomy {taxonomy.source} ({n} rows, {k} distinct unknown locations; "
+            "pass on_unknown='drop' to drop them)"
+        )
+    warnings.warn(
+        f"{src}: dropped {n} rows ({k} distinct locations) of column 'location' not in the "
+        f"taxonomy {taxonomy.source}",
+        UnknownLocationWarning,
+        stacklevel=4,
+    )
+    return keep, n
 
 
 def truncate_sequences(seqs: pd.DataFrame, height: int) -> pd.DataFrame:
@@ -544,23 +894,36 @@ def encode_sequences(
     loc_index = pd.Index(list(locations))
     if not loc_index.is_unique:
         raise ConfigError("locations must be distinct")
-    pos = seqs["pos"].to_numpy(dtype=np.int64)
+    pos = seqs["pos"].to_numpy()
     if len(seqs) == 0:
         return np.full((0, int(height or 0)), -1, dtype=np.int32)
     row = _sorted_codes(seqs["seq_id"])
     n = int(row.max()) + 1
-    idx, uniques = _codes(seqs["location"])
-    code = loc_index.get_indexer(pd.Index(uniques))[idx]
-    if (code < 0).any():
-        bad = _first_row(code < 0)
+    column = seqs["location"]
+    if isinstance(column.dtype, pd.CategoricalDtype):  # codes of the categories: nothing hashed
+        idx = column.cat.codes.to_numpy()
+        mapping = loc_index.get_indexer(column.cat.categories)
+    else:
+        idx, uniques = _codes(column)
+        mapping = loc_index.get_indexer(pd.Index(uniques))
+    mapping = np.append(mapping, -1).astype(np.int32)  # code -1 (a missing value) -> -1
+    missing = (mapping < 0)[idx]
+    if missing.any():
+        bad = _first_row(missing)
         raise InputError(
-            f"sequences: column 'location', row {bad}: {seqs['location'].iloc[bad - 1]!r} "
+            f"sequences: column 'location', row {bad}: {column.iloc[bad - 1]!r} "
             "is not in the location list"
         )
+    del missing
     width = int(height) if height is not None else (int(pos.max()) + 1 if pos.size else 0)
-    keep = pos < width
     mat = np.full((n, width), -1, dtype=np.int32)
-    mat[row[keep], pos[keep]] = code[keep]
+    flat = mat.reshape(-1)
+    for start in range(0, pos.size, _BLOCK):  # bounded temporaries
+        stop = start + _BLOCK
+        p = pos[start:stop].astype(np.int64)
+        keep = p < width
+        cell = row[start:stop][keep] * np.int64(width) + p[keep]
+        flat[cell] = mapping[idx[start:stop][keep]]
     return mat
 
 

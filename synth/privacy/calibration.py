@@ -17,10 +17,11 @@ import math
 
 import mpmath
 import numpy as np
-from scipy.optimize import minimize_scalar
-from scipy.special import logsumexp
 
 from synth.errors import ConfigError
+
+# scipy is imported where it is used: releases that use none of these calibrations (the prefix
+# tree's discrete Laplace) start without it.
 
 __all__ = [
     "analytic_gaussian_sigma",
@@ -95,6 +96,8 @@ def analytic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1
 
 def _log_upper_tail(sigma: float, m: int) -> float:
     """``log sum_{y >= m} exp(-y²/2σ²)`` for an integer ``m >= 0`` (chunked float64 log-sum-exp)."""
+    from scipy.special import logsumexp
+
     two_s2 = 2.0 * sigma * sigma
     n_terms = int(_TAIL_SIGMAS * sigma) + 2
     logs = []
@@ -138,6 +141,8 @@ def discrete_gaussian_vector_privacy(
 
     Via zCDP: ρ = Δ²/2σ² (CKS 2020, Theorem 14) and CKS Corollary 13, optimised over α > 1.
     """
+    from scipy.optimize import minimize_scalar
+
     sig, eps = check_sensitivity(sigma), check_epsilon(epsilon)
     sens = check_sensitivity(sensitivity)
     rho = sens * sens / (2 * sig * sig)

@@ -8,7 +8,16 @@ import pandas as pd
 import pytest
 
 from synth.errors import ConfigError, InputError
-from synth.io import atomic_path, fingerprint, id_strings, read_table, release_dir, write_table
+from synth.io import (
+    atomic_path,
+    fingerprint,
+    id_strings,
+    read_arrow,
+    read_table,
+    release_dir,
+    table_columns,
+    write_table,
+)
 
 
 @pytest.fixture
@@ -44,6 +53,30 @@ def test_read_errors(tmp_path: Path) -> None:
     corrupt.write_bytes(b"not parquet at all")
     with pytest.raises(InputError, match="cannot read PARQUET"):
         read_table(corrupt)
+
+
+def test_read_arrow(tmp_path: Path) -> None:
+    csv = tmp_path / "t.csv"
+    csv.write_text(" seq_id ,pos,location\n007,0,x\n008,1,y\n")
+    assert table_columns(csv) == ["seq_id", "pos", "location"]
+    table = read_arrow(csv, ["seq_id", "location", "absent"], strings=["seq_id"])
+    assert table.column_names == ["seq_id", "location"]
+    assert table.column("seq_id").to_pylist() == ["007", "008"]  # text, not numbers
+    pq = tmp_path / "t.parquet"
+    write_table(pd.DataFrame({"seq_id": ["a", "b"], "pos": [0, 1], "location": ["x", "x"]}), pq)
+    table = read_arrow(pq, ["location", "pos"], dictionary=["location"])
+    assert table.column_names == ["location", "pos"]
+    assert str(table.column("location").type).startswith("dictionary")
+    assert table.column("location").to_pylist() == ["x", "x"]
+    for call in (table_columns, lambda p: read_arrow(p, ["a"])):
+        with pytest.raises(InputError, match="file not found"):
+            call(tmp_path / "missing.parquet")
+        with pytest.raises(InputError, match="unsupported file type"):
+            call(tmp_path / "data.xlsx")
+    corrupt = tmp_path / "bad.parquet"
+    corrupt.write_bytes(b"not parquet at all")
+    with pytest.raises(InputError, match="cannot read PARQUET"):
+        read_arrow(corrupt, ["a"])
 
 
 def test_write_unknown_extension(tmp_path: Path, frame: pd.DataFrame) -> None:

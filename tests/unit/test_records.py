@@ -338,3 +338,83 @@ def test_real_sube(shared_data: Path) -> None:
     assert set(seqs["location"]) <= set(tax.leaves())
     m = encode_sequences(seqs, tax.leaves(), height=8)
     assert m.shape == (9991, 8) and (m[:, 0] >= 0).all()
+
+
+def _reference(df: pd.DataFrame) -> pd.DataFrame:
+    """Long-format loading spelled out in pandas: stripped ids, sorted, positions renumbered."""
+    out = pd.DataFrame(
+        {
+            "seq_id": df["seq_id"].astype(str).str.strip(),
+            "pos": df["pos"].astype(np.int64),
+            "location": df["location"].astype(str).str.strip(),
+        }
+    )
+    out = out.sort_values(["seq_id", "pos"], kind="stable").reset_index(drop=True)
+    out["pos"] = out.groupby("seq_id").cumcount().astype(np.int64)
+    return out
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_long_format_files_match_reference(tmp_path: Path, seed: int) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rng = np.random.default_rng(seed)
+    n = 400
+    ids = rng.choice(["a", " a", "b", "007", "7 ", "c", "zz", "10", "9"], n)
+    locs = rng.choice(["x", "y ", "z", "Café", " x"], n)
+    df = pd.DataFrame({"seq_id": ids, "pos": rng.permutation(n) * 3, "location": locs})
+    if seed % 2:  # sorted input, positions already 0, 1, ...
+        df = _reference(df)
+    expected = _reference(df)
+    frames = {"frame": load_sequences(df)}
+    for kind in ("csv", "parquet", "dict"):
+        path = tmp_path / f"s-{kind}.{'csv' if kind == 'csv' else 'parquet'}"
+        if kind == "dict":  # categorical location, many row groups
+            table = pa.Table.from_pandas(df.astype({"location": "category"}), preserve_index=False)
+            pq.write_table(table, path, row_group_size=37)
+        else:
+            write_table(df, path)
+        frames[kind] = load_sequences(path)
+    for kind, got in frames.items():
+        assert list(got.columns) == ["seq_id", "pos", "location"], kind
+        assert got["pos"].dtype == np.int64 and got["seq_id"].dtype == expected["seq_id"].dtype
+        categorical = kind != "frame"  # files: categorical location, sorted categories
+        assert isinstance(got["location"].dtype, pd.CategoricalDtype) == categorical
+        if categorical:
+            assert list(got["location"].cat.categories) == sorted(set(expected["location"]))
+        assert got.astype({"location": str}).equals(expected), kind
+        locations = sorted(set(expected["location"]))
+        assert (encode_sequences(got, locations) == encode_sequences(expected, locations)).all()
+
+
+def test_long_format_file_errors_name_the_row(tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    df = pd.DataFrame({"seq_id": ["a", "a", "b", "b"], "pos": [0, 1, 0, 1]})
+    cases = {
+        "location', row 3: empty value": df.assign(location=["x", "y", None, "x"]),
+        "location', row 4: empty value": df.assign(location=["x", "y", "x", " "]),
+        "seq_id', row 2: empty value": df.assign(seq_id=["a", None, "b", "b"], location="x"),
+        "pos', row 4: duplicate position 0 in sequence 'b'": df.assign(
+            pos=[0, 1, 0, 0], location="x"
+        ),
+        "pos', row 2: -1 is not an integer >= 0": df.assign(pos=[0, -1, 0, 1], location="x"),
+    }
+    for i, (message, frame) in enumerate(cases.items()):
+        for categorical in (False, True):
+            path = tmp_path / f"bad{i}{categorical}.parquet"
+            if categorical:
+                frame = frame.astype({"location": "category"})
+            pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), path)
+            with pytest.raises(InputError, match=f"bad{i}{categorical}.parquet: column '{message}"):
+                load_sequences(path)
+    small = Taxonomy.from_edges([("x", "L"), ("L", "root")])
+    path = tmp_path / "unknown.parquet"
+    write_table(df.assign(location=["x", "q", "x", "x"]), path)
+    with pytest.raises(InputError, match=r"row 2: location 'q' is not in the taxonomy"):
+        load_sequences(path, taxonomy=small)
+    with pytest.warns(UnknownLocationWarning, match="dropped 1 rows"):
+        out = load_sequences(path, taxonomy=small, on_unknown="drop")
+    assert out["pos"].tolist() == [0, 0, 1] and list(out["location"].cat.categories) == ["x"]
