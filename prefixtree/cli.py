@@ -17,7 +17,7 @@ import argparse
 import os
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +26,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
-from prefixtree.synthesizer import VARIANTS, PrefixTreeSynthesizer
+from prefixtree.synthesizer import THRESHOLD_RULES, VARIANTS, PrefixTreeSynthesizer
 from synth.cli import (
     add_engine_options,
     add_quiet_option,
@@ -61,17 +61,39 @@ def read_locations(path: str) -> list[str]:
     return out
 
 
-def write_release(frame: object, path: Path) -> None:
-    """Write the released long-format frame as CSV or Parquet (chosen by ``path``'s suffix)."""
-    table = pa.Table.from_pandas(frame, preserve_index=False)
-    if path.suffix == ".parquet":  # categorical columns stay dictionary-encoded (read back as str)
-        pq.write_table(table, path, compression="zstd")
-        return
-    columns = [
-        col.dictionary_decode() if pa.types.is_dictionary(col.type) else col
-        for col in (c.combine_chunks() for c in table.columns)
-    ]
-    pacsv.write_csv(pa.table(columns, names=table.column_names), path)
+def write_release(frames: pd.DataFrame | Iterable[pd.DataFrame], path: Path) -> int:
+    """Write the released long-format frame, or its chunks in order (e.g.
+    :meth:`~prefixtree.PrefixTreeSynthesizer.iter_sample`), as CSV or Parquet (chosen by
+    ``path``'s suffix), one chunk at a time; returns the number of rows written. The chunks must
+    share their columns and dtypes; the file is the same as for their concatenation.
+    """
+    chunks = [frames] if isinstance(frames, pd.DataFrame) else frames
+    parquet = path.suffix == ".parquet"
+    writer: pq.ParquetWriter | pacsv.CSVWriter | None = None
+    rows = 0
+    try:
+        for frame in chunks:
+            table = pa.Table.from_pandas(frame, preserve_index=False)
+            if not parquet:  # categorical columns stay dictionary-encoded in Parquet only
+                columns = [
+                    col.dictionary_decode() if pa.types.is_dictionary(col.type) else col
+                    for col in (c.combine_chunks() for c in table.columns)
+                ]
+                table = pa.table(columns, names=table.column_names)
+            if writer is None:
+                writer = (
+                    pq.ParquetWriter(path, table.schema, compression="zstd")
+                    if parquet
+                    else pacsv.CSVWriter(path, table.schema)
+                )
+            writer.write_table(table)
+            rows += table.num_rows
+    finally:
+        if writer is not None:
+            writer.close()
+    if writer is None:
+        raise ValueError("write_release: no frame to write")
+    return rows
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -107,6 +129,29 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--format", choices=("csv", "parquet"), default="csv", help="output format")
     p.add_argument(
+        "--threshold-rule",
+        choices=THRESHOLD_RULES,
+        default="paper",
+        help="pass thresholds: the paper's 2*sqrt(2)/eps, or bounded expected empty children "
+        "per node from the public number of candidates (see --false-children)",
+    )
+    p.add_argument(
+        "--false-children",
+        type=float,
+        default=1.0,
+        metavar="N",
+        help="with --threshold-rule candidates: expected empty children passing per node, "
+        "in (0, 1] (default 1)",
+    )
+    p.add_argument(
+        "--level-weights",
+        type=float,
+        nargs="+",
+        default=None,
+        metavar="W",
+        help="share of epsilon of each tree level, one weight per level (default: 1/H each)",
+    )
+    p.add_argument(
         "--locations",
         default=None,
         metavar="FILE",
@@ -136,6 +181,9 @@ def run(args: argparse.Namespace) -> int:
             "height": args.height,
             "variant": args.variant,
             "time_bins": args.time_bin,
+            "threshold_rule": args.threshold_rule,
+            "false_children": args.false_children,
+            "level_weights": args.level_weights,
             **engine_params(args),
         },
         location_column=args.location_column,
@@ -200,29 +248,29 @@ def release_sequences(
         step("fit")
         with progress.counter("tree levels", unit="level") as levels:
             synth.fit(seqs, progress=levels, on_unknown=on_unknown, location_column=location_column)
-        step("sample")
-        release = synth.sample()
-    recorded = source if source is not None else input
-    inputs = ([] if isinstance(recorded, pd.DataFrame) else [str(recorded)]) + (
-        [spec] if Path(spec).is_file() else []
-    )
-    if locations is not None:
-        inputs.append(str(locations))
-    parameters = {
-        **synth.parameters(),
-        "taxonomy": spec,
-        "location_column": location_column,
-        "on_unknown": on_unknown,
-    }
-    if "max_nodes" in params:
-        parameters["max_nodes"] = params["max_nodes"]
-    name = f"sequences.{format}"
-    with release_dir(out) as stage:
-        write_release(release, stage / name)
-        synth.ledger_.to_json(stage / "manifest.json", parameters=parameters, inputs=inputs)
-    n_seq = int(release["seq_id"].nunique()) if len(release) else 0
+        del seqs  # the input is not needed for the release
+        step("release")
+        recorded = source if source is not None else input
+        inputs = ([] if isinstance(recorded, pd.DataFrame) else [str(recorded)]) + (
+            [spec] if Path(spec).is_file() else []
+        )
+        if locations is not None:
+            inputs.append(str(locations))
+        parameters = {
+            **synth.parameters(),
+            "taxonomy": spec,
+            "location_column": location_column,
+            "on_unknown": on_unknown,
+        }
+        if "max_nodes" in params:
+            parameters["max_nodes"] = params["max_nodes"]
+        name = f"sequences.{format}"
+        with release_dir(out) as stage:  # streamed chunk by chunk: never held whole
+            n_rows = write_release(synth.iter_sample(), stage / name)
+            synth.ledger_.to_json(stage / "manifest.json", parameters=parameters, inputs=inputs)
+    n_seq = int(synth.tree_["ending"].sum())
     return (
-        f"sequences: {n_seq} synthetic sequences ({len(release)} rows) from a tree of "
+        f"sequences: {n_seq} synthetic sequences ({n_rows} rows) from a tree of "
         f"{len(synth.tree_)} nodes, epsilon {synth.ledger_.spent_epsilon:g} "
         f"-> {Path(out) / name} ({time.perf_counter() - started:.1f} s)"
     )

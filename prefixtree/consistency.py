@@ -67,11 +67,15 @@ def path_matrix(parent: IntArray) -> tuple[IntArray, IntArray]:
     return ids, lengths
 
 
-def isotonic_paths(values: FloatArray, lengths: IntArray) -> FloatArray:
+def isotonic_paths(
+    values: FloatArray, lengths: IntArray, weights: FloatArray | None = None
+) -> FloatArray:
     """Row-wise minimum-L2 non-decreasing fit of ``values[p, :lengths[p]]`` (Theorem 4.3).
 
     Uses ``fit[m] = min_{m <= j < len} max_{i <= m} mean[i, j]``: O(len^2) vector operations over
-    all rows of the same length at once. Entries past a row's length are returned as NaN.
+    all rows of the same length at once. With ``weights`` (same shape, > 0) the fit minimises the
+    weighted squared error and ``mean`` is the weighted mean (the min-max formula still holds).
+    Entries past a row's length are returned as NaN.
     """
     values = np.asarray(values, dtype=np.float64)
     lengths = np.asarray(lengths, dtype=np.int64)
@@ -82,7 +86,14 @@ def isotonic_paths(values: FloatArray, lengths: IntArray) -> FloatArray:
         n = int(length)
         # one contiguous row per position: (n + 1, rows) cumulative sums
         csum = np.zeros((n + 1, rows.size))
-        np.cumsum(values[rows, :n].T, axis=0, out=csum[1:])
+        wsum = None
+        if weights is None:
+            np.cumsum(values[rows, :n].T, axis=0, out=csum[1:])
+        else:
+            w = np.asarray(weights, dtype=np.float64)[rows, :n].T
+            np.cumsum(values[rows, :n].T * w, axis=0, out=csum[1:])
+            wsum = np.zeros((n + 1, rows.size))
+            np.cumsum(w, axis=0, out=wsum[1:])
         fit = np.full((n, rows.size), np.inf)
         running = np.empty(rows.size)
         mean = np.empty(rows.size)
@@ -90,20 +101,28 @@ def isotonic_paths(values: FloatArray, lengths: IntArray) -> FloatArray:
             running.fill(-np.inf)
             for m in range(j + 1):
                 np.subtract(csum[j + 1], csum[m], out=mean)
-                mean /= j - m + 1
+                if wsum is None:
+                    mean /= j - m + 1
+                else:
+                    mean /= wsum[j + 1] - wsum[m]
                 np.maximum(running, mean, out=running)
                 np.minimum(fit[m], running, out=fit[m])
         out[rows, :n] = fit.T
     return out
 
 
-def consolidated_estimates(parent: IntArray, noisy: npt.ArrayLike) -> FloatArray:
-    """Per node, the mean over its leaves' root-to-leaf paths of the isotonic fits (section 4.2)."""
+def consolidated_estimates(
+    parent: IntArray, noisy: npt.ArrayLike, weights: npt.ArrayLike | None = None
+) -> FloatArray:
+    """Per node, the mean over its leaves' root-to-leaf paths of the isotonic fits (section 4.2);
+    ``weights`` (per node, e.g. the inverse noise variance) weight the isotonic fits."""
     noisy = np.asarray(noisy, dtype=np.float64)
     ids, lengths = path_matrix(parent)
     if ids.size == 0:
         return np.zeros(0)
-    fit = isotonic_paths(np.where(ids >= 0, noisy[np.maximum(ids, 0)], 0.0), lengths)
+    safe = np.maximum(ids, 0)
+    w = None if weights is None else np.where(ids >= 0, np.asarray(weights, float)[safe], 1.0)
+    fit = isotonic_paths(np.where(ids >= 0, noisy[safe], 0.0), lengths, w)
     mask = ids >= 0
     total = np.bincount(ids[mask], weights=fit[mask], minlength=noisy.size)
     count = np.bincount(ids[mask], minlength=noisy.size)
@@ -152,17 +171,21 @@ def _round_groups(groups: IntArray, y: FloatArray, n_groups: int) -> IntArray:
     return low.astype(np.int64) + bump
 
 
-def consistent_counts(parent: npt.ArrayLike, noisy: npt.ArrayLike) -> IntArray:
+def consistent_counts(
+    parent: npt.ArrayLike, noisy: npt.ArrayLike, weights: npt.ArrayLike | None = None
+) -> IntArray:
     """Consistent non-negative integer counts for a noisy prefix tree (section 4.2, Definition 4.1).
 
     ``parent`` and ``noisy`` describe the non-root nodes in breadth-first order. The result ``c``
     satisfies ``c[v] <= c[parent[v]]`` and ``sum(c[children of w]) <= c[w]`` for every node.
+    ``weights`` (per node, > 0): weighted least squares in step 1, for trees whose levels have
+    different noise (inverse variances); ``None`` is the paper's equal-variance case.
     """
     parent = np.asarray(parent, dtype=np.int64)
     n = parent.size
     if n == 0:
         return np.zeros(0, dtype=np.int64)
-    estimate = consolidated_estimates(parent, noisy)
+    estimate = consolidated_estimates(parent, noisy, weights)
     depth = node_depths(parent)
     counts = np.zeros(n, dtype=np.int64)
     top = depth == 1

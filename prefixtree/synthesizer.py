@@ -17,12 +17,24 @@ stations ``eps_2 = (f - 2) eps_bar / f`` with threshold ``2 sqrt(2) / eps_2``. F
 taxonomies ``f`` is the mean fan-out: ``|locations| / #lines`` (a location shallower than the level
 stands for itself). Deeper taxonomies (mode -> line -> station) generalise recursively: walking up
 from the locations, an inner level is used when its mean fan-out towards the next used level below
-exceeds 2 (a level with ``f <= 2`` barely generalises: it is skipped, and with no level left the
-tree is the ``simple`` variant); from the top, each used level takes ``2 / f`` of the budget the
+exceeds 2 and its groups act as at least two (inverse Simpson index of their sizes >= 2); a level
+failing either barely generalises: it is skipped, and with no level left the tree is the
+``simple`` variant; from the top, each used level takes ``2 / f`` of the budget the
 levels above left, the locations the rest. ``budget_split`` (``{taxonomy level: fraction of
 eps_bar}``, the locations get the rest) and ``thresholds`` (``{taxonomy level: threshold}``,
 ``taxonomy.height`` = the locations) override. A very skewed taxonomy (SUBE: one mode holds 373 of
-382 lines, f = 127) makes ``eps_1`` tiny and its threshold huge; override the split there.
+382 lines, f = 127) would make ``eps_1`` tiny and its threshold huge for no pruning: the Simpson
+test skips it.
+
+Beyond the paper (options; the defaults are the paper's). ``level_weights`` gives tree level i the
+share ``w_i / sum(w)`` of epsilon instead of ``1 / h`` (levels compose sequentially, so the total
+stays epsilon; frequent patterns are short, so the first levels matter most); consistency then
+weights each node by its level's inverse noise variance (weighted least squares, the natural
+generalisation of Theorem 4.3 to unequal variances). ``threshold_rule="candidates"`` sets each
+sub-level's threshold from the public number ``m`` of candidates of a parent so that at most
+``false_children`` empty candidates pass per parent in expectation: with the paper's
+``2 sqrt(2) / eps_2`` about ``m * 0.03`` pass (11 per node over SUBE's 382 lines), and the tree
+grows as that power of h (Theorem 4.2). Both are fixed before the data is read.
 
 Trajectories (section 4.4): with ``time_bins`` (minutes per bin), nodes are (location, time bin)
 pairs and a node's candidates are all (location, bin) with bin >= its own. The input ``time`` column
@@ -34,7 +46,8 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable, Mapping
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from fractions import Fraction
 from typing import Any
 
@@ -53,6 +66,7 @@ __all__ = ["PrefixTreeSynthesizer"]
 
 MINUTES_PER_DAY = 1440
 VARIANTS = ("hybrid", "simple")
+THRESHOLD_RULES = ("paper", "candidates")
 NOISE_METHODS = ("discrete_laplace", "empty_cells_passing", "choice")
 
 
@@ -76,6 +90,14 @@ class PrefixTreeSynthesizer:
     - ``variant``: ``"hybrid"`` (generalized sub-levels) or ``"simple"`` (the paper's baseline).
     - ``budget_split``: ``{taxonomy level: fraction of eps_bar}`` for the generalized sub-levels.
     - ``thresholds``: ``{taxonomy level: pass threshold}`` (``taxonomy.height`` for locations).
+    - ``level_weights``: one weight per tree level; level i gets ``epsilon * w_i / sum(w)``
+      instead of the paper's ``epsilon / height`` (levels compose sequentially). When the levels'
+      noise differs, consistency weights each node by its level's inverse noise variance.
+    - ``threshold_rule``: ``"paper"`` (section 4.1) or ``"candidates"``: the smallest threshold at
+      which at most ``false_children`` empty candidates are expected to pass under one parent,
+      from the public number of candidates (taxonomy size x time bins); the paper's rule lets
+      ``|candidates| * P(pass)`` empty children through, which on large location sets (SUBE: 382
+      lines) multiplies level after level.
     - ``time_bins``: minutes per time bin for trajectories (section 4.4), or ``None``.
     - ``random_state``: ``None`` (secure noise), an ``int`` (seeded, NOT private: tests only), or an
       object with ``SecureNoise``'s ``discrete_laplace``/``empty_cells_passing``/``choice``.
@@ -102,6 +124,9 @@ class PrefixTreeSynthesizer:
         variant: str = "hybrid",
         budget_split: Mapping[int, float] | None = None,
         thresholds: Mapping[int, float] | None = None,
+        level_weights: Sequence[float] | None = None,
+        threshold_rule: str = "paper",
+        false_children: float = 1.0,
         time_bins: int | None = None,
         random_state: int | object | None = None,
         max_nodes: int = 20_000_000,
@@ -114,6 +139,9 @@ class PrefixTreeSynthesizer:
         self.variant = variant
         self.budget_split = budget_split
         self.thresholds = thresholds
+        self.level_weights = level_weights
+        self.threshold_rule = threshold_rule
+        self.false_children = false_children
         self.time_bins = time_bins
         self.random_state = random_state
         self.max_nodes = max_nodes
@@ -143,6 +171,19 @@ class PrefixTreeSynthesizer:
             isinstance(tb, bool) or not isinstance(tb, int | np.integer) or not 1 <= tb <= 1440
         ):
             raise ConfigError(f"time_bins must be minutes per bin in 1..1440, got {tb!r}")
+        if self.threshold_rule not in THRESHOLD_RULES:
+            raise ConfigError(
+                f"threshold_rule must be one of {', '.join(THRESHOLD_RULES)}, "
+                f"got {self.threshold_rule!r}"
+            )
+        fc = self.false_children
+        if isinstance(fc, bool) or not isinstance(fc, int | float) or not 0 < fc <= 1:
+            raise ConfigError(
+                f"false_children must be in (0, 1], got {fc!r} (above 1 the passing empty nodes "
+                "branch without bound, paper 004 Theorem 4.2)"
+            )
+        if self.level_weights is not None:
+            self._level_shares(int(h))
         mn = self.max_nodes
         if isinstance(mn, bool) or not isinstance(mn, int | np.integer) or mn < 1:
             raise ConfigError(f"max_nodes must be a positive integer, got {mn!r}")
@@ -153,7 +194,10 @@ class PrefixTreeSynthesizer:
         """Generalized taxonomy levels in use (top first), their budget shares, and their f.
 
         Default (hybrid): walking up from the locations, an inner level g is used when its fan-out
-        ``f_g = (#nodes of the next level in use below it) / (#nodes of g)`` exceeds 2; then the
+        ``f_g = (#nodes of the next level in use below it) / (#nodes of g)`` exceeds 2 and its
+        groups are not so unequal that they act as fewer than two: the inverse Simpson index
+        ``N^2 / sum(size^2)`` of the group sizes is at least 2 (SUBE modes: one holds 373 of 382
+        lines, index 1.05: pruning whole groups saves nothing there); then the
         paper's split is applied recursively from the top: each used level takes ``2 / f_g`` of
         what the levels above left, the locations keep the rest. With one inner level this is
         exactly ``eps_1 = 2 eps_bar / f`` and ``eps_2 = (f - 2) eps_bar / f``.
@@ -185,11 +229,15 @@ class PrefixTreeSynthesizer:
             fan = {g: Fraction(b, n_nodes[g]) for g, b in zip(levels, below, strict=True)}
             return levels, [shares[g] for g in levels], fan
         fan = {}
+        below_level = tax.height
         below_count = len(leaves)
         for g in sorted(n_nodes, reverse=True):
+            pairs = {(tax.generalize(x, g), tax.generalize(x, below_level)) for x in leaves}
+            sizes = np.array(list(Counter(group for group, _ in pairs).values()), dtype=float)
             f = Fraction(below_count, n_nodes[g])
-            if f > 2:
+            if f > 2 and below_count**2 / float((sizes**2).sum()) >= 2:
                 fan[g] = f
+                below_level = g
                 below_count = n_nodes[g]
         levels = sorted(fan)
         remaining = Fraction(1)
@@ -198,6 +246,39 @@ class PrefixTreeSynthesizer:
             out.append(remaining * 2 / fan[g])
             remaining -= out[-1]
         return levels, out, fan
+
+    def _level_shares(self, h: int) -> list[Fraction]:
+        """Share of epsilon of each tree level: ``1 / h`` each (the paper's ``eps_bar``) or the
+        normalised ``level_weights`` (levels compose sequentially: any shares summing to 1 do)."""
+        if self.level_weights is None:
+            return [Fraction(1, h)] * h
+        weights = list(self.level_weights)
+        if len(weights) != h:
+            raise ConfigError(
+                f"level_weights needs one weight per tree level ({h}), got {len(weights)}"
+            )
+        exact_weights = [exact(w, f"level_weights[{i}]") for i, w in enumerate(weights)]
+        if any(w <= 0 for w in exact_weights):
+            raise ConfigError("level_weights must all be > 0")
+        total = sum(exact_weights, Fraction(0))
+        return [w / total for w in exact_weights]
+
+    def _default_threshold(
+        self, index: TaxonomyIndex, j: int, generalized: bool, epsilon: Fraction, n_bins: int
+    ) -> float:
+        """Pass threshold of sub-level ``j`` at budget ``epsilon`` when ``thresholds`` has none.
+
+        ``"paper"``: ``4 sqrt(2) / eps_1`` (generalized) or ``2 sqrt(2) / eps_2`` (section 4.1).
+        ``"candidates"``: the smallest ``t`` such that the expected number of empty candidate
+        children passing under one parent, ``m P(noise >= t) = m p^t / (1 + p)`` with ``m`` the
+        largest number of candidates of a parent (public: taxonomy size x time bins) and
+        ``p = exp(-epsilon)``, is at most ``false_children`` (Theorem 4.2's branching factor).
+        """
+        if self.threshold_rule == "paper":
+            return (4 if generalized else 2) * math.sqrt(2) / float(epsilon)
+        m = int(index.size[j].max()) * (n_bins if j == 0 else 1)
+        p = math.exp(-float(epsilon))
+        return max(0.0, math.log(m / (float(self.false_children) * (1 + p))) / float(epsilon))
 
     # ------------------------------------------------------------------ fit
     def _time_matrix(self, seqs: pd.DataFrame, n_rows: int, height: int) -> np.ndarray:
@@ -254,8 +335,7 @@ class PrefixTreeSynthesizer:
         tax = self.taxonomy
         levels, shares, fanout = self._generalized_levels()
         index = TaxonomyIndex.build(tax, levels)
-        eps_bar = eps / h
-        eps_subs = [eps_bar * s for s in shares] + [eps_bar * (1 - sum(shares, Fraction(0)))]
+        weights = self._level_shares(h)
         custom = dict(self.thresholds or {})
         allowed = {*levels, tax.height}
         bad = sorted(set(custom) - allowed)
@@ -263,27 +343,39 @@ class PrefixTreeSynthesizer:
             raise ConfigError(
                 f"thresholds: level {bad[0]!r} is not a sub-level in use ({sorted(allowed)})"
             )
-        subs: list[SubLevel] = []
+        n_bins = 1 if self.time_bins is None else math.ceil(MINUTES_PER_DAY / self.time_bins)
+        rest = 1 - sum(shares, Fraction(0))
+        plan: list[list[SubLevel]] = []
+        eps_plan: list[list[Fraction]] = []
         plan_rows = []
-        for j, (g, e) in enumerate(zip(index.levels, eps_subs, strict=True)):
-            generalized = j < len(levels)
-            default = (4 if generalized else 2) * math.sqrt(2) / float(e)
-            theta = float(custom.get(g, default))
-            if not math.isfinite(theta):
-                raise ConfigError(f"thresholds[{g}] must be finite")
-            subs.append(SubLevel(j=j, scale=_scale_for(e), threshold=math.ceil(theta)))
-            plan_rows.append(
-                {
-                    "sub_level": j,
-                    "taxonomy_level": g,
-                    "generalized": generalized,
-                    "nodes": len(index.names[j]),
-                    "fanout": float(fanout[g]) if generalized else None,
-                    "epsilon": float(e),
-                    "scale": _scale_for(e),
-                    "threshold": math.ceil(theta),
-                }
-            )
+        for i, weight in enumerate(weights):
+            eps_bar = eps * weight
+            eps_subs = [eps_bar * s for s in shares] + [eps_bar * rest]
+            subs: list[SubLevel] = []
+            for j, (g, e) in enumerate(zip(index.levels, eps_subs, strict=True)):
+                generalized = j < len(levels)
+                scale = _scale_for(e)
+                theta = float(
+                    custom.get(g, self._default_threshold(index, j, generalized, e, n_bins))
+                )
+                if not math.isfinite(theta):
+                    raise ConfigError(f"thresholds[{g}] must be finite")
+                subs.append(SubLevel(j=j, scale=scale, threshold=math.ceil(theta)))
+                plan_rows.append(
+                    {
+                        "level": i + 1,
+                        "sub_level": j,
+                        "taxonomy_level": g,
+                        "generalized": generalized,
+                        "nodes": len(index.names[j]),
+                        "fanout": float(fanout[g]) if generalized else None,
+                        "epsilon": float(e),
+                        "scale": scale,
+                        "threshold": math.ceil(theta),
+                    }
+                )
+            plan.append(subs)
+            eps_plan.append(eps_subs)
         names = [
             ("locations" if j == len(levels) else f"taxonomy level {g}")
             for j, g in enumerate(index.levels)
@@ -303,11 +395,11 @@ class PrefixTreeSynthesizer:
             ledger.spend(
                 label=f"prefix tree level {level + 1}: {names[j]}",
                 mechanism="discrete_laplace",
-                epsilon=eps_subs[j],
+                epsilon=eps_plan[level][j],
                 sensitivity=1,
                 sensitivity_norm="l1",
-                scale=subs[j].scale,
-                threshold=subs[j].threshold,
+                scale=plan[level][j].scale,
+                threshold=plan[level][j].threshold,
                 note=(
                     "one histogram over every candidate child of every surviving node; each "
                     "card's sequence is in at most one cell (disjoint prefixes: parallel "
@@ -315,7 +407,6 @@ class PrefixTreeSynthesizer:
                 ),
             )
 
-        n_bins = 1 if self.time_bins is None else math.ceil(MINUTES_PER_DAY / self.time_bins)
         with get_engine(self.engine, self.engine_options) as engine:
             counter = None
             if not isinstance(sequences, pd.DataFrame):
@@ -349,7 +440,7 @@ class PrefixTreeSynthesizer:
                     counter,
                     h,
                     index=index,
-                    sub_levels=subs,
+                    sub_levels=plan,
                     n_bins=n_bins,
                     noise=noise,
                     before_sub_level=record,
@@ -365,11 +456,17 @@ class PrefixTreeSynthesizer:
         self.sub_levels_ = pd.DataFrame(plan_rows)
         self.ledger_ = ledger
         self.noise_seeded_ = bool(getattr(noise, "seeded", False))
-        self._finish(built)
+        self._finish(built, [subs[-1].scale for subs in plan])
         return self
 
-    def _finish(self, built: BuiltTree) -> None:
-        counts = consistent_counts(built.parent, built.noisy)
+    def _finish(self, built: BuiltTree, level_scale: list[float]) -> None:
+        # inverse noise variance of each node's level (2 p / (1 - p)^2 for the discrete Laplace
+        # with p = exp(-1/scale)); equal across levels unless level_weights differ
+        weights = None
+        if len(set(level_scale)) > 1:
+            p = np.exp(-1 / np.asarray(level_scale))
+            weights = ((1 - p) ** 2 / (2 * p))[built.depth - 1]
+        counts = consistent_counts(built.parent, built.noisy, weights)
         ending = release_counts(built.parent, counts)
         tree = pd.DataFrame(
             {
@@ -407,9 +504,12 @@ class PrefixTreeSynthesizer:
             "seeded": self.noise_seeded_,
             "sub_levels": self.sub_levels_.to_dict(orient="records"),
         }
-        for key in ("budget_split", "thresholds"):
+        for key in ("budget_split", "thresholds", "level_weights"):
             if getattr(self, key) is not None:
                 out[key] = getattr(self, key)
+        out["threshold_rule"] = self.threshold_rule
+        if self.threshold_rule == "candidates":
+            out["false_children"] = self.false_children
         return out
 
     def _time_labels(self) -> list[str]:
@@ -422,18 +522,35 @@ class PrefixTreeSynthesizer:
         Post-processing of the fitted tree only. Columns ``seq_id`` (int, 0..), ``pos``,
         ``location`` (categorical) and, for trajectories, ``time`` (the bin's start, ``HH:MM``).
         Rows are ordered by sequence length, then by the taxonomy order of their (time bin,
-        location) steps: a function of the release alone, never of input order.
+        location) steps: a function of the release alone, never of input order. The concatenation
+        of :meth:`iter_sample`'s chunks (use that for releases larger than memory).
+        """
+        return pd.concat(self.iter_sample(chunk_rows=1 << 22), ignore_index=True)
+
+    def iter_sample(self, *, chunk_rows: int = 1_000_000) -> Iterator[pd.DataFrame]:
+        """The release of :meth:`sample` as consecutive long-format chunks of whole sequences.
+
+        A chunk holds at most ``chunk_rows`` rows, or a single sequence when that one is longer
+        (sequences are never split); ``seq_id`` continues across chunks, and at least one chunk is
+        yielded (empty for an empty release). Memory: one chunk plus a location path per tree node,
+        never the whole release (about ``mean length`` rows per released sequence).
         """
         if not hasattr(self, "tree_"):
             raise ConfigError("PrefixTreeSynthesizer is not fitted: call fit() first")
+        if (
+            isinstance(chunk_rows, bool)
+            or not isinstance(chunk_rows, int | np.integer)
+            or chunk_rows < 1
+        ):
+            raise ConfigError(f"chunk_rows must be a positive integer, got {chunk_rows!r}")
         tree = self.tree_
         parent = tree["parent"].to_numpy()
-        depth = tree["depth"].to_numpy()
-        loc = tree["location"].cat.codes.to_numpy().astype(np.int64)
+        depth = tree["depth"].to_numpy().astype(np.int64)
+        loc = tree["location"].cat.codes.to_numpy()
         tbin = tree["time_bin"].to_numpy() if "time_bin" in tree.columns else None
-        ending = tree["ending"].to_numpy()
+        ending = tree["ending"].to_numpy().astype(np.int64)
         height = int(depth.max()) if depth.size else 0
-        loc_path = np.full((depth.size, max(height, 1)), -1, dtype=np.int64)
+        loc_path = np.full((depth.size, max(height, 1)), -1, dtype=np.int32)
         bin_path = np.zeros_like(loc_path) if tbin is not None else None
         for d in range(1, height + 1):
             nodes = np.flatnonzero(depth == d)
@@ -444,23 +561,41 @@ class PrefixTreeSynthesizer:
             loc_path[nodes, d - 1] = loc[nodes]
             if bin_path is not None and tbin is not None:
                 bin_path[nodes, d - 1] = tbin[nodes]
-        seq_node = np.repeat(np.arange(depth.size), ending)
-        lengths = depth[seq_node]
-        row_seq = np.repeat(np.arange(seq_node.size, dtype=np.int64), lengths)
-        starts = np.cumsum(lengths) - lengths
-        pos = np.arange(row_seq.size, dtype=np.int64) - np.repeat(starts, lengths)
-        row_node = seq_node[row_seq]
-        out = pd.DataFrame(
-            {
-                "seq_id": row_seq,
-                "pos": pos,
-                "location": pd.Categorical.from_codes(
-                    loc_path[row_node, pos], categories=pd.Index(self.locations_)
-                ),
-            }
-        )
-        if bin_path is not None:
-            out["time"] = pd.Categorical.from_codes(
-                bin_path[row_node, pos], categories=pd.Index(self._time_labels())
+        locations = pd.Index(self.locations_)
+        times = pd.Index(self._time_labels()) if bin_path is not None else None
+        seq_end = np.cumsum(ending)  # sequences released up to and including each node
+        row_end = np.cumsum(ending * depth)
+        n_seq = int(seq_end[-1]) if seq_end.size else 0
+        n_rows = int(row_end[-1]) if row_end.size else 0
+        start = row = 0
+        while True:
+            target = row + int(chunk_rows)
+            if target >= n_rows:
+                stop = n_seq
+            else:  # whole sequences up to row `target`, at least one
+                u = int(np.searchsorted(row_end, target, side="right"))
+                first_row = int(row_end[u] - ending[u] * depth[u])
+                first_seq = int(seq_end[u] - ending[u])
+                stop = max(start + 1, first_seq + (target - first_row) // int(depth[u]))
+            seq = np.arange(start, stop, dtype=np.int64)
+            node = np.searchsorted(seq_end, seq, side="right")
+            lengths = depth[node]
+            row_seq = np.repeat(seq, lengths)
+            offsets = np.cumsum(lengths) - lengths
+            pos = np.arange(row_seq.size, dtype=np.int64) - np.repeat(offsets, lengths)
+            row_node = np.repeat(node, lengths)
+            out = pd.DataFrame(
+                {
+                    "seq_id": row_seq,
+                    "pos": pos,
+                    "location": pd.Categorical.from_codes(
+                        loc_path[row_node, pos], categories=locations
+                    ),
+                }
             )
-        return out
+            if bin_path is not None:
+                out["time"] = pd.Categorical.from_codes(bin_path[row_node, pos], categories=times)
+            yield out
+            start, row = stop, row + row_seq.size
+            if start >= n_seq:
+                return

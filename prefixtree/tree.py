@@ -240,13 +240,15 @@ def build_noisy_tree(
     time_bins: npt.NDArray[np.integer] | None,
     *,
     index: TaxonomyIndex,
-    sub_levels: Sequence[SubLevel],
+    sub_levels: Sequence[Sequence[SubLevel]],
     n_bins: int,
     noise: object,
     before_sub_level: object,
     max_nodes: int,
 ) -> BuiltTree:
     """Procedure 1 (BuildNoisyPrefixTree), one level per column of ``codes`` (in memory).
+
+    ``sub_levels[i]`` are the sub-levels (scale, threshold) of tree level i + 1.
 
     ``before_sub_level(level, sub_level)`` is called before the noise of each sub-level is drawn (it
     records the spend in the ledger, which refuses an overspend before any noise is drawn).
@@ -270,7 +272,7 @@ def build_noisy_tree_counted(
     height: int,
     *,
     index: TaxonomyIndex,
-    sub_levels: Sequence[SubLevel],
+    sub_levels: Sequence[Sequence[SubLevel]],
     n_bins: int,
     noise: object,
     before_sub_level: object,
@@ -299,7 +301,8 @@ def build_noisy_tree_counted(
             level_bins,
             np.zeros(n_level, dtype=np.int64),
         )
-        for s, sub in enumerate(sub_levels):
+        level_subs = sub_levels[i]
+        for s, sub in enumerate(level_subs):
             before_sub_level(i, s)  # type: ignore[operator]
             parents, cell_parent = _sub_level(
                 noise,
@@ -313,7 +316,7 @@ def build_noisy_tree_counted(
                 cell_bin,
                 cell_weight,
             )
-            if s < len(sub_levels) - 1:
+            if s < len(level_subs) - 1:
                 generalized.append(
                     np.stack(
                         [

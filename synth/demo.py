@@ -3,15 +3,15 @@
 What it runs (budgets per release; each release is a separate use of the same private data, so
 publishing all of them would cost the sum: the demo compares them, an agency would pick one):
 
-* **Passenger sequences** (prefix tree, paper 004), ``hybrid`` variant, epsilon 1, beside the
-  non-private truncation (epsilon = infinity) as the optimum, evaluated with count queries and
-  top-k sequential patterns (paper 004, section 5): (1) SUBE Wednesday 28/11/2019 boardings, one
-  sequence of lines per card, line -> mode taxonomy, height 8 (real, but small: 10,000 cards
-  spread over 382 lines, so the tree's thresholds prune most patterns); (2) 200,000 SIMULATED
-  passenger sequences on the Montreal metro of the paper (``synth.simulate``), station -> line
-  taxonomy, height 12. (The ``simple`` variant is left out: over 382 lines about 11 empty
-  children per node pass its threshold, so its tree grows as 11^h, the blow-up the hybrid tree
-  exists to avoid; paper 004 Theorem 4.2.)
+* **Passenger sequences** (prefix tree, paper 004), epsilon 1, beside the non-private truncation
+  (epsilon = infinity) as the optimum, evaluated with count queries and top-k sequential patterns
+  (paper 004, section 5): (1) SUBE Wednesday 28/11/2019 boardings, one sequence of lines per card,
+  height 8 (real, but small: 10,000 cards spread over 382 lines): ``simple`` variant (the line ->
+  mode taxonomy barely generalises: one mode holds 373 lines), candidate-bound thresholds and the
+  budget on the first three levels (``SUBE_SEQUENCE_PARAMS``; with the paper's thresholds about
+  11 empty children per node pass and the tree grows as 11^h, Theorem 4.2); (2) 200,000
+  SIMULATED passenger sequences on the Montreal metro of the paper (``synth.simulate``), station
+  -> line taxonomy, height 12, ``hybrid`` variant with candidate-bound thresholds.
 * **Marginal reference** (SBH / Opal, papers 000 and 001): the same taps, hourly bins, lines,
   partitions mode x day, the card as the unit (its first 2 tap-ons and 2 tap-offs of the day),
   ``consistent`` mode, epsilon 8 and delta 6/8e6 in all (the Opal budget of one partition).
@@ -37,6 +37,16 @@ from synth.cli import add_quiet_option, add_seed_option, warn_if_seeded
 
 SEQUENCE_EPSILON = 1.0
 SEQUENCE_HEIGHT = 8
+#: SUBE lines (382 candidates per node, 10,000 cards): no generalized level (one mode holds 373
+#: lines), thresholds that let 0.2 empty children per node through, the budget on levels 1-3
+SUBE_SEQUENCE_PARAMS: dict[str, Any] = {
+    "variant": "simple",
+    "threshold_rule": "candidates",
+    "false_children": 0.2,
+    "level_weights": [2.0, 7.0, 0.5, 0.02, 0.02, 0.02, 0.02, 0.02],
+}
+#: simulated Montreal: the paper's hybrid tree with the candidate-bound thresholds
+MONTREAL_SEQUENCE_PARAMS: dict[str, Any] = {"variant": "hybrid", "threshold_rule": "candidates"}
 SIMULATED_SEQUENCES = 200_000
 SIMULATED_HEIGHT = 12
 SIMULATION_SEED = 2012
@@ -126,16 +136,17 @@ def _prefix_tree(
     step: _Steps,
     inputs: list[Path],
     location: str,
+    params: dict[str, Any],
 ) -> dict[str, Any]:
-    """A hybrid prefix-tree release of ``original`` into ``stage/name``, evaluated beside the
-    non-private truncation (epsilon = infinity)."""
+    """A prefix-tree release of ``original`` into ``stage/name`` (``params``: the synthesizer's
+    tuning), evaluated beside the non-private truncation (epsilon = infinity)."""
     from prefixtree import PrefixTreeSynthesizer
     from synth.evaluate import evaluate_sequences
     from synth.io import write_table
     from synth.records import truncate_sequences
 
     synthesizer = PrefixTreeSynthesizer(
-        epsilon=SEQUENCE_EPSILON, height=height, taxonomy=taxonomy, random_state=seed
+        epsilon=SEQUENCE_EPSILON, height=height, taxonomy=taxonomy, random_state=seed, **params
     )
     with step.progress.counter(f"{name} tree levels", unit="level") as levels:
         synthesizer.fit(original, progress=levels)
@@ -147,7 +158,10 @@ def _prefix_tree(
         parameters={**synthesizer.parameters(), "location_column": location}, inputs=inputs
     )
     (folder / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True))
-    releases = {"eps=inf (truncated)": truncate_sequences(original, height), "hybrid": synthetic}
+    releases = {
+        "eps=inf (truncated)": truncate_sequences(original, height),
+        params["variant"]: synthetic,
+    }
     results = evaluate_sequences(
         original, releases, universe=taxonomy.leaves(), height=height, ks=(50, 100, 150)
     )
@@ -181,6 +195,7 @@ def _sequences(stage: Path, taps: Any, seed: int | None, step: _Steps) -> dict[s
             step=step,
             inputs=[datasets.path("sube_wednesday")],
             location="id_linea",
+            params=SUBE_SEQUENCE_PARAMS,
         ),
         "sequences-montreal-simulated": _prefix_tree(
             stage,
@@ -192,6 +207,7 @@ def _sequences(stage: Path, taps: Any, seed: int | None, step: _Steps) -> dict[s
             step=step,
             inputs=[],
             location="station (simulated)",
+            params=MONTREAL_SEQUENCE_PARAMS,
         ),
     }
 

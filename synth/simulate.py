@@ -17,6 +17,10 @@ The model (deliberately simple, documented so that benchmark figures can be inte
   ``home_return`` (when not at home), otherwise a gravity-model destination
   ``P(d | o) ∝ w_d exp(-dist(o, d) / distance_scale)``, ``d != o``, with great-circle distances in
   km (or the number of taxonomy edges between the two leaves when there are no coordinates).
+  With ``regularity > 0`` each card also has an anchor (a gravity destination from home, e.g. its
+  work station), and a trip that does not return home goes to the anchor with that probability
+  (habitual travel, as smart-card studies of the STM network report); 0 (the default) is the
+  model above, unchanged.
 * **Lengths**: ``1 + NegativeBinomial`` with mean ``mean_length`` (4.21 in the STM Metro data of the
   paper, Table 2) and shape ``dispersion`` (a long tail), capped at ``max_length`` (90 in the
   paper).
@@ -190,13 +194,17 @@ def network_model(
     )
 
 
-def _check(n: int, mean_length: float, max_length: int, dispersion: float, home: float) -> None:
+def _check(
+    n: int, mean_length: float, max_length: int, dispersion: float, home: float, regular: float
+) -> None:
     if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 0:
         raise ConfigError(f"n must be a non-negative integer, got {n!r}")
     if not 1.0 <= mean_length <= max_length:
         raise ConfigError("mean_length must be between 1 and max_length")
     if max_length < 1 or dispersion <= 0 or not 0.0 <= home <= 1.0:
         raise ConfigError("need max_length >= 1, dispersion > 0 and 0 <= home_return <= 1")
+    if not 0.0 <= regular <= 1.0:
+        raise ConfigError(f"regularity must be in [0, 1], got {regular!r}")
 
 
 def _block(
@@ -209,6 +217,7 @@ def _block(
     max_length: int,
     dispersion: float,
     home_return: float,
+    regularity: float,
     with_time: bool,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """One block: (lengths, flat location codes in (sequence, pos) order, flat minutes or None)."""
@@ -221,14 +230,22 @@ def _block(
     home = np.minimum(np.searchsorted(start_cdf, rng.random(n), side="right"), n_loc - 1)
     by_len = np.argsort(-lengths, kind="stable")  # active sequences form a prefix of by_len
     cur, home_s, off_s = home[by_len], home[by_len], offsets[by_len]
+
+    def gravity_from(origin: np.ndarray) -> np.ndarray:
+        draw = np.searchsorted(flat_cdf, origin + rng.random(origin.size), side="right")
+        return np.minimum(draw - origin * n_loc, n_loc - 1)
+
+    anchor_s = gravity_from(home_s) if regularity > 0 else home_s
     # active_counts[k] = number of sequences longer than k
     active_counts = np.searchsorted(-lengths[by_len], -np.arange(int(lengths.max())), side="left")
     codes[off_s] = cur
     for k in range(1, int(lengths.max())):
         na = int(active_counts[k])
         cur = cur[:na]
-        gravity = np.searchsorted(flat_cdf, cur + rng.random(na), side="right") - cur * n_loc
-        gravity = np.minimum(gravity, n_loc - 1)
+        gravity = gravity_from(cur)
+        if regularity > 0:
+            to_anchor = (rng.random(na) < regularity) & (cur != anchor_s[:na])
+            gravity = np.where(to_anchor, anchor_s[:na], gravity)
         back = (rng.random(na) < home_return) & (cur != home_s[:na])
         cur = np.where(back, home_s[:na], gravity)
         codes[off_s[:na] + k] = cur
@@ -260,6 +277,7 @@ def _tables(
     max_length: int,
     dispersion: float,
     home_return: float,
+    regularity: float,
     popularity_sigma: float,
     distance_scale: float | None,
     with_time: bool,
@@ -267,7 +285,7 @@ def _tables(
     date: str,
 ) -> Iterator[pa.Table]:
     """Arrow tables of consecutive blocks (seq_id, pos, location[, time])."""
-    _check(n, mean_length, max_length, dispersion, home_return)
+    _check(n, mean_length, max_length, dispersion, home_return, regularity)
     root = np.random.SeedSequence(seed)
     children = root.spawn(1 + (n + BLOCK - 1) // BLOCK)
     model = network_model(
@@ -293,6 +311,7 @@ def _tables(
             max_length=max_length,
             dispersion=dispersion,
             home_return=home_return,
+            regularity=regularity,
             with_time=with_time,
         )
         ids = pc.utf8_lpad(
@@ -338,6 +357,7 @@ def simulate_sequences(
     max_length: int = 90,
     dispersion: float = 1.5,
     home_return: float = 0.5,
+    regularity: float = 0.0,
     popularity_sigma: float = 1.0,
     distance_scale: float | None = None,
     with_time: bool = False,
@@ -356,6 +376,7 @@ def simulate_sequences(
         "max_length": max_length,
         "dispersion": dispersion,
         "home_return": home_return,
+        "regularity": regularity,
         "popularity_sigma": popularity_sigma,
         "distance_scale": distance_scale,
         "seed": seed,
@@ -370,6 +391,7 @@ def simulate_sequences(
             max_length=max_length,
             dispersion=dispersion,
             home_return=home_return,
+            regularity=regularity,
             popularity_sigma=popularity_sigma,
             distance_scale=distance_scale,
             with_time=with_time,

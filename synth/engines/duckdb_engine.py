@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 import tempfile
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -322,24 +322,32 @@ class DuckDBEngine(Engine):
                 raise InputError(
                     f"{p}: column 'pos': {n_bad_pos} value(s) that are not integers >= 0"
                 )
-            rows = (
-                f"SELECT CAST(seq_id AS VARCHAR) AS sid, {pos} AS pos, l.code AS code, "
-                f"{minute} AS minute FROM {src} {known}"
-            )
+
+            def rows(bucket: str) -> str:
+                return (
+                    f"SELECT CAST(seq_id AS VARCHAR) AS sid, {pos} AS pos, l.code AS code, "
+                    f"{minute} AS minute FROM {src} {known} WHERE {bucket}"
+                )
+
         else:
             off = (
-                "WHERE lower(trim(CAST(tap AS VARCHAR))) NOT IN "
+                "lower(trim(CAST(tap AS VARCHAR))) NOT IN "
                 "('off', 'out', 'check out', 'check_out', 'checkout', 'alight', 'alighting')"
                 if "tap" in columns
-                else ""
+                else "TRUE"
             )
-            rows = (
-                f"SELECT CAST(card_id AS VARCHAR) AS sid, row_number() OVER (PARTITION BY "
-                f"CAST(card_id AS VARCHAR) ORDER BY {stamp}, file_row_number) - 1 AS pos, "
-                f"l.code AS code, {minute} AS minute FROM {src} {known} {off}"
-            )
+
+            def rows(bucket: str) -> str:  # the bucket filter must apply below the window
+                return (
+                    f"SELECT CAST(card_id AS VARCHAR) AS sid, row_number() OVER (PARTITION BY "
+                    f"CAST(card_id AS VARCHAR) ORDER BY {stamp}, file_row_number) - 1 AS pos, "
+                    f"l.code AS code, {minute} AS minute FROM {src} {known} "
+                    f"WHERE {off} AND {bucket}"
+                )
+
+        sid = f"CAST({_ident(id_col)} AS VARCHAR)"
         table = self._name("seq")
-        self._wide(table, rows, height, with_time, time_bin_minutes)
+        self._wide(table, rows, sid, height, with_time, time_bin_minutes)
         if kind == "sequences":
             irregular = self.sql(
                 f"SELECT count(*) FROM {table} WHERE lo <> 0 OR hi <> n - 1"
@@ -354,12 +362,15 @@ class DuckDBEngine(Engine):
                         f"{p}: column 'pos': duplicate position {dup[0][1]} in sequence "
                         f"{dup[0][0]!r}"
                     )
-                renumbered = (
-                    "SELECT sid, row_number() OVER (PARTITION BY sid ORDER BY pos) - 1 AS pos, "
-                    f"code, minute FROM ({rows})"
-                )
+
+                def renumbered(bucket: str) -> str:
+                    return (
+                        "SELECT sid, row_number() OVER (PARTITION BY sid ORDER BY pos) - 1 AS pos, "
+                        f"code, minute FROM ({rows(bucket)})"
+                    )
+
                 self.sql(f"DROP TABLE {table}")
-                self._wide(table, renumbered, height, with_time, time_bin_minutes)
+                self._wide(table, renumbered, sid, height, with_time, time_bin_minutes)
         return DuckDBPrefixCounter(
             self,
             table,
@@ -400,11 +411,22 @@ class DuckDBEngine(Engine):
         except ValueError:
             return 2**30
 
-    def _wide(self, table: str, rows: str, height: int, with_time: bool, width: int | None) -> None:
+    def _wide(
+        self,
+        table: str,
+        rows: Callable[[str], str],
+        sid: str,
+        height: int,
+        with_time: bool,
+        width: int | None,
+    ) -> None:
         """One row per sequence: its first ``height`` codes [and time bins, running maximum].
 
-        Large inputs are grouped in passes over disjoint hash buckets of the sequence id, each
-        small enough for the memory limit (about 30M input rows per GB), appended to one table.
+        ``rows(condition)`` is the query of the input rows (``sid, pos, code, minute``) restricted
+        to a condition on the source's columns; ``sid`` the sequence id expression there. Large
+        inputs are grouped in passes over disjoint hash buckets of the sequence id, each small
+        enough for the memory limit (about 30M input rows per GB), appended to one table; the
+        bucket is filtered at the scan, below any window (DuckDB does not push it through one).
         """
         cols = [f"max(code) FILTER (WHERE pos = {j}) AS c{j}" for j in range(height)]
         minutes = [f"max(minute) FILTER (WHERE pos = {j})" for j in range(height)]
@@ -412,24 +434,18 @@ class DuckDBEngine(Engine):
             for j in range(height):
                 running = ", ".join(f"coalesce({m}, 0)" for m in minutes[: j + 1])
                 cols.append(f"CAST(greatest({running}) // {int(width or 1)} AS INTEGER) AS b{j}")
-        n_rows = int(self.sql(f"SELECT count(*) FROM ({rows})").fetchone()[0])
+        n_rows = int(self.sql(f"SELECT count(*) FROM ({rows('TRUE')})").fetchone()[0])
         per_pass = max(
             self._min_rows_per_pass, int(self._rows_per_gb * self._memory_limit_bytes() / 1e9)
         )
         passes = max(1, -(-n_rows // per_pass))
-        select = (
-            f"SELECT {', '.join(cols)}, count(*) AS n, min(pos) AS lo, max(pos) AS hi "
-            f"FROM ({rows}) r"
-        )
-        if passes == 1:
-            self.sql(f"CREATE TABLE {table} AS {select} GROUP BY sid")
-            return
+        agg = f"{', '.join(cols)}, count(*) AS n, min(pos) AS lo, max(pos) AS hi"
         for b in range(passes):
-            where = f"WHERE hash(sid) % {passes} = {b} GROUP BY sid"
-            if b == 0:
-                self.sql(f"CREATE TABLE {table} AS {select} {where}")
-            else:
-                self.sql(f"INSERT INTO {table} {select} {where}")
+            bucket = "TRUE" if passes == 1 else f"hash({sid}) % {passes} = {b}"
+            select = f"SELECT {agg} FROM ({rows(bucket)}) r GROUP BY sid"
+            self.sql(
+                f"CREATE TABLE {table} AS {select}" if b == 0 else f"INSERT INTO {table} {select}"
+            )
 
     # ------------------------------------------------------------------ SBH
     def sbh_scan(

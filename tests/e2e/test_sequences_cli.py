@@ -77,6 +77,25 @@ def test_sube_taps(
     assert manifest["parameters"]["seeded"] is True
 
 
+def test_sube_lines_tuned_for_wide_location_sets(sube: dict[str, Path], tmp_path: Path) -> None:
+    out = tmp_path / "release"
+    args = ["sequences", str(sube["taps"]), "--taxonomy", str(sube["lines"]), "--epsilon", "1"]
+    args += ["--height", "3", "--out", str(out), "--location-column", "id_linea"]
+    args += ["--on-unknown", "drop", "--seed", "2", "--quiet", "--threshold-rule", "candidates"]
+    args += ["--false-children", "0.2", "--level-weights", "2", "7", "1"]
+    assert main(args) == 0
+    manifest = _manifest(out)
+    params = manifest["parameters"]
+    assert params["threshold_rule"] == "candidates" and params["false_children"] == 0.2
+    assert params["level_weights"] == [2.0, 7.0, 1.0]
+    spends = [s for s in manifest["composition"] if s.get("type") == "spend"]
+    # line -> mode is skipped (one mode holds nearly every line): one spend per level, 2:7:1
+    assert [s["epsilon"] for s in spends] == pytest.approx([0.2, 0.7, 0.1])
+    assert manifest["spent"]["epsilon"] == pytest.approx(1.0)
+    release = pd.read_csv(out / "sequences.csv", dtype={"location": str})
+    assert release["seq_id"].nunique() > 1000
+
+
 def test_montreal_simulation_trajectories_parquet(tmp_path: Path) -> None:
     from synth.datasets import montreal_taxonomy
 
@@ -137,6 +156,8 @@ def test_fanout_taxonomy_needs_public_locations(
     [
         (["--epsilon", "0"], "epsilon"),
         (["--height", "0"], "height"),
+        (["--threshold-rule", "candidates", "--false-children", "2"], "false_children"),
+        (["--level-weights", "1", "2", "3"], "level_weights"),
     ],
 )
 def test_user_errors_exit_2_and_write_nothing(

@@ -46,11 +46,12 @@ def _tree(
     **fit: object,
 ) -> PrefixTreeSynthesizer:
     zero = random_state is None  # zero noise: threshold 1 keeps every present cell
+    in_use = PrefixTreeSynthesizer(epsilon=2.0, height=5, taxonomy=taxonomy)._generalized_levels()
     synth = PrefixTreeSynthesizer(
         epsilon=2.0,
         height=5,
         taxonomy=taxonomy,
-        thresholds={g: 1 for g in range(1, taxonomy.height + 1)} if zero else None,
+        thresholds={g: 1 for g in [*in_use[0], taxonomy.height]} if zero else None,
         time_bins=time_bins,
         random_state=ZeroNoise() if random_state is None else random_state,
         engine=engine,
@@ -353,3 +354,23 @@ def test_duckdb_groups_large_inputs_in_passes(
     ref = _tree(simulated["timed"], montreal, "memory", time_bins=60)
     got = _tree(simulated["timed.parquet"], montreal, "duckdb", time_bins=60)
     pd.testing.assert_frame_equal(got.tree_, ref.tree_)
+
+
+def test_duckdb_groups_taps_in_passes_below_the_window(
+    simulated: dict, montreal: Taxonomy, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Taps: each pass filters its card bucket before the per-card ordering window."""
+    from synth.engines.duckdb_engine import DuckDBEngine
+
+    queries: list[str] = []
+    sql = DuckDBEngine.sql
+    monkeypatch.setattr(DuckDBEngine, "sql", lambda self, q: queries.append(q) or sql(self, q))
+    monkeypatch.setattr(DuckDBEngine, "_min_rows_per_pass", 2000)
+    monkeypatch.setattr(DuckDBEngine, "_rows_per_gb", 1)
+    seqs = load_sequences(simulated["taps"], taxonomy=montreal)
+    ref = _tree(seqs, montreal, "memory", time_bins=60)
+    got = _tree(simulated["taps.parquet"], montreal, "duckdb", time_bins=60)
+    pd.testing.assert_frame_equal(got.tree_, ref.tree_)
+    passes = [q for q in queries if "OVER (PARTITION BY" in q and "hash(" in q]
+    assert len(passes) > 1
+    assert all(q.index("hash(") < q.rindex(") r GROUP BY sid") for q in passes)

@@ -42,6 +42,49 @@ def test_isotonic_matches_pava_on_ragged_rows() -> None:
         assert np.isnan(fit[row, n:]).all()
 
 
+def _weighted_pava(y: list[float], w: list[float]) -> list[float]:
+    """Weighted pool-adjacent-violators (reference implementation)."""
+    blocks: list[list[float]] = []  # [weighted sum, weight, count]
+    for v, wv in zip(y, w, strict=True):
+        blocks.append([v * wv, wv, 1.0])
+        while len(blocks) > 1 and blocks[-2][0] / blocks[-2][1] > blocks[-1][0] / blocks[-1][1]:
+            s, sw, c = blocks.pop()
+            blocks[-1][0] += s
+            blocks[-1][1] += sw
+            blocks[-1][2] += c
+    out: list[float] = []
+    for s, sw, c in blocks:
+        out.extend([s / sw] * int(c))
+    return out
+
+
+def test_weighted_isotonic_matches_weighted_pava() -> None:
+    rng = np.random.default_rng(1)
+    lengths = rng.integers(1, 7, size=200)
+    values = rng.normal(20, 10, size=(200, 6))
+    weights = rng.uniform(0.01, 5.0, size=(200, 6))
+    fit = isotonic_paths(values, lengths, weights)
+    for row, n in enumerate(lengths):
+        expected = _weighted_pava(list(values[row, :n]), list(weights[row, :n]))
+        np.testing.assert_allclose(fit[row, :n], expected)
+    # equal weights are the unweighted fit
+    np.testing.assert_allclose(
+        isotonic_paths(values, lengths, np.full(values.shape, 3.0)), isotonic_paths(values, lengths)
+    )
+
+
+def test_weights_trust_the_precise_level() -> None:
+    # parent 20 (precise), child 310 (a very noisy level): the weighted fit stays near the parent
+    parent = np.array([-1, 0])
+    noisy = np.array([20.0, 310.0])
+    plain = consolidated_estimates(parent, noisy)
+    weighted = consolidated_estimates(parent, noisy, np.array([1 / 200, 1 / 4000]))
+    assert plain[0] == pytest.approx(165.0)
+    assert weighted[0] == pytest.approx((20 / 200 + 310 / 4000) / (1 / 200 + 1 / 4000))
+    counts = consistent_counts(parent, noisy, np.array([1 / 200, 1 / 4000]))
+    assert counts.tolist() == [34, 34]
+
+
 def test_isotonic_hand_cases() -> None:
     fit = isotonic_paths(np.array([[3.0, 1.0, 0.0], [0.0, 10.0, 5.0]]), np.array([2, 3]))
     np.testing.assert_allclose(fit[0, :2], [2.0, 2.0])

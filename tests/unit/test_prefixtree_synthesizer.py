@@ -94,7 +94,8 @@ def test_two_level_budget_split_follows_the_paper() -> None:
     rows = [["s0-1", "s1-2"], ["s0-1"]] * 20
     syn = PrefixTreeSynthesizer(epsilon=1.0, height=3, taxonomy=tax, random_state=0)
     syn.fit(long_format(rows))
-    plan = syn.sub_levels_
+    plan = syn.sub_levels_[syn.sub_levels_["level"] == 1]
+    assert len(syn.sub_levels_) == 2 * 3  # one row per sub-level per tree level
     eps_bar = 1.0 / 3
     assert plan["generalized"].tolist() == [True, False]
     assert plan["fanout"].iloc[0] == pytest.approx(17.0)
@@ -122,8 +123,25 @@ def test_ledger_total_is_epsilon_when_every_level_is_built() -> None:
 def test_fanout_at_most_two_falls_back_to_simple() -> None:
     syn = PrefixTreeSynthesizer(epsilon=1.0, height=2, taxonomy=taxonomy_4(), random_state=0)
     syn.fit(long_format(TABLE_1))
-    assert syn.sub_levels_["generalized"].tolist() == [False]
+    assert syn.sub_levels_["generalized"].tolist() == [False, False]
     assert syn.sub_levels_["epsilon"].iloc[0] == pytest.approx(0.5)
+
+
+def test_skewed_generalized_level_is_skipped() -> None:
+    # 40 locations, 4 groups (f = 10), but one group holds 37: inverse Simpson 1.17 < 2
+    edges = [(f"s{i}", "big" if i < 37 else f"small{i}") for i in range(40)]
+    edges += [("big", "root")] + [(f"small{i}", "root") for i in range(37, 40)]
+    rows = long_format([["s1"], ["s38"]])
+    skewed = PrefixTreeSynthesizer(
+        epsilon=1.0, height=1, taxonomy=Taxonomy.from_edges(edges), random_state=0
+    ).fit(rows)
+    assert skewed.sub_levels_["generalized"].tolist() == [False]
+    # the same sizes spread evenly (10 each) keep the generalized level
+    even = [(f"s{i}", f"g{i // 10}") for i in range(40)] + [(f"g{k}", "root") for k in range(4)]
+    balanced = PrefixTreeSynthesizer(
+        epsilon=1.0, height=1, taxonomy=Taxonomy.from_edges(even), random_state=0
+    ).fit(rows)
+    assert balanced.sub_levels_["generalized"].tolist() == [True, False]
 
 
 def test_multi_level_taxonomy_split_is_recursive() -> None:
@@ -152,10 +170,74 @@ def test_budget_split_and_threshold_overrides() -> None:
     assert syn.sub_levels_["threshold"].tolist() == [7, 3]
 
 
+def test_level_weights_split_epsilon_across_levels() -> None:
+    syn = PrefixTreeSynthesizer(
+        epsilon=1.0,
+        height=3,
+        taxonomy=taxonomy_4(),
+        variant="simple",
+        level_weights=[2, 1, 1],
+        thresholds={2: 1},
+        random_state=ZeroNoise(),
+    ).fit(long_format(TABLE_1))
+    plan = syn.sub_levels_
+    assert plan["level"].tolist() == [1, 2, 3]
+    np.testing.assert_allclose(plan["epsilon"], [0.5, 0.25, 0.25])
+    spends = syn.ledger_.to_dict()["composition"]
+    assert [Fraction(s["epsilon_exact"]) for s in spends] == [
+        Fraction(1, 2),
+        Fraction(1, 4),
+        Fraction(1, 4),
+    ]
+    # zero noise: the release is still the database
+    assert as_multiset(syn.sample()) == Counter(tuple(r[:3]) for r in TABLE_1)
+
+
+def test_candidates_threshold_bounds_expected_false_children() -> None:
+    tax = metro_like(4, 50)  # 200 locations: 200 candidates under the root (simple variant)
+    syn = PrefixTreeSynthesizer(
+        epsilon=1.0,
+        height=2,
+        taxonomy=tax,
+        variant="simple",
+        threshold_rule="candidates",
+        false_children=0.5,
+        random_state=0,
+    ).fit(long_format([["s0-1"]]))
+    plan = syn.sub_levels_
+    scale = plan["scale"].iloc[0]
+    p = math.exp(-1 / scale)
+    t = int(plan["threshold"].iloc[0])
+
+    def expected_false(threshold: int) -> float:
+        return 200 * p**threshold / (1 + p)
+
+    # the smallest integer threshold with at most 0.5 expected empty children passing per parent
+    assert expected_false(t) <= 0.5 < expected_false(t - 1)
+    # below the paper's 2 sqrt(2) / eps (= 5.66 at eps 0.5) would not bound it here
+    assert t > math.ceil(2 * math.sqrt(2) / 0.5)
+
+
+def test_candidates_threshold_counts_time_bins_in_the_first_sub_level() -> None:
+    common = {"epsilon": 1.0, "height": 1, "taxonomy": taxonomy_4(), "random_state": ZeroNoise()}
+    rows = long_format([["L1"]]).assign(time="08:00")
+    plain = PrefixTreeSynthesizer(**common, threshold_rule="candidates").fit(rows)
+    timed = PrefixTreeSynthesizer(**common, threshold_rule="candidates", time_bins=60).fit(rows)
+    # 4 candidates vs 4 x 24: log(m) grows by log(24) / epsilon
+    gap = timed.sub_levels_["threshold"].iloc[0] - plain.sub_levels_["threshold"].iloc[0]
+    assert gap == pytest.approx(math.log(24), abs=1)
+
+
 @pytest.mark.parametrize(
     "kwargs",
     [
-        {"epsilon": 0},
+        {"level_weights": [1.0]},
+        {"level_weights": [1.0, 0.0]},
+        {"level_weights": [1.0, -1.0]},
+        {"threshold_rule": "magic"},
+        {"false_children": 0},
+        {"false_children": float("inf")},
+        {"false_children": 3.0},
         {"epsilon": -1.0},
         {"epsilon": float("nan")},
         {"height": 0},

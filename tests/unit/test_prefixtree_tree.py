@@ -95,7 +95,7 @@ def _build(rows, taxonomy, generalized, thresholds, height=4, noise=None, times=
         _encode(rows, index.locations, height),
         times,
         index=index,
-        sub_levels=subs,
+        sub_levels=[subs] * height,
         n_bins=n_bins,
         noise=noise or ZeroNoise(),
         before_sub_level=lambda i, j: calls.append((i, j)),

@@ -134,7 +134,21 @@ def test_other_networks(shared_data: Path) -> None:
     assert set(sim["location"]) <= set(tax.leaves())
 
 
+def test_regularity_makes_cards_commute_between_two_anchors() -> None:
+    sim = simulate_sequences(2000, regularity=1.0, home_return=1.0, seed=3)
+    sim = sim.sort_values(["seq_id", "pos"])
+    for _, locs in sim.groupby("seq_id")["location"]:
+        seq = locs.tolist()
+        assert seq[0::2] == [seq[0]] * len(seq[0::2])  # home at every even position
+        assert len(set(seq[1::2])) <= 1  # the same anchor at every odd position
+        assert all(a != b for a, b in itertools.pairwise(seq))
+    base = simulate_sequences(300, seed=5)
+    assert not simulate_sequences(300, seed=5, regularity=0.5).equals(base)
+
+
 def test_errors() -> None:
+    with pytest.raises(ConfigError):
+        simulate_sequences(10, regularity=1.5)
     with pytest.raises(ConfigError):
         simulate_sequences(-1)
     with pytest.raises(ConfigError):

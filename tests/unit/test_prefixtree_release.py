@@ -1,0 +1,161 @@
+"""Streamed prefix-tree release (issue 9): iter_sample chunks, write_release, the CLI path."""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+
+from prefixtree import PrefixTreeSynthesizer
+from prefixtree.cli import release_sequences, write_release
+from synth.errors import ConfigError
+from synth.taxonomy import Taxonomy
+
+
+def _taxonomy() -> Taxonomy:
+    edges = [(f"s{k}-{i}", f"line{k}") for k in range(4) for i in range(17)]
+    return Taxonomy.from_edges(edges + [(f"line{k}", "root") for k in range(4)])
+
+
+def _sequences(n: int = 800, seed: int = 0, with_time: bool = False) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    locs = _taxonomy().leaves()[:4]
+    rows = [
+        (f"c{i}", k, str(loc))
+        for i in range(n)
+        for k, loc in enumerate(rng.choice(locs, size=rng.integers(1, 7)))
+    ]
+    out = pd.DataFrame(rows, columns=["seq_id", "pos", "location"])
+    if with_time:
+        minutes = np.sort(rng.integers(0, 900, len(out)))
+        out["time"] = pd.to_datetime("2019-11-27 06:00") + pd.to_timedelta(minutes, unit="min")
+    return out
+
+
+@functools.cache
+def _fitted(with_time: bool = False) -> PrefixTreeSynthesizer:
+    return PrefixTreeSynthesizer(
+        epsilon=8.0,
+        height=5,
+        taxonomy=_taxonomy(),
+        time_bins=240 if with_time else None,
+        random_state=4,
+    ).fit(_sequences(with_time=with_time))
+
+
+def _expanded(syn: PrefixTreeSynthesizer) -> list[tuple[str, ...]]:
+    """Oracle: every node in ``tree_`` order, ``ending`` copies of its root-to-node path."""
+    tree = syn.tree_
+    steps = tree["location"].astype(str)
+    if "time_bin" in tree.columns:
+        steps = steps + "@" + tree["time_bin"].astype(str)
+    parent, label = tree["parent"].to_numpy(), steps.to_numpy()
+    out = []
+    for v, n in enumerate(tree["ending"].to_numpy()):
+        path, u = [], v
+        while u >= 0:
+            path.append(label[u])
+            u = parent[u]
+        out += [tuple(reversed(path))] * int(n)
+    return out
+
+
+@pytest.mark.parametrize("with_time", [False, True])
+def test_sample_is_the_tree_expanded_in_node_order(with_time: bool) -> None:
+    syn = _fitted(with_time)
+    out = syn.sample()
+    steps = out["location"].astype(str)
+    if with_time:
+        minutes = out["time"].astype(str).map(lambda t: int(t[:2]) * 60 + int(t[3:]))
+        steps = steps + "@" + (minutes // syn.time_bins).astype(str)
+    got = [tuple(g) for _, g in steps.groupby(out["seq_id"], sort=True)]
+    assert got == _expanded(syn)
+    assert (out["seq_id"].to_numpy() == np.repeat(np.arange(len(got)), [len(g) for g in got])).all()
+
+
+@pytest.mark.parametrize("with_time", [False, True])
+@pytest.mark.parametrize("chunk_rows", [1, 2, 5, 97, 10**9])
+def test_chunks_concatenate_to_sample(with_time: bool, chunk_rows: int) -> None:
+    syn = _fitted(with_time)
+    whole = syn.sample()
+    assert whole.groupby("seq_id").size().max() >= 2
+    chunks = list(syn.iter_sample(chunk_rows=chunk_rows))
+    pd.testing.assert_frame_equal(pd.concat(chunks, ignore_index=True), whole)
+    for chunk in chunks:
+        assert chunk["pos"].iloc[0] == 0  # whole sequences only
+        n_seq = int((chunk["pos"] == 0).sum())
+        assert len(chunk) <= chunk_rows or n_seq == 1
+        assert list(chunk.dtypes) == list(whole.dtypes)
+    if chunk_rows == 1:  # shorter than some sequences: one sequence per chunk
+        assert len(chunks) == whole["seq_id"].nunique()
+
+
+def test_empty_release_is_one_empty_chunk() -> None:
+    syn = PrefixTreeSynthesizer(epsilon=0.01, height=2, taxonomy=_taxonomy(), random_state=3)
+    syn.fit(_sequences(n=1))
+    chunks = list(syn.iter_sample(chunk_rows=10))
+    assert len(chunks) == 1 and chunks[0].empty
+    assert list(chunks[0].columns) == ["seq_id", "pos", "location"]
+    pd.testing.assert_frame_equal(syn.sample(), chunks[0])
+
+
+def test_iter_sample_validation() -> None:
+    syn = PrefixTreeSynthesizer(epsilon=1.0, height=2, taxonomy=_taxonomy())
+    with pytest.raises(ConfigError, match="not fitted"):
+        next(syn.iter_sample())
+    syn = _fitted()
+    for bad in (0, -3, 2.5, True):
+        with pytest.raises(ConfigError, match="chunk_rows"):
+            next(syn.iter_sample(chunk_rows=bad))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("with_time", [False, True])
+def test_write_release_chunked_equals_one_shot(tmp_path: Path, with_time: bool) -> None:
+    syn = _fitted(with_time)
+    whole = syn.sample()
+    for ext in ("csv", "parquet"):
+        one, many = tmp_path / f"one.{ext}", tmp_path / f"many.{ext}"
+        assert write_release(whole, one) == len(whole)
+        assert write_release(syn.iter_sample(chunk_rows=7), many) == len(whole)
+        if ext == "csv":
+            assert one.read_bytes() == many.read_bytes()
+            back = pd.read_csv(many)
+            assert list(back.columns) == list(whole.columns)
+            assert (back["location"] == whole["location"].astype(str)).all()
+        else:
+            assert pq.read_table(one).equals(pq.read_table(many))
+            assert pq.ParquetFile(many).metadata.num_row_groups > 1
+
+
+def test_write_release_needs_a_frame(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="no frame"):
+        write_release(iter([]), tmp_path / "x.csv")
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+def test_release_sequences_streams_the_same_release(tmp_path: Path, fmt: str) -> None:
+    seqs = _sequences()
+    tax = tmp_path / "tax.csv"
+    _taxonomy().to_csv(tax)
+    params = {"epsilon": 3.0, "height": 5}
+    summary = release_sequences(
+        seqs, tmp_path / "out", taxonomy=str(tax), params=params, format=fmt, seed=4
+    )
+    expected = (
+        PrefixTreeSynthesizer(**params, taxonomy=Taxonomy.from_spec(str(tax)), random_state=4)
+        .fit(seqs)
+        .sample()
+    )
+    write_release(expected, tmp_path / f"expected.{fmt}")
+    got_file = tmp_path / "out" / f"sequences.{fmt}"
+    if fmt == "csv":
+        assert got_file.read_bytes() == (tmp_path / f"expected.{fmt}").read_bytes()
+    else:
+        assert pq.read_table(got_file).equals(pq.read_table(tmp_path / f"expected.{fmt}"))
+    n_seq = expected["seq_id"].nunique()
+    assert f"{n_seq} synthetic sequences ({len(expected)} rows)" in summary
+    assert (tmp_path / "out" / "manifest.json").is_file()
