@@ -17,31 +17,6 @@ from prefixtree.consistency import (
 )
 
 
-def _pava(y: list[float]) -> list[float]:
-    """Textbook pool-adjacent-violators for a non-decreasing fit (reference implementation)."""
-    blocks: list[list[float]] = []  # [sum, count]
-    for v in y:
-        blocks.append([v, 1.0])
-        while len(blocks) > 1 and blocks[-2][0] / blocks[-2][1] > blocks[-1][0] / blocks[-1][1]:
-            s, c = blocks.pop()
-            blocks[-1][0] += s
-            blocks[-1][1] += c
-    out: list[float] = []
-    for s, c in blocks:
-        out.extend([s / c] * int(c))
-    return out
-
-
-def test_isotonic_matches_pava_on_ragged_rows() -> None:
-    rng = np.random.default_rng(0)
-    lengths = rng.integers(1, 9, size=300)
-    values = rng.normal(20, 10, size=(300, 8))
-    fit = isotonic_paths(values, lengths)
-    for row, n in enumerate(lengths):
-        np.testing.assert_allclose(fit[row, :n], _pava(list(values[row, :n])))
-        assert np.isnan(fit[row, n:]).all()
-
-
 def _weighted_pava(y: list[float], w: list[float]) -> list[float]:
     """Weighted pool-adjacent-violators (reference implementation)."""
     blocks: list[list[float]] = []  # [weighted sum, weight, count]
@@ -56,6 +31,21 @@ def _weighted_pava(y: list[float], w: list[float]) -> list[float]:
     for s, sw, c in blocks:
         out.extend([s / sw] * int(c))
     return out
+
+
+def _pava(y: list[float]) -> list[float]:
+    """Textbook pool-adjacent-violators for a non-decreasing fit (reference implementation)."""
+    return _weighted_pava(y, [1.0] * len(y))
+
+
+def test_isotonic_matches_pava_on_ragged_rows() -> None:
+    rng = np.random.default_rng(0)
+    lengths = rng.integers(1, 9, size=300)
+    values = rng.normal(20, 10, size=(300, 8))
+    fit = isotonic_paths(values, lengths)
+    for row, n in enumerate(lengths):
+        np.testing.assert_allclose(fit[row, :n], _pava(list(values[row, :n])))
+        assert np.isnan(fit[row, n:]).all()
 
 
 def test_weighted_isotonic_matches_weighted_pava() -> None:
