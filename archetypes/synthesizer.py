@@ -63,7 +63,13 @@ from archetypes.model import ArchetypeModel, bound_individuals, majority
 from archetypes.schema import TripSchema
 from archetypes.standin import StandIn, StandInSpec, stand_in_spec
 from synth.errors import ConfigError, InputError
-from synth.privacy import DiscreteGaussian, PrivacyLedger, SecureNoise, noise_source
+from synth.privacy import (
+    DiscreteGaussian,
+    PrivacyLedger,
+    SecureNoise,
+    check_budget,
+    noise_source,
+)
 
 __all__ = [
     "ArchetypeSynthesizer",
@@ -206,13 +212,8 @@ class ArchetypeSynthesizer:
     # -- validation --------------------------------------------------------------------------------
     def _budgets(self) -> list[tuple[float, float]]:
         """Validate the parameters; (epsilon, delta) of each release, in order."""
+        check_budget(self.epsilon, self.delta, need_delta=True)  # Gaussian: delta in (0, 1)
         eps, delta = self.epsilon, self.delta
-        if isinstance(eps, bool) or not isinstance(eps, int | float) or not math.isfinite(eps):
-            raise ConfigError(f"epsilon must be a positive number, got {eps!r}")
-        if eps <= 0:
-            raise ConfigError(f"epsilon must be > 0, got {eps}")
-        if isinstance(delta, bool) or not isinstance(delta, int | float) or not 0 < delta < 1:
-            raise ConfigError(f"delta must be in (0, 1) for the Gaussian mechanism, got {delta!r}")
         split = tuple(self.budget_split)
         names = [
             *(["stand-in"] if self._stand_in_on() else []),

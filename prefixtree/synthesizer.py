@@ -58,7 +58,7 @@ from prefixtree.consistency import consistent_counts, release_counts
 from prefixtree.tree import BuiltTree, SubLevel, TaxonomyIndex, build_noisy_tree_counted
 from synth.engines import check_engine, get_engine
 from synth.errors import ConfigError, InputError
-from synth.privacy import PrivacyLedger, exact, noise_source
+from synth.privacy import PrivacyLedger, check_budget, exact, noise_source
 from synth.records import encode_sequences, load_sequences
 from synth.taxonomy import Taxonomy
 
@@ -154,9 +154,7 @@ class PrefixTreeSynthesizer:
 
     def check_params(self) -> tuple[Fraction, int]:
         """Validate the parameters (ConfigError) without data; returns exact epsilon and h."""
-        eps = exact(self.epsilon, "epsilon")
-        if eps <= 0:
-            raise ConfigError(f"epsilon must be > 0, got {self.epsilon!r}")
+        eps, _ = check_budget(self.epsilon)
         h = self.height
         if isinstance(h, bool) or not isinstance(h, int | np.integer) or h < 1:
             raise ConfigError(f"height must be an integer >= 1, got {h!r}")

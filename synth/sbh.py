@@ -36,6 +36,7 @@ from synth.privacy import (
     DiscreteLaplace,
     LedgerBranch,
     PrivacyLedger,
+    check_budget,
     exact,
     noise_source,
     threshold_delta,
@@ -754,11 +755,7 @@ class OpalRelease:
     # ------------------------------------------------------------------ parameters
     def _table_budgets(self) -> dict[str, tuple[Fraction, Fraction]]:
         """(epsilon, delta) of each released (noised) table."""
-        eps, dlt = exact(self.epsilon, "epsilon"), exact(self.delta, "delta")
-        if eps <= 0:
-            raise ConfigError(f"epsilon must be > 0, got {self.epsilon}")
-        if not 0 <= dlt < 1 or (dlt == 0 and self.mode != "pure"):
-            raise ConfigError(f"delta must be in (0, 1) (pure mode: [0, 1)), got {self.delta}")
+        eps, dlt = check_budget(self.epsilon, self.delta, need_delta=self.mode != "pure")
         weights = [exact(w, "split") for w in self.split]
         if len(weights) != len(TABLES) or any(w <= 0 for w in weights):
             raise ConfigError(f"split must be {len(TABLES)} positive numbers, one per table")

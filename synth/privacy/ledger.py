@@ -58,9 +58,10 @@ def check_budget(
 ) -> tuple[Fraction, Fraction]:
     """Exact (epsilon, delta) of a budget; ConfigError unless epsilon > 0 and delta in [0, 1)
     (in (0, 1) with ``need_delta``, as mechanisms such as the Gaussian require)."""
-    eps, dlt = exact(epsilon, "epsilon"), exact(delta, "delta")
-    if eps == 0:
+    numeric = isinstance(epsilon, int | float | Fraction) and not isinstance(epsilon, bool)
+    if numeric and epsilon <= 0:  # NaN falls through to exact(): "must be finite"
         raise ConfigError(f"epsilon must be > 0, got {epsilon!r}")
+    eps, dlt = exact(epsilon, "epsilon"), exact(delta, "delta")
     if dlt >= 1 or (need_delta and dlt == 0):
         interval = "(0, 1)" if need_delta else "[0, 1)"
         raise ConfigError(f"delta must be in {interval}, got {delta!r}")

@@ -6,6 +6,7 @@ import json
 import random
 from fractions import Fraction
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -19,6 +20,7 @@ from synth.privacy import (
     PrivacyLedger,
     SecureNoise,
     Spend,
+    check_budget,
 )
 
 
@@ -240,3 +242,23 @@ def test_seeded_release_is_flagged_in_the_manifest() -> None:
         np.array([1]), noise=SecureNoise(seed=3), ledger=ledger, label="x"
     )
     assert "NOT private" in ledger.spends[0].note
+
+
+@pytest.mark.parametrize(
+    ("epsilon", "delta", "need_delta", "message"),
+    [
+        (0, 0, False, "epsilon must be > 0"),
+        (-1.0, 0, False, "epsilon must be > 0"),
+        (float("nan"), 0, False, "epsilon must be finite"),
+        (True, 0, False, "epsilon must be a number"),
+        (1.0, 1.0, False, r"delta must be in \[0, 1\)"),
+        (1.0, 0.0, True, r"delta must be in \(0, 1\)"),
+    ],
+)
+def test_check_budget_errors(epsilon: Any, delta: Any, need_delta: bool, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        check_budget(epsilon, delta, need_delta=need_delta)
+
+
+def test_check_budget_is_exact() -> None:
+    assert check_budget(0.1, 1e-6) == (Fraction("0.1"), Fraction("1e-6"))
