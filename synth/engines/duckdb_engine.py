@@ -347,7 +347,7 @@ class DuckDBEngine(Engine):
 
         sid = f"CAST({_ident(id_col)} AS VARCHAR)"
         table = self._name("seq")
-        self._wide(table, rows, sid, height, with_time, time_bin_minutes)
+        self._wide(table, rows, sid, height, with_time, time_bin_minutes, int(bad[-1]))
         if kind == "sequences":
             irregular = self.sql(
                 f"SELECT count(*) FROM {table} WHERE lo <> 0 OR hi <> n - 1"
@@ -370,7 +370,9 @@ class DuckDBEngine(Engine):
                     )
 
                 self.sql(f"DROP TABLE {table}")
-                self._wide(table, renumbered, sid, height, with_time, time_bin_minutes)
+                self._wide(
+                    table, renumbered, sid, height, with_time, time_bin_minutes, int(bad[-1])
+                )
         return DuckDBPrefixCounter(
             self,
             table,
@@ -419,6 +421,7 @@ class DuckDBEngine(Engine):
         height: int,
         with_time: bool,
         width: int | None,
+        n_rows: int,
     ) -> None:
         """One row per sequence: its first ``height`` codes [and time bins, running maximum].
 
@@ -427,6 +430,7 @@ class DuckDBEngine(Engine):
         inputs are grouped in passes over disjoint hash buckets of the sequence id, each small
         enough for the memory limit (about 30M input rows per GB), appended to one table; the
         bucket is filtered at the scan, below any window (DuckDB does not push it through one).
+        ``n_rows`` (the source's row count, an upper bound on ``rows``) sizes the passes.
         """
         cols = [f"max(code) FILTER (WHERE pos = {j}) AS c{j}" for j in range(height)]
         minutes = [f"max(minute) FILTER (WHERE pos = {j})" for j in range(height)]
@@ -434,7 +438,6 @@ class DuckDBEngine(Engine):
             for j in range(height):
                 running = ", ".join(f"coalesce({m}, 0)" for m in minutes[: j + 1])
                 cols.append(f"CAST(greatest({running}) // {int(width or 1)} AS INTEGER) AS b{j}")
-        n_rows = int(self.sql(f"SELECT count(*) FROM ({rows('TRUE')})").fetchone()[0])
         per_pass = max(
             self._min_rows_per_pass, int(self._rows_per_gb * self._memory_limit_bytes() / 1e9)
         )
