@@ -73,17 +73,23 @@ class NoEmptyCells:
         return self._noise.choice(n, k)
 
 
-def runner(*, hybrid: bool, canary: bool = False) -> Callable[[Any, int], pd.DataFrame]:
+def runner(
+    *, hybrid: bool, canary: bool = False, tuned: bool = False, scale: float = 1.0
+) -> Callable[[Any, int], pd.DataFrame]:
+    """``tuned``: the simple tree with level_weights 1:3 (level 2 gets 3/4 of epsilon) and a pass
+    threshold of 1; ``scale`` multiplies the epsilon actually used (a canary when > 1)."""
+
     def run(rows: list[list[str]], n: int) -> pd.DataFrame:
         seed = 7919 * len(rows) + n + (1 if hybrid else 0)
         noise = NoEmptyCells(seed) if canary else SecureNoise(seed=seed)
         syn = PrefixTreeSynthesizer(
-            epsilon=EPS,
+            epsilon=EPS * scale,
             height=2,
             taxonomy=_taxonomy(n, hybrid),
             variant="hybrid" if hybrid else "simple",
             budget_split={1: 0.5} if hybrid else None,
-            thresholds={1: 2, 2: 2} if hybrid else None,
+            thresholds={1: 2, 2: 2} if hybrid else ({1: 1} if tuned else None),
+            level_weights=[1, 3] if tuned else None,
             random_state=noise,
         ).fit(_replicate(rows, n))
         tree = syn.tree_
@@ -128,6 +134,16 @@ def test_prefix_tree_epsilon_lower_bound_within_claim(hybrid: bool) -> None:
     assert not audit.violates(EPS), audit
     # the absent location does appear under D (empty cells are candidates too)
     assert audit.rates["X appears"][0] > 0
+
+
+def test_level_weights_lower_bound_within_claim_and_canary_caught() -> None:
+    """Level 2 gets 3/4 of epsilon (1.5 of 2): its lower bound stays within the tree's claim; the
+    same tree calibrated for twice the claimed epsilon (level 2 at 3) is refuted."""
+    audit = audit_epsilon(runner(hybrid=False, tuned=True), D, D_PRIME, EVENTS, trials=TRIALS)
+    assert not audit.violates(EPS), audit
+    assert audit.epsilon_lower_bound > 0.8  # the events see level 2's epsilon (1.5)
+    broken = runner(hybrid=False, tuned=True, scale=2.0)
+    assert audit_epsilon(broken, D, D_PRIME, EVENTS, trials=TRIALS).violates(EPS)
 
 
 def test_canary_without_empty_cells_is_caught() -> None:
