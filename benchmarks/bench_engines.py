@@ -29,19 +29,21 @@ memory_limit 1GB, threads 2; Montreal, h = 6, epsilon 1; taps with 60-minute tim
     10M   taps       duckdb   44.6      3.7          1,190          16.1M
     100M  sequences  duckdb   784.6     48.4         1,281          288.5M
     100M  taps       duckdb   1,204.1   40.3         2,366          190.8M
+    100M  taps       duckdb   876.1     38.1         2,391          190.8M (bucket fix)
     ====  =========  =======  ========  ===========  =============  =============
 
 A second 10M run (pass sizes from the file's row count instead of a counting query): sequences
 memory 15.2 s / 2,326 MB, DuckDB 28.4 s / 977 MB (1.87x); taps memory 64.5 s / 8,300 MB, DuckDB
 45.2 s / 1,183 MB (0.70x). At 10M, DuckDB takes 1.73x the memory engine's time on sequences
-(the in-memory reader got faster since the earlier fit-only figures, 22.5 s vs 24.1 s; DuckDB's
+(it was 0.93x, 22.5 s vs 24.1 s, before the in-memory loader got 35% faster; DuckDB's
 cost is grouping 42M rows by 10M string ids: two hash-bucket passes of 7.4 s each at 1GB, one
 pass 10.6 s) and 0.82x on taps. The release is streamed (1M rows per chunk): at 100M it adds
 40-50 s and does not raise the peak (the sequences run stays at its fit-only peak). The 100M taps
-peak (2.4 GB) is presumably the fit's per-card time-ordering window (15 passes of ~28M taps under
-a 1GB memory_limit, which DuckDB does not fully bound; not profiled yet); a lower
-``--memory-limit`` makes more, smaller passes. The memory engine holds the whole input (8.3 GB at
-10M taps): do not run it at 100M on a small machine (``--engines duckdb``).
+run before the bucket filter moved below the window took 1,204 s; with it, 876 s. Its peak
+(2.4 GB, against 1.2 GB at 10M with passes of a similar size) grows with the input, not with the
+pass: not profiled yet; a lower ``--memory-limit`` makes more, smaller passes. The memory engine
+holds the whole input (8.3 GB at 10M taps): do not run it at 100M on a small machine
+(``--engines duckdb``).
 """
 
 from __future__ import annotations
