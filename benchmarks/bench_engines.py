@@ -30,6 +30,7 @@ memory_limit 1GB, threads 2; Montreal, h = 6, epsilon 1; taps with 60-minute tim
     100M  sequences  duckdb   784.6     48.4         1,281          288.5M
     100M  taps       duckdb   1,204.1   40.3         2,366          190.8M
     100M  taps       duckdb   876.1     38.1         2,391          190.8M (bucket fix)
+    100M  taps       duckdb   957.0     37.7         2,349          190.8M (memory_limit 512MB)
     ====  =========  =======  ========  ===========  =============  =============
 
 A second 10M run (pass sizes from the file's row count instead of a counting query): sequences
@@ -40,8 +41,11 @@ cost is grouping 42M rows by 10M string ids: two hash-bucket passes of 7.4 s eac
 pass 10.6 s) and 0.82x on taps. The release is streamed (1M rows per chunk): at 100M it adds
 40-50 s and does not raise the peak (the sequences run stays at its fit-only peak). The 100M taps
 run before the bucket filter moved below the window took 1,204 s; with it, 876 s. Its peak
-(2.4 GB, against 1.2 GB at 10M with passes of a similar size) grows with the input, not with the
-pass: not profiled yet; a lower ``--memory-limit`` makes more, smaller passes. The memory engine
+(2.4 GB, against 1.2 GB at 10M with passes of a similar size) does not follow DuckDB's
+memory_limit (512MB: 2,349 MB): it is most likely the driver's. With 60-minute time bins the
+present (prefix, location, bin) cells of level 3 number 2.0M at 10M taps (so ~20M at 100M), and
+``prefixtree.tree`` holds their keys, counts and noise in numpy at once; drawing the noise over
+cells streamed in batches would bound it (not built). The memory engine
 holds the whole input (8.3 GB at 10M taps): do not run it at 100M on a small machine
 (``--engines duckdb``).
 """
