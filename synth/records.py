@@ -267,9 +267,13 @@ def _in_set(series: pd.Series, allowed: Sequence[str]) -> np.ndarray:
     return np.isin(uniques, np.asarray(list(allowed), dtype=object))[codes]
 
 
-def _index_dtype(n: int) -> type[np.signedinteger]:
-    """int32 for row/sequence indices when they fit (half the memory of int64), else int64."""
-    return np.int32 if n < np.iinfo(np.int32).max else np.int64
+def _int_dtype(n: int, smallest: type[np.signedinteger] = np.int8) -> type[np.signedinteger]:
+    """The narrowest signed integer type, at least ``smallest``, holding values below ``n``
+    (row/sequence indices start at int32; category codes at int8)."""
+    for dtype in (np.int8, np.int16, np.int32):
+        if np.iinfo(dtype).bits >= np.iinfo(smallest).bits and n < np.iinfo(dtype).max:
+            return dtype
+    return np.int64
 
 
 def _sorted_codes(series: pd.Series) -> np.ndarray:
@@ -303,7 +307,7 @@ def _rank_codes(values: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, pa.Arra
     else:
         dictionary, indices = enc.dictionary, _numpy(enc.indices)
     order = pc.sort_indices(dictionary).to_numpy()
-    rank = np.empty(len(order), dtype=_index_dtype(len(values)))
+    rank = np.empty(len(order), dtype=_int_dtype(len(values), np.int32))
     rank[order] = np.arange(len(order), dtype=rank.dtype)
     return rank[indices], dictionary.take(pa.array(order))
 
@@ -650,7 +654,7 @@ def _plain_ids(values: pa.Array) -> bool:
 def _runs(values: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
     """(run number of each row, first row of each run) for runs of equal adjacent values."""
     n = len(values)
-    run = np.zeros(n, dtype=_index_dtype(n))
+    run = np.zeros(n, dtype=_int_dtype(n, np.int32))
     if n < 2:
         return run, np.zeros(min(n, 1), dtype=np.int64)
     change = pc.not_equal(values.slice(0, n - 1), values.slice(1)).to_numpy(zero_copy_only=False)
@@ -677,13 +681,6 @@ def _seq_codes(values: pa.ChunkedArray, src: str) -> tuple[np.ndarray, pa.Array,
         return run, norm, same
     codes, uniques = _rank_codes(norm)
     return codes[run], uniques, same
-
-
-def _code_dtype(n_categories: int) -> type[np.signedinteger]:
-    for dtype in (np.int8, np.int16, np.int32):
-        if n_categories < np.iinfo(dtype).max:
-            return dtype
-    return np.int64
 
 
 def _as_dictionary(values: Column) -> pa.ChunkedArray | None:
@@ -734,7 +731,7 @@ def _location_codes(values: Column, column: str, src: str) -> tuple[np.ndarray, 
 
     norm = _normalized(union, column, src, first_row)
     codes, uniques = _rank_codes(norm)
-    codes = codes.astype(_code_dtype(len(uniques)))
+    codes = codes.astype(_int_dtype(len(uniques)))
     out = np.empty(sum(len(c) for c in chunks), dtype=codes.dtype)
     offset = 0
     for c in chunks:
