@@ -26,7 +26,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
-from prefixtree.synthesizer import THRESHOLD_RULES, VARIANTS, PrefixTreeSynthesizer
+from prefixtree.synthesizer import COMPLETIONS, THRESHOLD_RULES, VARIANTS, PrefixTreeSynthesizer
 from synth.cli import (
     add_engine_options,
     add_quiet_option,
@@ -144,6 +144,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "in (0, 1] (default 1)",
     )
     p.add_argument(
+        "--completion",
+        choices=COMPLETIONS,
+        default="none",
+        help="sequences that went on below a node through pruned children: released as ending "
+        "there (none, the paper) or continued by a Markov chain of the noisy tree (markov; adds "
+        "an end-of-sequence cell per node, same budget)",
+    )
+    p.add_argument(
         "--level-weights",
         type=float,
         nargs="+",
@@ -183,6 +191,7 @@ def run(args: argparse.Namespace) -> int:
             "time_bins": args.time_bin,
             "threshold_rule": args.threshold_rule,
             "false_children": args.false_children,
+            "completion": args.completion,
             "level_weights": args.level_weights,
             **engine_params(args),
         },

@@ -35,6 +35,10 @@ sub-level's threshold from the public number ``m`` of candidates of a parent so 
 ``false_children`` empty candidates pass per parent in expectation: with the paper's
 ``2 sqrt(2) / eps_2`` about ``m * 0.03`` pass (11 per node over SUBE's 382 lines), and the tree
 grows as that power of h (Theorem 4.2). Both are fixed before the data is read.
+``completion="markov"`` adds one end-of-sequence cell per node (same histogram, same sensitivity:
+a sequence ends once) and continues the sequences that went on below a node through pruned children
+with a Markov chain read off the noisy tree (:mod:`prefixtree.completion`, post-processing) instead
+of releasing them as ending there.
 
 Trajectories (section 4.4): with ``time_bins`` (minutes per bin), nodes are (location, time bin)
 pairs and a node's candidates are all (location, bin) with bin >= its own. The input ``time`` column
@@ -54,6 +58,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from prefixtree.completion import complete_sequences
 from prefixtree.consistency import consistent_counts, release_counts
 from prefixtree.tree import BuiltTree, SubLevel, TaxonomyIndex, build_noisy_tree_counted
 from synth.engines import check_engine, get_engine
@@ -67,6 +72,7 @@ __all__ = ["PrefixTreeSynthesizer"]
 MINUTES_PER_DAY = 1440
 VARIANTS = ("hybrid", "simple")
 THRESHOLD_RULES = ("paper", "candidates")
+COMPLETIONS = ("none", "markov")
 NOISE_METHODS = ("discrete_laplace", "empty_cells_passing", "choice")
 
 
@@ -98,9 +104,14 @@ class PrefixTreeSynthesizer:
       from the public number of candidates (taxonomy size x time bins); the paper's rule lets
       ``|candidates| * P(pass)`` empty children through, which on large location sets (SUBE: 382
       lines) multiplies level after level.
+    - ``completion``: ``"none"`` (the paper: ``n(v) = c(v) - sum of children`` sequences end at
+      v) or ``"markov"``: end-of-sequence cells, and the sequences that continued below v through
+      pruned children are completed by a Markov chain of the noisy tree (post-processing).
     - ``time_bins``: minutes per time bin for trajectories (section 4.4), or ``None``.
     - ``random_state``: ``None`` (secure noise), an ``int`` (seeded, NOT private: tests only), or an
-      object with ``SecureNoise``'s ``discrete_laplace``/``empty_cells_passing``/``choice``.
+      object with ``SecureNoise``'s ``discrete_laplace``/``empty_cells_passing``/``choice``. The
+      completion's draws (post-processing) use ``numpy.random.default_rng(random_state)`` for an
+      ``int``, fresh OS entropy otherwise.
     - ``max_nodes``: refuse to grow a tree past this many nodes (empty cells that pass the threshold
       multiply when ``|locations| * P(pass) > 1``, as in the simple variant on large networks).
     - ``engine``: where the counting runs (:mod:`synth.engines`): ``"memory"`` (default),
@@ -110,9 +121,11 @@ class PrefixTreeSynthesizer:
 
     Fitted attributes: ``tree_`` (non-generalized nodes, breadth first: node, parent, depth,
     location [, time_bin], noisy_count, consistent count, ending = n(v)), ``generalized_`` (the
-    surviving generalized cells with their noisy counts), ``ledger_`` (the privacy spends),
-    ``sub_levels_`` (budget plan: level, fan-out, epsilon, scale, threshold), ``locations_``
-    (locations in taxonomy depth-first order), ``noise_seeded_``.
+    surviving generalized cells with their noisy counts; with ``completion="markov"`` also
+    end_noisy, the end-of-sequence cell's noisy count (NA at depth h), ending = its consistent
+    count, and continued = the sequences completed below the node), ``ledger_`` (the privacy
+    spends), ``sub_levels_`` (budget plan: level, fan-out, epsilon, scale, threshold),
+    ``locations_`` (locations in taxonomy depth-first order), ``noise_seeded_``.
     """
 
     def __init__(
@@ -127,6 +140,7 @@ class PrefixTreeSynthesizer:
         level_weights: Sequence[float] | None = None,
         threshold_rule: str = "paper",
         false_children: float = 1.0,
+        completion: str = "none",
         time_bins: int | None = None,
         random_state: int | object | None = None,
         max_nodes: int = 20_000_000,
@@ -142,6 +156,7 @@ class PrefixTreeSynthesizer:
         self.level_weights = level_weights
         self.threshold_rule = threshold_rule
         self.false_children = false_children
+        self.completion = completion
         self.time_bins = time_bins
         self.random_state = random_state
         self.max_nodes = max_nodes
@@ -173,6 +188,10 @@ class PrefixTreeSynthesizer:
             raise ConfigError(
                 f"threshold_rule must be one of {', '.join(THRESHOLD_RULES)}, "
                 f"got {self.threshold_rule!r}"
+            )
+        if self.completion not in COMPLETIONS:
+            raise ConfigError(
+                f"completion must be one of {', '.join(COMPLETIONS)}, got {self.completion!r}"
             )
         fc = self.false_children
         if isinstance(fc, bool) or not isinstance(fc, int | float) or not 0 < fc <= 1:
@@ -386,6 +405,7 @@ class PrefixTreeSynthesizer:
         )
 
         n_sub = len(index.levels)
+        end_cells = self.completion == "markov"
 
         def record(level: int, j: int) -> None:
             if progress is not None:
@@ -399,9 +419,14 @@ class PrefixTreeSynthesizer:
                 scale=plan[level][j].scale,
                 threshold=plan[level][j].threshold,
                 note=(
-                    "one histogram over every candidate child of every surviving node; each "
-                    "card's sequence is in at most one cell (disjoint prefixes: parallel "
-                    "composition), L1 sensitivity 1"
+                    "one histogram over every candidate child of every surviving node"
+                    + (
+                        " and one end-of-sequence cell per surviving node"
+                        if end_cells and level and j == n_sub - 1
+                        else ""
+                    )
+                    + "; each card's sequence is in at most one cell (disjoint prefixes: "
+                    "parallel composition), L1 sensitivity 1"
                 ),
             )
 
@@ -443,6 +468,7 @@ class PrefixTreeSynthesizer:
                     noise=noise,
                     before_sub_level=record,
                     max_nodes=int(self.max_nodes),
+                    end_cells=end_cells,
                 )
             finally:
                 counter.close()
@@ -459,13 +485,51 @@ class PrefixTreeSynthesizer:
 
     def _finish(self, built: BuiltTree, level_scale: list[float]) -> None:
         # inverse noise variance of each node's level (2 p / (1 - p)^2 for the discrete Laplace
-        # with p = exp(-1/scale)); equal across levels unless level_weights differ
+        # with p = exp(-1/scale)); equal across levels unless level_weights differ. End cells are
+        # leaves under their node, drawn with the next level's noise.
+        n = built.parent.size
+        height = int(self.height)
+        shallow = np.flatnonzero(built.depth < height) if built.end_noisy is not None else None
+        parent, noisy, depth = built.parent, built.noisy, built.depth
+        if shallow is not None and built.end_noisy is not None:
+            parent = np.concatenate([parent, shallow])
+            noisy = np.concatenate([noisy, built.end_noisy[shallow]])
+            depth = np.concatenate([depth, built.depth[shallow] + 1])
         weights = None
         if len(set(level_scale)) > 1:
             p = np.exp(-1 / np.asarray(level_scale))
-            weights = ((1 - p) ** 2 / (2 * p))[built.depth - 1]
-        counts = consistent_counts(built.parent, built.noisy, weights)
-        ending = release_counts(built.parent, counts)
+            weights = ((1 - p) ** 2 / (2 * p))[depth - 1]
+        all_counts = consistent_counts(parent, noisy, weights)
+        rest = release_counts(parent, all_counts)[:n]
+        counts = all_counts[:n]
+        self._completed = None
+        if shallow is None:
+            ending = rest
+        else:
+            ending = counts.copy()
+            ending[shallow] = all_counts[n:]
+            continued = np.zeros(n, dtype=np.int64)
+            continued[shallow] = rest[shallow]
+            n_loc = len(self.locations_)
+            state = built.time_bin * n_loc + built.location
+            self._completed = complete_sequences(
+                built.parent,
+                built.depth,
+                state,
+                counts,
+                ending,
+                continued,
+                height=height,
+                n_states=n_loc * self.n_time_bins_,
+                n_locations=n_loc,
+                child_cap=self._child_cap(height),
+                rng=np.random.default_rng(
+                    self.random_state
+                    if isinstance(self.random_state, int | np.integer)
+                    and not isinstance(self.random_state, bool)
+                    else None
+                ),
+            )
         tree = pd.DataFrame(
             {
                 "node": np.arange(built.parent.size, dtype=np.int64),
@@ -479,6 +543,11 @@ class PrefixTreeSynthesizer:
                 "ending": ending,
             }
         )
+        if shallow is not None and built.end_noisy is not None:
+            end_noisy = pd.Series(built.end_noisy, dtype="Int64")
+            end_noisy[built.depth >= height] = pd.NA
+            tree.insert(6, "end_noisy", end_noisy)
+            tree["continued"] = continued
         if self.time_bins is not None:
             tree.insert(4, "time_bin", built.time_bin)
         self.tree_ = tree
@@ -486,6 +555,16 @@ class PrefixTreeSynthesizer:
             np.concatenate(built.generalized) if built.generalized else np.zeros((0, 6), int),
             columns=["depth", "sub_level", "parent", "taxonomy_node", "time_bin", "noisy_count"],
         )
+
+    def _child_cap(self, height: int) -> np.ndarray:
+        """Per depth d: the largest pass threshold of level d + 1 (a pruned child's noisy count
+        was below it)."""
+        plan = self.sub_levels_
+        top = plan.groupby("level")["threshold"].max()
+        cap = np.zeros(height + 1, dtype=np.int64)
+        levels = top.index.to_numpy(dtype=np.int64)
+        cap[levels[1:] - 1] = np.maximum(top.to_numpy(dtype=np.int64)[1:], 1)
+        return cap
 
     # ------------------------------------------------------------------ release
     def parameters(self) -> dict[str, Any]:
@@ -502,6 +581,7 @@ class PrefixTreeSynthesizer:
             "seeded": self.noise_seeded_,
             "sub_levels": self.sub_levels_.to_dict(orient="records"),
         }
+        out["completion"] = self.completion
         for key in ("budget_split", "thresholds", "level_weights"):
             if getattr(self, key) is not None:
                 out[key] = getattr(self, key)
@@ -515,7 +595,8 @@ class PrefixTreeSynthesizer:
         return [f"{(b * width) // 60:02d}:{(b * width) % 60:02d}" for b in range(self.n_time_bins_)]
 
     def sample(self) -> pd.DataFrame:
-        """The release (section 4.2): n(v) copies of prefix(v) for every node, in long format.
+        """The release (section 4.2): n(v) copies of prefix(v) for every node, in long format
+        (with ``completion="markov"``: ``ending`` copies, plus the completed sequences).
 
         Post-processing of the fitted tree only. Columns ``seq_id`` (int, 0..), ``pos``,
         ``location`` (categorical) and, for trajectories, ``time`` (the bin's start, ``HH:MM``).
@@ -525,22 +606,12 @@ class PrefixTreeSynthesizer:
         """
         return pd.concat(self.iter_sample(chunk_rows=1 << 22), ignore_index=True)
 
-    def iter_sample(self, *, chunk_rows: int = 1_000_000) -> Iterator[pd.DataFrame]:
-        """The release of :meth:`sample` as consecutive long-format chunks of whole sequences.
-
-        A chunk holds at most ``chunk_rows`` rows, or a single sequence when that one is longer
-        (sequences are never split); ``seq_id`` continues across chunks, and at least one chunk is
-        yielded (empty for an empty release). Memory: one chunk plus a location path per tree node,
-        never the whole release (about ``mean length`` rows per released sequence).
-        """
-        if not hasattr(self, "tree_"):
-            raise ConfigError("PrefixTreeSynthesizer is not fitted: call fit() first")
-        if (
-            isinstance(chunk_rows, bool)
-            or not isinstance(chunk_rows, int | np.integer)
-            or chunk_rows < 1
-        ):
-            raise ConfigError(f"chunk_rows must be a positive integer, got {chunk_rows!r}")
+    def _release_entries(
+        self,
+    ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray, np.ndarray]:
+        """The release as distinct entries: location path and time-bin path (``-1``/0 pad),
+        length and number of copies; tree nodes (their ``ending``) then completions, ordered by
+        length then by the (time bin, location) steps (the tree's breadth-first order)."""
         tree = self.tree_
         parent = tree["parent"].to_numpy()
         depth = tree["depth"].to_numpy().astype(np.int64)
@@ -559,6 +630,60 @@ class PrefixTreeSynthesizer:
             loc_path[nodes, d - 1] = loc[nodes]
             if bin_path is not None and tbin is not None:
                 bin_path[nodes, d - 1] = tbin[nodes]
+        if self._completed is None or not self._completed[0].size:
+            return loc_path, bin_path, depth, ending
+        origin, steps, copies = self._completed
+        width = int(self.height)
+        n_loc = len(self.locations_)
+        c_loc = np.full((origin.size, width), -1, dtype=np.int32)
+        c_loc[:, : loc_path.shape[1]] = loc_path[origin]
+        c_bin = np.zeros_like(c_loc)
+        if bin_path is not None:
+            c_bin[:, : bin_path.shape[1]] = bin_path[origin]
+        c_len = depth[origin].copy()
+        for k in range(steps.shape[1]):
+            rows = np.flatnonzero(steps[:, k] >= 0)
+            c_loc[rows, c_len[rows]] = steps[rows, k] % n_loc
+            c_bin[rows, c_len[rows]] = steps[rows, k] // n_loc
+            c_len[rows] += 1
+        pad = width - loc_path.shape[1]
+        loc_all = np.concatenate([np.pad(loc_path, ((0, 0), (0, pad)), constant_values=-1), c_loc])
+        length = np.concatenate([depth, c_len])
+        copies_all = np.concatenate([ending, copies])
+        keys: list[np.ndarray] = []
+        bin_all = None
+        if bin_path is not None:
+            bin_all = np.concatenate([np.pad(bin_path, ((0, 0), (0, pad))), c_bin])
+        for k in range(width - 1, -1, -1):
+            keys.append(loc_all[:, k])
+            if bin_all is not None:
+                keys.append(bin_all[:, k])
+        order = np.lexsort([*keys, length])
+        return (
+            loc_all[order],
+            None if bin_all is None else bin_all[order],
+            length[order],
+            copies_all[order],
+        )
+
+    def iter_sample(self, *, chunk_rows: int = 1_000_000) -> Iterator[pd.DataFrame]:
+        """The release of :meth:`sample` as consecutive long-format chunks of whole sequences.
+
+        A chunk holds at most ``chunk_rows`` rows, or a single sequence when that one is longer
+        (sequences are never split); ``seq_id`` continues across chunks, and at least one chunk is
+        yielded (empty for an empty release). Memory: one chunk plus a location path per tree node
+        (and per distinct completion), never the whole release (about ``mean length`` rows per
+        released sequence).
+        """
+        if not hasattr(self, "tree_"):
+            raise ConfigError("PrefixTreeSynthesizer is not fitted: call fit() first")
+        if (
+            isinstance(chunk_rows, bool)
+            or not isinstance(chunk_rows, int | np.integer)
+            or chunk_rows < 1
+        ):
+            raise ConfigError(f"chunk_rows must be a positive integer, got {chunk_rows!r}")
+        loc_path, bin_path, depth, ending = self._release_entries()
         locations = pd.Index(self.locations_)
         times = pd.Index(self._time_labels()) if bin_path is not None else None
         seq_end = np.cumsum(ending)  # sequences released up to and including each node

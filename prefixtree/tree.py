@@ -16,6 +16,12 @@ the discrete noise), and which empty cells they are from ``noise.choice`` over t
 absent cells of all parents (mapped back to cells without listing them). Surviving cells are then
 sorted by (parent, cell), so neither the tree nor its order tells real cells from passing empty
 ones.
+
+With ``end_cells``, the locations sub-level of level i also holds one *end-of-sequence* cell per
+surviving node of depth i - 1: the number of sequences that end there (exactly i - 1 locations
+long). A sequence either continues to a child cell or ends at its prefix node, never both, so the
+level's histogram keeps L1 sensitivity 1; every surviving node gets one (no threshold), so the end
+cells reveal nothing through their presence.
 """
 
 from __future__ import annotations
@@ -121,6 +127,7 @@ class BuiltTree:
     time_bin: IntArray
     noisy: IntArray
     generalized: list[IntArray] = field(default_factory=list)
+    end_noisy: IntArray | None = None  # noisy end-of-sequence count (end_cells; 0 at depth h)
 
 
 @dataclass
@@ -131,6 +138,7 @@ class _Cells:
     node: IntArray  # taxonomy node index at this sub-level's level
     time_bin: IntArray
     noisy: IntArray
+    exact: IntArray | None = None  # exact counts (0 for passing empty cells), kept for end cells
 
 
 def _absent_ranks(
@@ -150,6 +158,23 @@ def _absent_ranks(
     keys = parent_of_present * width + (rank_of_present - within)
     before = np.searchsorted(keys, parent * width + j, side="right") - group_start[parent]
     return j + before
+
+
+def _aggregate(flat: IntArray, weight: IntArray) -> tuple[IntArray, IntArray, IntArray]:
+    """Distinct keys of ``flat``, the key index of each entry and the summed weights. The engines
+    give the cells sorted by (parent, time bin, location), so the keys usually come sorted: runs
+    are summed in one pass, without np.unique's sort and its copies (the level's cells are the
+    driver's largest arrays)."""
+    if flat.size < 2 or bool(np.all(flat[1:] >= flat[:-1])):
+        new_run = np.empty(flat.size, dtype=bool)
+        new_run[:1] = True
+        np.not_equal(flat[1:], flat[:-1], out=new_run[1:])
+        starts = np.flatnonzero(new_run)
+        inverse = np.cumsum(new_run, dtype=np.int64) - 1
+        counts = np.add.reduceat(weight, starts).astype(np.int64) if flat.size else flat[:0]
+        return flat[starts], inverse, counts
+    keys, inverse = np.unique(flat, return_inverse=True)
+    return keys, inverse, np.bincount(inverse, weights=weight).astype(np.int64)
 
 
 def _sub_level(
@@ -181,8 +206,7 @@ def _sub_level(
     rank = anc[cell_leaf[live]] - par_start[cp]
     if first:
         rank = rank + (cell_bin[live] - parents.time_bin[cp]) * par_size[cp]
-    keys, inverse = np.unique(cp * width + rank, return_inverse=True)
-    counts = np.bincount(inverse, weights=cell_weight[live]).astype(np.int64)
+    keys, inverse, counts = _aggregate(cp * width + rank, cell_weight[live])
     present_parent = keys // width
     present_rank = keys % width
 
@@ -231,7 +255,8 @@ def _sub_level(
     else:
         node = par_start[surv_parent] + surv_rank
         tbin = parents.time_bin[surv_parent]
-    cells = _Cells(parents.tree_node[surv_parent], node, tbin, surv_noisy)
+    exact = np.concatenate([counts[passed], np.zeros(fake_parent.size, dtype=np.int64)])[order]
+    cells = _Cells(parents.tree_node[surv_parent], node, tbin, surv_noisy, exact)
     return cells, new_cell_parent
 
 
@@ -245,6 +270,7 @@ def build_noisy_tree(
     noise: object,
     before_sub_level: object,
     max_nodes: int,
+    end_cells: bool = False,
 ) -> BuiltTree:
     """Procedure 1 (BuildNoisyPrefixTree), one level per column of ``codes`` (in memory).
 
@@ -264,6 +290,7 @@ def build_noisy_tree(
         noise=noise,
         before_sub_level=before_sub_level,
         max_nodes=max_nodes,
+        end_cells=end_cells,
     )
 
 
@@ -277,9 +304,14 @@ def build_noisy_tree_counted(
     noise: object,
     before_sub_level: object,
     max_nodes: int,
+    end_cells: bool = False,
 ) -> BuiltTree:
     """Procedure 1 over any engine's :class:`~synth.engines.PrefixCounter`: the engine counts
-    the cells of each level; the noise is drawn here, on the collected counts."""
+    the cells of each level; the noise is drawn here, on the collected counts.
+
+    ``end_cells``: also one end-of-sequence cell per node of depth < ``height``, drawn with the
+    locations sub-level of the next level (its exact value is the node's count minus its present
+    children's: no engine work)."""
     level_bins = np.zeros(1, dtype=np.int64)
     parents_all: list[IntArray] = []
     locs_all: list[IntArray] = []
@@ -287,6 +319,8 @@ def build_noisy_tree_counted(
     noisy_all: list[IntArray] = []
     depth_all: list[IntArray] = []
     generalized: list[IntArray] = []
+    end_all: list[IntArray] = []
+    level_exact = np.zeros(1, dtype=np.int64)
     level_offset = 0  # global id of the first node of the level being expanded (below the root)
     n_total = 0
     for i in range(height):
@@ -302,8 +336,14 @@ def build_noisy_tree_counted(
             np.zeros(n_level, dtype=np.int64),
         )
         level_subs = sub_levels[i]
+        if end_cells and i:
+            continuing = np.bincount(cell_parent, weights=cell_weight, minlength=n_level)
+            end_exact = level_exact - continuing.astype(np.int64)
         for s, sub in enumerate(level_subs):
             before_sub_level(i, s)  # type: ignore[operator]
+            if end_cells and i and s == len(level_subs) - 1:
+                noise_end = noise.discrete_laplace(sub.scale, n_level)  # type: ignore[attr-defined]
+                end_all.append(end_exact + np.asarray(noise_end, dtype=np.int64))
             parents, cell_parent = _sub_level(
                 noise,
                 sub,
@@ -349,10 +389,17 @@ def build_noisy_tree_counted(
         if n_new and i < height - 1:
             counter.advance(i, ukey, cell_parent)
         level_bins = parents.time_bin
+        level_exact = parents.exact if parents.exact is not None else level_exact
         if n_new == 0:
             break
     cat = np.concatenate
     empty = np.zeros(0, dtype=np.int64)
+    n_nodes = sum(a.size for a in depth_all)
+    end_noisy = None
+    if end_cells:
+        end_noisy = np.zeros(n_nodes, dtype=np.int64)
+        drawn = cat(end_all) if end_all else empty
+        end_noisy[: drawn.size] = drawn
     return BuiltTree(
         parent=cat(parents_all) if parents_all else empty,
         depth=cat(depth_all) if depth_all else empty,
@@ -360,4 +407,5 @@ def build_noisy_tree_counted(
         time_bin=cat(bins_all) if bins_all else empty,
         noisy=cat(noisy_all) if noisy_all else empty,
         generalized=generalized,
+        end_noisy=end_noisy,
     )

@@ -11,7 +11,8 @@ publishing all of them would cost the sum: the demo compares them, an agency wou
   budget on the first three levels (``SUBE_SEQUENCE_PARAMS``; with the paper's thresholds about
   11 empty children per node pass and the tree grows as 11^h, Theorem 4.2); (2) 200,000
   SIMULATED passenger sequences on the Montreal metro of the paper (``synth.simulate``), station
-  -> line taxonomy, height 12, ``hybrid`` variant with candidate-bound thresholds.
+  -> line taxonomy, height 12, ``hybrid`` variant with candidate-bound thresholds. Both complete
+  the sequences pruned below a node with the tree's Markov chain (``completion="markov"``).
 * **Marginal reference** (SBH / Opal, papers 000 and 001): the same taps, hourly bins, lines,
   partitions mode x day, the card as the unit (its first 2 tap-ons and 2 tap-offs of the day),
   ``consistent`` mode, epsilon 8 and delta 6/8e6 in all (the Opal budget of one partition).
@@ -44,9 +45,16 @@ SUBE_SEQUENCE_PARAMS: dict[str, Any] = {
     "threshold_rule": "candidates",
     "false_children": 0.2,
     "level_weights": [2.0, 7.0, 0.5, 0.02, 0.02, 0.02, 0.02, 0.02],
+    "completion": "markov",
 }
-#: simulated Montreal: the paper's hybrid tree with the candidate-bound thresholds
-MONTREAL_SEQUENCE_PARAMS: dict[str, Any] = {"variant": "hybrid", "threshold_rule": "candidates"}
+#: simulated Montreal: the paper's hybrid tree with candidate-bound thresholds (0.5 empty children
+#: per node) and the pruned continuations completed
+MONTREAL_SEQUENCE_PARAMS: dict[str, Any] = {
+    "variant": "hybrid",
+    "threshold_rule": "candidates",
+    "false_children": 0.5,
+    "completion": "markov",
+}
 SIMULATED_SEQUENCES = 200_000
 SIMULATED_HEIGHT = 12
 SIMULATION_SEED = 2012

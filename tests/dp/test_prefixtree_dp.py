@@ -7,6 +7,10 @@ of D (or D'). Trial subtrees are disjoint cells with independent noise (the empt
 the union of all parents is the same distribution as per-parent draws), so the level-2 nodes under
 ``T<t>`` are one draw of the level-1 mechanism on D. The claimed epsilon is the whole tree's.
 
+With ``completion="markov"`` each trial node also gets an end-of-sequence cell (drawn with level
+2); the neighbour then adds one card whose sequence is the trial location alone, which changes only
+that end cell, and the events read its noisy value.
+
 The canary is the production synthesizer with a noise source whose empty cells never pass (what an
 implementation that only expands non-empty children does): the absent location then never appears
 under D, and the harness must refute the claimed epsilon.
@@ -32,6 +36,7 @@ PADDING = 40
 REAL = ["A", "B", "C", "X"]
 D = [["A"], ["A", "B"], ["B"]]
 D_PRIME = [*D, ["X", "A"]]
+D_END = [*D, []]  # one more card whose sequence ends at the trial location
 
 
 def _taxonomy(n: int, hybrid: bool) -> Taxonomy:
@@ -74,10 +79,16 @@ class NoEmptyCells:
 
 
 def runner(
-    *, hybrid: bool, canary: bool = False, tuned: bool = False, scale: float = 1.0
+    *,
+    hybrid: bool,
+    canary: bool = False,
+    tuned: bool = False,
+    scale: float = 1.0,
+    completion: str = "none",
 ) -> Callable[[Any, int], pd.DataFrame]:
     """``tuned``: the simple tree with level_weights 1:3 (level 2 gets 3/4 of epsilon) and a pass
-    threshold of 1; ``scale`` multiplies the epsilon actually used (a canary when > 1)."""
+    threshold of 1; ``scale`` multiplies the epsilon actually used (a canary when > 1); with
+    ``completion="markov"`` the trial nodes' end cells are rows with location ``<end>``."""
 
     def run(rows: list[list[str]], n: int) -> pd.DataFrame:
         seed = 7919 * len(rows) + n + (1 if hybrid else 0)
@@ -90,6 +101,7 @@ def runner(
             budget_split={1: 0.5} if hybrid else None,
             thresholds={1: 2, 2: 2} if hybrid else ({1: 1} if tuned else None),
             level_weights=[1, 3] if tuned else None,
+            completion=completion,
             random_state=noise,
         ).fit(_replicate(rows, n))
         tree = syn.tree_
@@ -103,6 +115,16 @@ def runner(
                 "noisy": below["noisy_count"].to_numpy(),
             }
         )
+        if completion != "none":
+            first = tree[tree["depth"] == 1]
+            ends = pd.DataFrame(
+                {
+                    "trial": first["location"].astype(str).to_numpy(),
+                    "location": "<end>",
+                    "noisy": first["end_noisy"].to_numpy(dtype=np.int64),
+                }
+            )
+            out = pd.concat([out, ends], ignore_index=True)
         out = out[out["trial"].str.startswith("T")]
         out.attrs["trials"] = n
         return out
@@ -144,6 +166,19 @@ def test_level_weights_lower_bound_within_claim_and_canary_caught() -> None:
     assert audit.epsilon_lower_bound > 0.8  # the events see level 2's epsilon (1.5)
     broken = runner(hybrid=False, tuned=True, scale=2.0)
     assert audit_epsilon(broken, D, D_PRIME, EVENTS, trials=TRIALS).violates(EPS)
+
+
+def test_end_cells_lower_bound_within_claim_and_canary_caught() -> None:
+    """End-of-sequence cells (completion="markov") are drawn with level 2's noise (1.5 of the
+    claimed 2 under level_weights 1:3): one more card ending at a trial node stays within the
+    claim; the same tree calibrated for twice the claim is refuted through its end cells."""
+    events = {f"end >= {PADDING + k}": appears("<end>", PADDING + k) for k in (1, 2)}
+    run = runner(hybrid=False, tuned=True, completion="markov")
+    audit = audit_epsilon(run, D, D_END, events, trials=TRIALS)
+    assert not audit.violates(EPS), audit
+    assert audit.epsilon_lower_bound > 0.8  # the events see the end cells' epsilon (1.5)
+    broken = runner(hybrid=False, tuned=True, scale=2.0, completion="markov")
+    assert audit_epsilon(broken, D, D_END, events, trials=TRIALS).violates(EPS)
 
 
 def test_canary_without_empty_cells_is_caught() -> None:

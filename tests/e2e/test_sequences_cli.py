@@ -82,18 +82,21 @@ def test_sube_lines_tuned_for_wide_location_sets(sube: dict[str, Path], tmp_path
     args = ["sequences", str(sube["taps"]), "--taxonomy", str(sube["lines"]), "--epsilon", "1"]
     args += ["--height", "3", "--out", str(out), "--location-column", "id_linea"]
     args += ["--on-unknown", "drop", "--seed", "2", "--quiet", "--threshold-rule", "candidates"]
-    args += ["--false-children", "0.2", "--level-weights", "2", "7", "1"]
+    args += ["--false-children", "0.2", "--level-weights", "2", "7", "1", "--completion", "markov"]
     assert main(args) == 0
     manifest = _manifest(out)
     params = manifest["parameters"]
     assert params["threshold_rule"] == "candidates" and params["false_children"] == 0.2
+    assert params["completion"] == "markov"
     assert params["level_weights"] == [2.0, 7.0, 1.0]
     spends = [s for s in manifest["composition"] if s.get("type") == "spend"]
     # line -> mode is skipped (one mode holds nearly every line): one spend per level, 2:7:1
     assert [s["epsilon"] for s in spends] == pytest.approx([0.2, 0.7, 0.1])
     assert manifest["spent"]["epsilon"] == pytest.approx(1.0)
+    assert "end-of-sequence" in spends[1]["note"] and "end-of-sequence" in spends[2]["note"]
     release = pd.read_csv(out / "sequences.csv", dtype={"location": str})
     assert release["seq_id"].nunique() > 1000
+    assert release.groupby("seq_id").size().max() <= 3
 
 
 def test_montreal_simulation_trajectories_parquet(tmp_path: Path) -> None:

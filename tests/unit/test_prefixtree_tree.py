@@ -197,3 +197,21 @@ def test_multi_level_taxonomy_index_ranges() -> None:
     e = index.locations.index("e")
     assert index.names[0][int(index.ancestor[0][e])] == "e"
     assert index.names[1][int(index.ancestor[1][e])] == "e"
+
+
+@pytest.mark.parametrize("shuffle", [False, True])
+def test_aggregate_sums_runs_like_unique(shuffle: bool) -> None:
+    from prefixtree.tree import _aggregate
+
+    rng = np.random.default_rng(0)
+    flat = np.sort(rng.integers(0, 50, 400))
+    if shuffle:
+        rng.shuffle(flat)
+    weight = rng.integers(1, 9, flat.size)
+    keys, inverse, counts = _aggregate(flat, weight)
+    ref_keys, ref_inverse = np.unique(flat, return_inverse=True)
+    np.testing.assert_array_equal(keys, ref_keys)
+    np.testing.assert_array_equal(inverse, ref_inverse)
+    np.testing.assert_array_equal(counts, np.bincount(ref_inverse, weights=weight))
+    empty = _aggregate(flat[:0], weight[:0])
+    assert all(a.size == 0 for a in empty)

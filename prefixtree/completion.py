@@ -1,0 +1,270 @@
+"""Markov completion of the continuation mass a noisy prefix tree pruned (post-processing).
+
+A node v of the consistent tree holds ``c(v)`` sequences; with end-of-sequence cells
+(:mod:`prefixtree.tree`, ``end_cells``) ``end(v)`` of them stop at v and its surviving children
+hold ``sum c(w)``. The rest, ``r(v) = c(v) - end(v) - sum c(w)``, went on below v through children
+whose noisy counts did not pass the threshold. The paper releases them as ending at v (its ``n(v)``
+conflates the two), which drops every pattern they carry after v. Here each of them is continued by
+a first-order Markov chain read off the tree, in the spirit of the variable-length n-gram model of
+Chen et al. (CCS 2012), with one trip-chaining regularity of smart-card data: going back to where
+the sequence started.
+
+- States: the location, or (time bin, location) for trajectories; a sequence's *home* is its first
+  location.
+- Transitions ``a -> b`` weigh ``c(w)`` for every node w in state b under a node in state a;
+  ``a -> end`` weighs ``end(v)`` over the nodes v in state a.
+- Return home: away from home, a move goes back home (keeping the drawn time bin) with probability
+  ``rho``, the share of the moves of away nodes that return, measured where the return survived.
+- The first step leaves v, so it is drawn among the moves (no end), avoiding v's surviving children
+  (their mass is already in the tree): a few rejection rounds, then the destination marginal (all
+  non-root nodes' counts) likewise; a sequence that finds no admissible step ends at v, as in the
+  paper. Later steps follow the chain, end included, until it ends or reaches the height.
+
+Everything here reads only the released noisy tree, so the release keeps the tree's epsilon
+(post-processing); the random draws need no secure source.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = ["complete_sequences"]
+
+IntArray = npt.NDArray[np.int64]
+
+TRIES = 8
+BATCH = 1 << 20
+
+
+@dataclass(frozen=True)
+class _Chain:
+    """Sparse transition table over arbitrary integer contexts: the edges of each context are
+    contiguous in ``dst``/``cum``; ``contexts`` (sorted) index ``base``/``total``."""
+
+    contexts: IntArray
+    dst: IntArray  # destination state, -1 = end
+    cum: npt.NDArray[np.float64]  # running sum of the edge weights
+    base: npt.NDArray[np.float64]  # per context: running sum before its first edge
+    total: npt.NDArray[np.float64]  # per context: its total weight
+
+    @classmethod
+    def build(cls, src: IntArray, dst: IntArray, weight: IntArray) -> _Chain:
+        keep = weight > 0
+        src, dst, weight = src[keep], dst[keep], weight[keep]
+        order = np.argsort(src, kind="stable")
+        src, dst, w = src[order], dst[order], weight[order].astype(np.float64)
+        contexts, first = np.unique(src, return_index=True)
+        cum = np.cumsum(w)
+        total = np.add.reduceat(w, first) if w.size else np.zeros(0)
+        return cls(contexts, dst, cum, np.concatenate([[0.0], cum])[first], total)
+
+    def mass(self, context: IntArray) -> npt.NDArray[np.float64]:
+        """Total weight of each context (0 when it has no edge)."""
+        if not self.contexts.size:
+            return np.zeros(context.size)
+        pos = np.minimum(np.searchsorted(self.contexts, context), self.contexts.size - 1)
+        return np.where(self.contexts[pos] == context, self.total[pos], 0.0)
+
+    def draw(self, context: IntArray, rng: np.random.Generator) -> IntArray:
+        """One destination per context (-1 = end; -2 when the context has no edge)."""
+        out = np.full(context.size, -2, dtype=np.int64)
+        if not self.contexts.size:
+            return out
+        pos = np.minimum(np.searchsorted(self.contexts, context), self.contexts.size - 1)
+        ok = self.contexts[pos] == context
+        p = pos[ok]
+        target = self.base[p] + rng.random(p.size) * self.total[p]
+        idx = np.minimum(np.searchsorted(self.cum, target, side="right"), self.cum.size - 1)
+        out[ok] = self.dst[idx]
+        return out
+
+
+def complete_sequences(
+    parent: IntArray,
+    depth: IntArray,
+    state: IntArray,
+    counts: IntArray,
+    end: IntArray,
+    continued: IntArray,
+    *,
+    height: int,
+    n_states: int,
+    n_locations: int,
+    child_cap: IntArray,
+    rng: np.random.Generator,
+) -> tuple[IntArray, IntArray, IntArray]:
+    """Complete ``continued[v]`` sequences below every node v (module docstring).
+
+    ``parent``/``depth``/``state``/``counts``/``end`` describe the consistent tree in breadth-first
+    order (``state`` = time bin x ``n_locations`` + location); ``end`` is the end-of-sequence count
+    of the nodes shallower than ``height``; ``child_cap[d]`` bounds the sequences completed through
+    one pruned child of a node of depth d (its pass threshold: a child holding more would have
+    survived, up to noise). Returns ``(origin, steps, count)``: the distinct
+    completions, each the node it starts from, its continuation states (``height - 1`` columns,
+    ``-1`` pads; all ``-1`` when no admissible first step was found) and how many sequences took it.
+    """
+    home = state % n_locations  # location of each node's depth-1 ancestor
+    for d in range(2, int(depth.max(initial=0)) + 1):
+        nodes = np.flatnonzero(depth == d)
+        home[nodes] = home[parent[nodes]]
+    child = np.flatnonzero(parent >= 0)
+    shallow = np.flatnonzero(depth < height)
+    src = np.concatenate([parent[child], shallow])  # edges: node -> child, node -> end
+    dst = np.concatenate([state[child], np.full(shallow.size, -1, dtype=np.int64)])
+    weight = np.concatenate([counts[child], end[shallow]])
+    moves = dst >= 0
+    walk = _Walk(
+        full=_Chain.build(state[src], dst, weight),
+        onward=_Chain.build(state[src[moves]], dst[moves], weight[moves]),
+        marginal=_Chain.build(np.zeros(parent.size, dtype=np.int64), state, counts),
+        rho=_return_rate(
+            src[moves], dst[moves], weight[moves], home, state, continued, n_locations
+        ),
+        taken=np.sort(parent[child] * n_states + state[child]),
+        n_states=n_states,
+        n_locations=n_locations,
+        height=height,
+        cap=np.asarray(child_cap, dtype=np.int64),
+    )
+    nodes = np.flatnonzero((continued > 0) & (depth < height))
+    mass = continued[nodes]
+    batch = (np.cumsum(mass) - mass) // BATCH
+    origins, steps, counts_out = [], [], []
+    for lo, hi in _runs(batch):
+        origin = np.repeat(nodes[lo:hi], mass[lo:hi])
+        walked = walk.run(origin, state, home, depth, rng)
+        rows, count = np.unique(np.column_stack([origin, walked]), axis=0, return_counts=True)
+        origins.append(rows[:, 0])
+        steps.append(rows[:, 1:])
+        counts_out.append(count.astype(np.int64))
+    width = max(height - 1, 1)
+    if not origins:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, np.zeros((0, width), dtype=np.int64), empty
+    return np.concatenate(origins), np.concatenate(steps), np.concatenate(counts_out)
+
+
+def _return_rate(
+    src: IntArray,
+    dst: IntArray,
+    weight: IntArray,
+    home: IntArray,
+    state: IntArray,
+    continued: IntArray,
+    n_locations: int,
+) -> tuple[float, float]:
+    """Share of the moves that go (back) home, from nodes at home and from nodes away from it,
+    over the nodes whose return survived: their surviving moves plus the moves completed below them.
+    (Where the return was pruned it hides among the completed moves, so those nodes would bias the
+    rate down.)"""
+    back = dst % n_locations == home[src]
+    seen = np.zeros(home.size, dtype=bool)
+    seen[src[back]] = True
+    at_home = state % n_locations == home
+    rates = []
+    for where in (at_home, ~at_home):
+        nodes = seen & where
+        total = float(weight[nodes[src]].sum()) + float(continued[nodes].sum())
+        rates.append(float(weight[back & nodes[src]].sum()) / total if total > 0 else 0.0)
+    return rates[0], rates[1]
+
+
+def _runs(labels: IntArray) -> list[tuple[int, int]]:
+    """(start, stop) of each run of equal values of a sorted array."""
+    cuts = np.flatnonzero(np.diff(labels)) + 1
+    edges = [0, *cuts.tolist(), labels.size]
+    return [(a, b) for a, b in itertools.pairwise(edges) if b > a]
+
+
+@dataclass(frozen=True)
+class _Walk:
+    full: _Chain  # transitions by last state, end included, returns home left out
+    onward: _Chain  # the same without the end transitions
+    marginal: _Chain  # one context (0): the states of all non-root nodes
+    rho: tuple[float, float]  # share of the moves that go home: from home, from away
+    taken: IntArray  # sorted parent * n_states + state of every surviving child
+    n_states: int
+    n_locations: int
+    height: int
+    cap: IntArray  # per depth: at most this many first steps through one pruned child
+
+    def _next(
+        self, chain: _Chain, home: IntArray, cur: IntArray, rng: np.random.Generator
+    ) -> IntArray:
+        """A move of ``chain`` from the current state, sent (back) home, keeping its time bin, with
+        probability ``rho`` (at home or away)."""
+        pick = chain.draw(cur, rng)
+        rate = np.where(cur % self.n_locations == home, self.rho[0], self.rho[1])
+        back = (pick >= 0) & (rng.random(cur.size) < rate)
+        pick[back] += home[back] - pick[back] % self.n_locations
+        return pick
+
+    def _admissible_first(
+        self, origin: IntArray, cur: IntArray, pick: IntArray, marginal: bool
+    ) -> npt.NDArray[np.bool_]:
+        ok = pick >= 0
+        if marginal:  # the marginal ignores the current state: time bins must not go back
+            ok &= pick // self.n_locations >= cur // self.n_locations
+        if self.taken.size:
+            key = origin * self.n_states + np.maximum(pick, 0)
+            pos = np.minimum(np.searchsorted(self.taken, key), self.taken.size - 1)
+            ok &= self.taken[pos] != key
+        return ok
+
+    def _within_cap(
+        self, origin: IntArray, depth: IntArray, first: IntArray, rows: IntArray, pick: IntArray
+    ) -> npt.NDArray[np.bool_]:
+        """Which of the new first steps ``pick`` (of ``rows``) keep every (node, child) at most
+        ``cap[depth]``, counting the steps already taken (``first >= 0``) before the new ones."""
+        done = np.flatnonzero(first >= 0)
+        keys = np.concatenate(
+            [origin[done] * self.n_states + first[done], origin[rows] * self.n_states + pick]
+        )
+        order = np.argsort(keys, kind="stable")
+        ranked = keys[order]
+        rank = np.empty(keys.size, dtype=np.int64)
+        rank[order] = np.arange(keys.size) - np.searchsorted(ranked, ranked)
+        return rank[done.size :] < self.cap[depth[origin[rows]]]
+
+    def run(
+        self,
+        origin: IntArray,
+        state: IntArray,
+        home_of: IntArray,
+        depth: IntArray,
+        rng: np.random.Generator,
+    ) -> IntArray:
+        """Continuation states of one sequence per entry of ``origin`` (-1 pads)."""
+        steps = np.full((origin.size, max(self.height - 1, 1)), -1, dtype=np.int64)
+        cur = state[origin]
+        home = home_of[origin]
+        todo = np.arange(origin.size)
+        for marginal in (False, True):
+            for _ in range(TRIES):
+                if not todo.size:
+                    break
+                if marginal:
+                    pick = self.marginal.draw(np.zeros_like(todo), rng)
+                else:
+                    pick = self._next(self.onward, home[todo], cur[todo], rng)
+                ok = self._admissible_first(origin[todo], cur[todo], pick, marginal)
+                ok[ok] = self._within_cap(origin, depth, steps[:, 0], todo[ok], pick[ok])
+                steps[todo[ok], 0] = pick[ok]
+                todo = todo[~ok]
+        alive = np.flatnonzero(steps[:, 0] >= 0)
+        length = depth[origin] + 1
+        col = 0
+        while True:
+            alive = alive[length[alive] < self.height]
+            if not alive.size:
+                return steps
+            nxt = self._next(self.full, home[alive], steps[alive, col], rng)
+            moved = nxt >= 0
+            alive = alive[moved]
+            steps[alive, col + 1] = nxt[moved]
+            length[alive] += 1
+            col += 1

@@ -1,0 +1,224 @@
+"""End-of-sequence cells and the Markov completion of pruned continuations (prefixtree)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.stats import chisquare
+
+from prefixtree import PrefixTreeSynthesizer
+from prefixtree.completion import _Chain, _return_rate, complete_sequences
+from synth.errors import ConfigError
+from tests.unit.test_prefixtree_synthesizer import (
+    TABLE_1,
+    ZeroNoise,
+    as_multiset,
+    long_format,
+    metro_like,
+    taxonomy_4,
+)
+
+
+def _fit(rows: list[list[str]], **kwargs: object) -> PrefixTreeSynthesizer:
+    params: dict = {
+        "epsilon": 1.0,
+        "height": 4,
+        "taxonomy": taxonomy_4(),
+        "variant": "simple",
+        "completion": "markov",
+        "random_state": ZeroNoise(),
+        **kwargs,
+    }
+    return PrefixTreeSynthesizer(**params).fit(long_format(rows))
+
+
+def test_end_cells_hold_the_sequences_ending_at_each_node() -> None:
+    syn = _fit(TABLE_1, thresholds={2: 1})
+    tree = syn.tree_
+    paths = {}
+    for node, parent, loc in zip(tree["node"], tree["parent"], tree["location"], strict=True):
+        paths[node] = (*paths.get(parent, ()), str(loc))
+    expected = Counter(tuple(r) for r in TABLE_1)
+    for node, path in paths.items():
+        end = tree.loc[node, "end_noisy"]
+        if len(path) == 4:
+            assert pd.isna(end)
+        else:
+            assert end == expected[path]
+            assert tree.loc[node, "ending"] == expected[path]
+    # nothing pruned: nothing to complete, and the release is the database
+    assert (tree["continued"] == 0).all()
+    assert as_multiset(syn.sample()) == Counter(map(tuple, TABLE_1))
+
+
+def test_pruned_mass_is_completed_not_ended() -> None:
+    """Threshold 3 prunes every depth-2 node but L1 -> L2 (4 sequences) and L3 -> L2 (2 < 3,
+    pruned). The paper would release 2 sequences ending at L3; with end cells we know none ends
+    there, and they are continued instead."""
+    paper = PrefixTreeSynthesizer(
+        epsilon=1.0,
+        height=4,
+        taxonomy=taxonomy_4(),
+        variant="simple",
+        thresholds={2: 3},
+        random_state=ZeroNoise(),
+    ).fit(long_format(TABLE_1))
+    syn = _fit(TABLE_1, thresholds={2: 3})
+    tree = syn.tree_.set_index(syn.tree_["location"].astype(str) + syn.tree_["depth"].astype(str))
+    assert tree.loc["L31", "ending"] == 0  # no sequence is just [L3]
+    assert tree.loc["L31", "continued"] == 3  # L3 L2 L1, L3 L2, L3 L1: pruned children
+    out = as_multiset(syn.sample())
+    assert sum(out.values()) == len(TABLE_1)  # every sequence is released once
+    assert out[("L3",)] == 0
+    assert as_multiset(paper.sample())[("L3",)] == 3
+    assert max(len(p) for p in out) <= 4
+
+
+def test_completion_respects_caps_and_surviving_children() -> None:
+    """Many pruned continuations under one node: no completed first step goes to a surviving
+    child, and no child receives more than the pass threshold; the rest end at the node."""
+    tax = metro_like(n_lines=1, per_line=30)
+    rng = np.random.default_rng(3)
+    rows = [["s0-0", "s0-1"]] * 50  # survives
+    rows += [["s0-0", f"s0-{k}"] for k in rng.integers(2, 30, 200)]  # about 7 each: pruned
+    syn = PrefixTreeSynthesizer(
+        epsilon=1.0,
+        height=3,
+        taxonomy=tax,
+        variant="simple",
+        completion="markov",
+        thresholds={2: 20},
+        random_state=ZeroNoise(),
+    ).fit(long_format(rows))
+    assert syn.tree_["continued"].tolist() == [200, 0]
+    out = syn.sample()
+    assert out["seq_id"].nunique() == 250
+    second = out[out["pos"] == 1]["location"].astype(str).value_counts()
+    assert second["s0-1"] == 50  # the surviving child keeps exactly its own count
+    # the tree knows no other child: at most the cap (20) goes through s0-0 itself
+    assert second.drop("s0-1").to_dict() == {"s0-0": 20}
+
+
+def test_chain_draws_follow_the_weights() -> None:
+    chain = _Chain.build(np.array([7, 7, 7, 2]), np.array([1, 2, -1, 5]), np.array([10, 30, 60, 5]))
+    rng = np.random.default_rng(0)
+    draws = chain.draw(np.full(20_000, 7), rng)
+    counts = [np.sum(draws == v) for v in (1, 2, -1)]
+    assert chisquare(counts, f_exp=np.array([0.1, 0.3, 0.6]) * 20_000).pvalue > 1e-3
+    assert (chain.draw(np.array([3, 2]), rng) == [-2, 5]).all()  # unknown context: -2
+    np.testing.assert_allclose(chain.mass(np.array([7, 2, 0])), [100, 5, 0])
+
+
+def test_return_rate_is_measured_where_the_return_survived() -> None:
+    # tree: A(0) -> X(1) -> A(2); A(0) -> Y(3) (no surviving return); states = locations
+    state = np.array([0, 1, 0, 2])
+    home = np.array([0, 0, 0, 0])
+    continued = np.array([0, 4, 0, 9])
+    src, dst, weight = np.array([0, 1, 0]), np.array([1, 0, 2]), np.array([20, 6, 10])
+    at_home, away = _return_rate(src, dst, weight, home, state, continued, 3)
+    assert at_home == 0.0  # A never goes to A
+    assert away == pytest.approx(6 / (6 + 4))  # node X: 6 back home, 4 completed elsewhere
+
+
+def test_complete_sequences_conserves_mass_and_height() -> None:
+    parent = np.array([-1, -1, 0, 0, 1])
+    depth = np.array([1, 1, 2, 2, 2])
+    state = np.array([0, 1, 1, 2, 0])
+    counts = np.array([100, 50, 30, 20, 10])
+    end = np.array([10, 5, 0, 0, 0])
+    continued = np.array([40, 35, 0, 0, 0])
+    origin, steps, copies = complete_sequences(
+        parent,
+        depth,
+        state,
+        counts,
+        end,
+        continued,
+        height=3,
+        n_states=3,
+        n_locations=3,
+        child_cap=np.array([0, 100, 100, 0]),
+        rng=np.random.default_rng(1),
+    )
+    assert np.bincount(origin, weights=copies, minlength=5).tolist() == [40, 35, 0, 0, 0]
+    assert steps.shape[1] == 2
+    taken = {(0, 1), (0, 2), (1, 0)}
+    for o, first in zip(origin, steps[:, 0], strict=True):
+        assert first == -1 or (int(o), int(first)) not in taken
+
+
+def test_seeded_completion_is_reproducible_and_streams_identically() -> None:
+    rng = np.random.default_rng(2)
+    rows = [
+        [f"s{rng.integers(4)}-{rng.integers(17)}" for _ in range(rng.integers(1, 6))]
+        for _ in range(3000)
+    ]
+    kwargs = {"epsilon": 1.0, "height": 5, "taxonomy": metro_like(), "completion": "markov"}
+    a = PrefixTreeSynthesizer(**kwargs, random_state=4).fit(long_format(rows))
+    b = PrefixTreeSynthesizer(**kwargs, random_state=4).fit(long_format(rows))
+    assert a.sample().equals(b.sample())
+    chunks = pd.concat(a.iter_sample(chunk_rows=500), ignore_index=True)
+    assert chunks.equals(a.sample())
+    assert a.tree_["continued"].sum() > 0
+    # same budget as without completion
+    plain = PrefixTreeSynthesizer(**{**kwargs, "completion": "none"}, random_state=4)
+    plain.fit(long_format(rows))
+    assert a.ledger_.spent_epsilon == plain.ledger_.spent_epsilon
+    assert any("end-of-sequence" in s.note for s in a.ledger_.spends)
+    assert a.parameters()["completion"] == "markov"
+
+
+def test_completed_trajectories_keep_times_non_decreasing() -> None:
+    rng = np.random.default_rng(1)
+    rows = [[str(x) for x in rng.choice(["L1", "L2", "L3", "L4"], size=4)] for _ in range(800)]
+    seqs = long_format(rows)
+    seqs["time"] = pd.to_datetime("2019-11-27 06:00") + pd.to_timedelta(
+        np.sort(rng.integers(0, 600, len(seqs))), unit="min"
+    )
+    syn = PrefixTreeSynthesizer(
+        epsilon=2.0,
+        height=4,
+        taxonomy=taxonomy_4(),
+        time_bins=120,
+        completion="markov",
+        random_state=2,
+    ).fit(seqs)
+    out = syn.sample()
+    assert syn.tree_["continued"].sum() > 0
+    minutes = out["time"].astype(str).str.slice(0, 2).astype(int)
+    assert (minutes.groupby(out["seq_id"]).diff().fillna(0) >= 0).all()
+    assert out.groupby("seq_id").size().max() <= 4
+
+
+def test_bad_completion_value() -> None:
+    with pytest.raises(ConfigError, match="completion"):
+        PrefixTreeSynthesizer(epsilon=1.0, height=2, taxonomy=taxonomy_4(), completion="ngram").fit(
+            long_format([["L1"]])
+        )
+
+
+def test_end_cells_are_the_same_from_the_duckdb_engine(tmp_path: Path) -> None:
+    rng = np.random.default_rng(7)
+    rows = [
+        [f"s{rng.integers(2)}-{rng.integers(5)}" for _ in range(rng.integers(1, 5))]
+        for _ in range(400)
+    ]
+    path = tmp_path / "seqs.parquet"
+    long_format(rows).to_parquet(path)
+    kwargs: dict = {
+        "epsilon": 1.0,
+        "height": 4,
+        "taxonomy": metro_like(n_lines=2, per_line=5),
+        "completion": "markov",
+        "thresholds": {2: 8},
+    }
+    trees = [
+        PrefixTreeSynthesizer(**kwargs, engine=engine, random_state=ZeroNoise()).fit(path).tree_
+        for engine in ("memory", "duckdb")
+    ]
+    pd.testing.assert_frame_equal(trees[0], trees[1])
+    assert trees[0]["continued"].sum() > 0
