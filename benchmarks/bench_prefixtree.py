@@ -62,28 +62,29 @@ count-query error, uniform workload):
     =====================================================  =======  =======  =======
 
 ``--completion markov`` (end-of-sequence cells, and the sequences the thresholds cut off continued
-by the tree's Markov chain with its return-home rate; same epsilon). Hybrid, candidates, h = 12
-unless noted; 1M simulated Montreal sequences, seeds 1 / 2 / 3 (data and noise):
+by the tree's smoothed Markov chain with its return-home rates; same epsilon). Hybrid, candidates,
+h = 12 unless noted; 1M simulated Montreal sequences, seeds 1 / 2 / 3 (data and noise):
 
     =====================================================  ==========  ==========  ==========
     release (TP@100; uniform count-query error)            eps 0.5     eps 1       eps 1.5
     =====================================================  ==========  ==========  ==========
-    A=0.5, seed 1                                          91; 6.1%    95; 4.5%    95; 3.8%
-    A=0.5, seed 2                                          95; 6.5%    95; 5.5%    95; 4.2%
-    A=0.5, seed 3                                          92; 6.6%    92; 4.9%    92; 4.1%
-    A=0.5, simple, seed 1                                  82; 8.2%    89; 6.3%    89; 6.0%
-    A=0.5, seed 1, h = 6 / 8 / 16                          87/87/91    89/91/92    -
-    A=0.5, seed 1, h = 6 / 8 / 16: error                   13/11/4.8%  12/8.2/4.0% -
-    A=0.3, seeds 1 / 2 / 3                                 94/95/92    94/94/92    -
-    A=0.7, seeds 1 / 2 / 3                                 89/94/90    90/97/92    -
+    A=0.5, seed 1                                          91; 5.9%    96; 4.5%    95; 3.8%
+    A=0.5, seed 2                                          96; 6.3%    94; 5.4%    97; 4.1%
+    A=0.5, seed 3                                          92; 6.4%    92; 4.2%    92; 3.6%
+    A=0.5, simple, seed 1                                  93; 9.8%    89; 6.3%    89; 6.0%
+    A=0.5, seed 1, h = 6 / 8 / 16                          88/89/90    88/92/93    -
+    A=0.5, seed 1, h = 6 / 8 / 16: error                   13/9.4/4.6% 12/8.2/3.4% -
     (epsilon = infinity, h = 12: TP@100 99, error 1.6%)
-    SUBE h=8, simple, A=0.2, W=2 7 0.5 0.02, seeds 1/2/3   32/35/35    54/51/55    57/46/58
+    SUBE h=8, simple, A=0.2, W=2 7 0.5 0.02, seeds 1/2/3   40/43/42    66/65/59    70/58/62
     SUBE, same without completion, seeds 1/2/3             17/18/16    51/51/51    55/52/60
     =====================================================  ==========  ==========  ==========
 
-Without completion the same Montreal releases stop at TP@100 77-79 and 13-15% error: the pruned
-deep prefixes were released as ending early. On SUBE the loss is elsewhere (the level-1 threshold
-drops the 40% of cards that start on thin lines), so completion adds little at epsilon 1.
+SUBE at epsilon 1 over seeds 1-10: 66 65 59 67 57 60 62 64 63 63 (mean 62.6). Other SUBE settings
+tried with completion (weights 2 7 0.2 / 3 7 0.2 / 2 6 / 2.5 7 0.5 / 2 8 0.5, A = 0.2 or 0.5;
+lower level-1 thresholds) did not do better. Without completion the same Montreal releases stop
+at TP@100 77-79 and 13-15% error: the pruned deep prefixes were released as ending early; an
+earlier completion without smoothing or the return-home rates reached TP@100 77-79 at 200,000
+sequences (the A-A return trips were missing).
 
 On SUBE the line -> mode level is skipped by the hybrid default (inverse Simpson index 1.05 < 2),
 so hybrid = simple there. Epsilon = infinity (truncation only): TP@100 100 (SUBE h=8), 98-99

@@ -13,8 +13,13 @@ the sequence started.
   location.
 - Transitions ``a -> b`` weigh ``c(w)`` for every node w in state b under a node in state a;
   ``a -> end`` weighs ``end(v)`` over the nodes v in state a.
-- Return home: away from home, a move goes back home (keeping the drawn time bin) with probability
-  ``rho``, the share of the moves of away nodes that return, measured where the return survived.
+- Return home: a move goes (back) home, keeping the drawn time bin, with probability ``rho``,
+  measured separately from nodes at home and away from it (:func:`_return_rate`): where the
+  return survived, else over all surviving moves, else (no evidence: every move of that kind was
+  pruned) the other kind's rate.
+- Smoothing: from a state with chain mass M, the move comes from the destination marginal with
+  probability K / (M + K), K the pass threshold most of the chain's mass met (counts below it are at
+  the noise level, and a passing empty cell must not steer every completion through its state).
 - The first step leaves v, so it is drawn among the moves (no end), avoiding v's surviving children
   (their mass is already in the tree): a few rejection rounds, then the destination marginal (all
   non-root nodes' counts) likewise; a sequence that finds no admissible step ends at v, as in the
@@ -37,6 +42,7 @@ __all__ = ["complete_sequences"]
 IntArray = npt.NDArray[np.int64]
 
 TRIES = 8
+SUPPORT = 10.0  # surviving moves (in pass thresholds) needed to measure a return rate
 BATCH = 1 << 20
 
 
@@ -113,6 +119,7 @@ def complete_sequences(
         home[nodes] = home[parent[nodes]]
     child = np.flatnonzero(parent >= 0)
     shallow = np.flatnonzero(depth < height)
+    cap = np.maximum(np.asarray(child_cap, dtype=np.int64), 1)
     src = np.concatenate([parent[child], shallow])  # edges: node -> child, node -> end
     dst = np.concatenate([state[child], np.full(shallow.size, -1, dtype=np.int64)])
     weight = np.concatenate([counts[child], end[shallow]])
@@ -121,14 +128,26 @@ def complete_sequences(
         full=_Chain.build(state[src], dst, weight),
         onward=_Chain.build(state[src[moves]], dst[moves], weight[moves]),
         marginal=_Chain.build(np.zeros(parent.size, dtype=np.int64), state, counts),
+        marginal_full=_Chain.build(
+            np.zeros(parent.size + 1, dtype=np.int64),
+            np.append(state, -1),
+            np.append(counts, end[shallow].sum()),
+        ),
         rho=_return_rate(
-            src[moves], dst[moves], weight[moves], home, state, continued, n_locations
+            src[moves],
+            dst[moves],
+            weight[moves] / cap[depth[src[moves]]],
+            home,
+            state,
+            continued / cap[depth],
+            n_locations,
         ),
         taken=np.sort(parent[child] * n_states + state[child]),
         n_states=n_states,
         n_locations=n_locations,
         height=height,
-        cap=np.asarray(child_cap, dtype=np.int64),
+        cap=cap,
+        smooth=_weighted_median(cap[depth[src]], weight),
     )
     nodes = np.flatnonzero((continued > 0) & (depth < height))
     mass = continued[nodes]
@@ -151,26 +170,50 @@ def complete_sequences(
 def _return_rate(
     src: IntArray,
     dst: IntArray,
-    weight: IntArray,
+    weight: npt.NDArray[np.float64],
     home: IntArray,
     state: IntArray,
-    continued: IntArray,
+    continued: npt.NDArray[np.float64],
     n_locations: int,
 ) -> tuple[float, float]:
-    """Share of the moves that go (back) home, from nodes at home and from nodes away from it,
-    over the nodes whose return survived: their surviving moves plus the moves completed below them.
-    (Where the return was pruned it hides among the completed moves, so those nodes would bias the
-    rate down.)"""
+    """Share of the moves that go (back) home, from nodes at home and from nodes away from it.
+
+    Masses are in pass thresholds of the level below each node. Per kind of node: over the nodes
+    whose return survived (their surviving moves plus the moves completed below them), when they
+    hold at least ``SUPPORT``; a return that was pruned
+    hides among the completed moves, so other nodes would bias the rate down. Else over all the
+    kind's nodes with surviving moves, when those hold ``support`` (few returns: a low rate is what
+    the tree shows). Else the tree says nothing about this kind (its moves were all pruned): the
+    other kind's rate."""
     back = dst % n_locations == home[src]
     seen = np.zeros(home.size, dtype=bool)
     seen[src[back]] = True
+    moved = np.zeros(home.size, dtype=bool)
+    moved[src] = True
     at_home = state % n_locations == home
-    rates = []
+    rates: list[float | None] = []
     for where in (at_home, ~at_home):
-        nodes = seen & where
-        total = float(weight[nodes[src]].sum()) + float(continued[nodes].sum())
-        rates.append(float(weight[back & nodes[src]].sum()) / total if total > 0 else 0.0)
-    return rates[0], rates[1]
+        rates.append(None)
+        for nodes in (seen & where, moved & where):
+            total = float(weight[nodes[src]].sum()) + float(continued[nodes].sum())
+            if float(weight[nodes[src]].sum()) >= SUPPORT:
+                rates[-1] = float(weight[back & nodes[src]].sum()) / total
+                break
+    home_rate, away_rate = rates
+    if home_rate is None:
+        home_rate = away_rate or 0.0
+    if away_rate is None:
+        away_rate = home_rate
+    return home_rate, away_rate
+
+
+def _weighted_median(values: IntArray, weight: IntArray) -> float:
+    """The value below which half the weight lies (1 without weight)."""
+    order = np.argsort(values, kind="stable")
+    cum = np.cumsum(weight[order])
+    if not cum.size or cum[-1] <= 0:
+        return 1.0
+    return float(values[order][np.searchsorted(cum, cum[-1] / 2)])
 
 
 def _runs(labels: IntArray) -> list[tuple[int, int]]:
@@ -185,12 +228,14 @@ class _Walk:
     full: _Chain  # transitions by last state, end included, returns home left out
     onward: _Chain  # the same without the end transitions
     marginal: _Chain  # one context (0): the states of all non-root nodes
+    marginal_full: _Chain  # the same and the end
     rho: tuple[float, float]  # share of the moves that go home: from home, from away
     taken: IntArray  # sorted parent * n_states + state of every surviving child
     n_states: int
     n_locations: int
     height: int
     cap: IntArray  # per depth: at most this many first steps through one pruned child
+    smooth: float  # pseudo-count of the marginal: the pass threshold most of the chain's mass met
 
     def _next(
         self, chain: _Chain, home: IntArray, cur: IntArray, rng: np.random.Generator
@@ -198,6 +243,12 @@ class _Walk:
         """A move of ``chain`` from the current state, sent (back) home, keeping its time bin, with
         probability ``rho`` (at home or away)."""
         pick = chain.draw(cur, rng)
+        prior = self.marginal_full if chain is self.full else self.marginal
+        mass = chain.mass(cur)
+        use = rng.random(cur.size) * (mass + self.smooth) >= mass
+        alt = prior.draw(np.zeros(int(use.sum()), dtype=np.int64), rng)
+        ok = (alt < 0) | (alt // self.n_locations >= cur[use] // self.n_locations)
+        pick[np.flatnonzero(use)[ok]] = alt[ok]
         rate = np.where(cur % self.n_locations == home, self.rho[0], self.rho[1])
         back = (pick >= 0) & (rng.random(cur.size) < rate)
         pick[back] += home[back] - pick[back] % self.n_locations

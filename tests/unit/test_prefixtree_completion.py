@@ -114,14 +114,25 @@ def test_chain_draws_follow_the_weights() -> None:
 
 
 def test_return_rate_is_measured_where_the_return_survived() -> None:
-    # tree: A(0) -> X(1) -> A(2); A(0) -> Y(3) (no surviving return); states = locations
+    # nodes: A(0) -> X(1) -> A(2); A(0) -> Y(3); states = locations, home A everywhere;
+    # masses in pass thresholds
     state = np.array([0, 1, 0, 2])
-    home = np.array([0, 0, 0, 0])
-    continued = np.array([0, 4, 0, 9])
-    src, dst, weight = np.array([0, 1, 0]), np.array([1, 0, 2]), np.array([20, 6, 10])
-    at_home, away = _return_rate(src, dst, weight, home, state, continued, 3)
-    assert at_home == 0.0  # A never goes to A
-    assert away == pytest.approx(6 / (6 + 4))  # node X: 6 back home, 4 completed elsewhere
+    home = np.zeros(4, dtype=np.int64)
+    continued = np.array([0.0, 8.0, 0.0, 9.0])
+    src, dst = np.array([0, 1, 0]), np.array([1, 0, 2])
+    at_home, away = _return_rate(src, dst, np.array([20.0, 12.0, 10.0]), home, state, continued, 3)
+    assert at_home == 0.0  # 30 surviving moves from home, none back to A
+    assert away == pytest.approx(12 / (12 + 8))  # node X: 12 back home, 8 completed elsewhere
+    # too little surviving evidence away from home (3 < SUPPORT): the rate at home is used
+    weight = np.array([20.0, 3.0, 10.0])
+    assert _return_rate(src, dst, weight, home, state, continued, 3) == (0.0, 0.0)
+    # a lone return under A X A (a passing empty cell, 1.5) does not set the rate at home: too
+    # little support, so every surviving move from home counts
+    src, dst = np.array([0, 0, 2]), np.array([1, 2, 0])
+    weight = np.array([200.0, 100.0, 1.5])
+    at_home, away = _return_rate(src, dst, weight, home, state, np.zeros(4), 3)
+    assert at_home == pytest.approx(1.5 / 301.5)
+    assert away == at_home  # no surviving move away from home: no evidence
 
 
 def test_complete_sequences_conserves_mass_and_height() -> None:
@@ -222,3 +233,11 @@ def test_end_cells_are_the_same_from_the_duckdb_engine(tmp_path: Path) -> None:
     ]
     pd.testing.assert_frame_equal(trees[0], trees[1])
     assert trees[0]["continued"].sum() > 0
+
+
+def test_smoothing_constant_is_the_threshold_most_mass_met() -> None:
+    from prefixtree.completion import _weighted_median
+
+    assert _weighted_median(np.array([10, 133, 3295]), np.array([900, 80, 20])) == 10.0
+    assert _weighted_median(np.array([10, 133]), np.array([10, 990])) == 133.0
+    assert _weighted_median(np.array([5]), np.array([0])) == 1.0
