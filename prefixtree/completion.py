@@ -109,9 +109,9 @@ def complete_sequences(
     order (``state`` = time bin x ``n_locations`` + location); ``end`` is the end-of-sequence count
     of the nodes shallower than ``height``; ``child_cap[d]`` bounds the sequences completed through
     one pruned child of a node of depth d (its pass threshold: a child holding more would have
-    survived, up to noise). Returns ``(origin, steps, count)``: the distinct
-    completions, each the node it starts from, its continuation states (``height - 1`` columns,
-    ``-1`` pads; all ``-1`` when no admissible first step was found) and how many sequences took it.
+    survived, up to noise). Returns ``(origin, steps, count)``: the distinct completions, each the
+    node it starts from, its continuation states (``height - 1`` columns, ``-1`` pads; all ``-1``
+    when no admissible first step was found) and how many sequences took it.
     """
     home = state % n_locations  # location of each node's depth-1 ancestor
     for d in range(2, int(depth.max(initial=0)) + 1):
@@ -179,12 +179,11 @@ def _return_rate(
     """Share of the moves that go (back) home, from nodes at home and from nodes away from it.
 
     Masses are in pass thresholds of the level below each node. Per kind of node: over the nodes
-    whose return survived (their surviving moves plus the moves completed below them), when they
-    hold at least ``SUPPORT``; a return that was pruned
-    hides among the completed moves, so other nodes would bias the rate down. Else over all the
-    kind's nodes with surviving moves, when those hold ``support`` (few returns: a low rate is what
-    the tree shows). Else the tree says nothing about this kind (its moves were all pruned): the
-    other kind's rate."""
+    whose return survived (their surviving moves plus the moves completed below them) when these
+    moves reach ``SUPPORT``: a return that was pruned hides among the completed moves, so the other
+    nodes would bias the rate down. Else over all the kind's nodes with surviving moves, when they
+    reach ``SUPPORT`` (few returns: a low rate is what the tree shows). Else the tree says nothing
+    about this kind (its moves were all pruned): the other kind's rate."""
     back = dst % n_locations == home[src]
     seen = np.zeros(home.size, dtype=bool)
     seen[src[back]] = True
