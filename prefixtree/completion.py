@@ -156,7 +156,7 @@ def complete_sequences(
     for lo, hi in _runs(batch):
         origin = np.repeat(nodes[lo:hi], mass[lo:hi])
         walked = walk.run(origin, state, home, depth, rng)
-        rows, count = np.unique(np.column_stack([origin, walked]), axis=0, return_counts=True)
+        rows, count = _distinct_rows(np.column_stack([origin, walked]), n_states)
         origins.append(rows[:, 0])
         steps.append(rows[:, 1:])
         counts_out.append(count.astype(np.int64))
@@ -204,6 +204,28 @@ def _return_rate(
     if away_rate is None:
         away_rate = home_rate
     return home_rate, away_rate
+
+
+def _distinct_rows(rows: IntArray, n_states: int) -> tuple[IntArray, IntArray]:
+    """Distinct rows (column 0 a node, then states or -1) and their counts, in sorted order: the
+    state columns are packed into as few int64 keys as fit (faster than ``np.unique(axis=0)``)."""
+    radix = n_states + 1
+    per_key = max(1, int(62 // np.log2(radix + 1)))
+    keys = [rows[:, 0]]
+    for lo in range(1, rows.shape[1], per_key):
+        packed = np.zeros(rows.shape[0], dtype=np.int64)
+        for col in range(lo, min(lo + per_key, rows.shape[1])):
+            packed = packed * radix + rows[:, col] + 1
+        keys.append(packed)
+    order = np.lexsort(keys[::-1])
+    ordered = [k[order] for k in keys]
+    new = np.zeros(order.size, dtype=bool)
+    new[:1] = True
+    for k in ordered:
+        new[1:] |= k[1:] != k[:-1]
+    starts = np.flatnonzero(new)
+    counts = np.diff(np.append(starts, order.size))
+    return rows[order[starts]], counts.astype(np.int64)
 
 
 def _weighted_median(values: IntArray, weight: IntArray) -> float:
@@ -266,19 +288,22 @@ class _Walk:
         return ok
 
     def _within_cap(
-        self, origin: IntArray, depth: IntArray, first: IntArray, rows: IntArray, pick: IntArray
-    ) -> npt.NDArray[np.bool_]:
-        """Which of the new first steps ``pick`` (of ``rows``) keep every (node, child) at most
-        ``cap[depth]``, counting the steps already taken (``first >= 0``) before the new ones."""
-        done = np.flatnonzero(first >= 0)
-        keys = np.concatenate(
-            [origin[done] * self.n_states + first[done], origin[rows] * self.n_states + pick]
-        )
+        self, used: tuple[IntArray, IntArray], keys: IntArray, cap: IntArray
+    ) -> tuple[npt.NDArray[np.bool_], tuple[IntArray, IntArray]]:
+        """Which new first steps (``keys`` = node x n_states + child) keep every (node, child) at
+        most ``cap``, after the ``used`` ones (sorted distinct keys, their counts); and the updated
+        ``used``."""
+        ukeys, ucounts = used
+        pos = np.minimum(np.searchsorted(ukeys, keys), max(ukeys.size - 1, 0))
+        before = np.where(ukeys[pos] == keys, ucounts[pos], 0) if ukeys.size else 0
         order = np.argsort(keys, kind="stable")
         ranked = keys[order]
         rank = np.empty(keys.size, dtype=np.int64)
         rank[order] = np.arange(keys.size) - np.searchsorted(ranked, ranked)
-        return rank[done.size :] < self.cap[depth[origin[rows]]]
+        ok = before + rank < cap
+        merged, inverse = np.unique(np.concatenate([ukeys, keys[ok]]), return_inverse=True)
+        counts = np.bincount(inverse, weights=np.concatenate([ucounts, np.ones(int(ok.sum()))]))
+        return ok, (merged, counts.astype(np.int64))
 
     def run(
         self,
@@ -293,6 +318,7 @@ class _Walk:
         cur = state[origin]
         home = home_of[origin]
         todo = np.arange(origin.size)
+        used = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
         for marginal in (False, True):
             for _ in range(TRIES):
                 if not todo.size:
@@ -302,7 +328,10 @@ class _Walk:
                 else:
                     pick = self._next(self.onward, home[todo], cur[todo], rng)
                 ok = self._admissible_first(origin[todo], cur[todo], pick, marginal)
-                ok[ok] = self._within_cap(origin, depth, steps[:, 0], todo[ok], pick[ok])
+                rows = todo[ok]
+                ok[ok], used = self._within_cap(
+                    used, origin[rows] * self.n_states + pick[ok], self.cap[depth[origin[rows]]]
+                )
                 steps[todo[ok], 0] = pick[ok]
                 todo = todo[~ok]
         alive = np.flatnonzero(steps[:, 0] >= 0)

@@ -241,3 +241,17 @@ def test_smoothing_constant_is_the_threshold_most_mass_met() -> None:
     assert _weighted_median(np.array([10, 133, 3295]), np.array([900, 80, 20])) == 10.0
     assert _weighted_median(np.array([10, 133]), np.array([10, 990])) == 133.0
     assert _weighted_median(np.array([5]), np.array([0])) == 1.0
+
+
+@pytest.mark.parametrize("n_states", [3, 68, 24_000])
+def test_distinct_rows_match_numpy_unique(n_states: int) -> None:
+    from prefixtree.completion import _distinct_rows
+
+    rng = np.random.default_rng(n_states)
+    rows = rng.integers(-1, min(n_states, 4), (3000, 12))
+    rows[:, 0] = rng.integers(0, 5, 3000)
+    rows[:, 1:] = np.where(rows[:, 1:] >= 0, rows[:, 1:] * (n_states // 4), -1)
+    got, counts = _distinct_rows(rows, n_states)
+    want, want_counts = np.unique(rows, axis=0, return_counts=True)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(counts, want_counts)
