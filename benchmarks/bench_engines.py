@@ -1,7 +1,8 @@
 """Counting engines at scale (issue 9): wall time and peak RSS per engine, in one run.
 
 SIMULATED data (``synth.simulate``, Montreal metro, 68 stations) is written to Parquet once (not
-timed, cached in ``--work``): long-format sequences (``seq_id, pos, location``) and taps
+timed, cached in ``--work``): long-format sequences (``seq_id, pos, location``, grouped by
+sequence, zero-padded ids increasing), optionally the same rows shuffled (``shuffled``), and taps
 (``card_id, time, stop_id``, grouped by card, times non-decreasing). Then, each in its own child
 process, the prefix-tree release is run end to end from the Parquet file with each engine:
 ``PrefixTreeSynthesizer(engine=...).fit(path)`` (read -> bound -> count -> noise) and the release
@@ -16,7 +17,31 @@ engine's time at 10M sequences, and 100M sequences with peak RSS <= 2 GB.
     python benchmarks/bench_engines.py --n 100000000 --engines duckdb --work /big/disk
 
 Measured end to end (read -> release written; 2 cores shared with other jobs, DuckDB
-memory_limit 1GB, threads 2; Montreal, h = 6, epsilon 1; taps with 60-minute time bins):
+memory_limit 1GB, threads 2; Montreal, h = 6, epsilon 1; taps with 60-minute time bins).
+Session 3 (DuckDB reads a file grouped by sequence in one streamed pass; the simulated files
+are: ids increasing from run to run), ranges over the runs listed below:
+
+    ====  =========  =======  =========  ===========  =============  =============
+    n     input      engine   wall (s)   release (s)  peak RSS (MB)  released rows
+    ====  =========  =======  =========  ===========  =============  =============
+    10M   sequences  pyarrow  4.2        -            1,879          (read only)
+    10M   sequences  memory   13.7-16.8  3.3-4.8      2,285-2,335    25.5M
+    10M   sequences  duckdb   11.0-14.2  3.5-4.5      904-927        25.5M
+    10M   taps       memory   52.0       2.6          8,289          16.1M
+    10M   taps       duckdb   14.2-19.6  3.2-3.9      834-909        16.1M
+    10M   shuffled   memory   89.6       4.5          3,365          25.5M
+    10M   shuffled   duckdb   40.3       3.7          1,288          25.5M
+    100M  sequences  duckdb   140.9      36.2         1,362          288.5M
+    100M  taps       duckdb   166.6      44.2         2,384          190.8M
+    ====  =========  =======  =========  ===========  =============  =============
+
+10M sequences, four runs (memory / DuckDB wall s): 16.8 / 14.2 (0.84x), 14.1 / 11.6 (0.82x),
+16.0 / 11.8 (0.74x), 13.7 / 11.0 (0.80x): target <= 1.5x met (it was 1.73-1.87x). 10M taps,
+DuckDB: 19.6, 18.6, 14.2 s (the last with memory at 52.0 s: 0.27x; it was 44.6-45.2 s / 1.18 GB).
+``shuffled`` is the sequences file with its rows in random order (``--datasets shuffled``): not
+grouped, so DuckDB groups it by SQL hash aggregation as before (0.45x; the memory engine sorts
+42M string ids). Released trees and rows are identical across engines and inputs. Session 2
+(before; DuckDB always grouped by hash aggregation):
 
     ====  =========  =======  ========  ===========  =============  =============
     n     input      engine   wall (s)  release (s)  peak RSS (MB)  released rows
@@ -33,21 +58,23 @@ memory_limit 1GB, threads 2; Montreal, h = 6, epsilon 1; taps with 60-minute tim
     100M  taps       duckdb   957.0     37.7         2,349          190.8M (memory_limit 512MB)
     ====  =========  =======  ========  ===========  =============  =============
 
-A second 10M run (pass sizes from the file's row count instead of a counting query): sequences
-memory 15.2 s / 2,326 MB, DuckDB 28.4 s / 977 MB (1.87x); taps memory 64.5 s / 8,300 MB, DuckDB
-45.2 s / 1,183 MB (0.70x). At 10M, DuckDB takes 1.73x the memory engine's time on sequences
-(it was 0.93x, 22.5 s vs 24.1 s, before the in-memory loader got 35% faster; DuckDB's
-cost is grouping 42M rows by 10M string ids: two hash-bucket passes of 7.4 s each at 1GB, one
-pass 10.6 s) and 0.82x on taps. The release is streamed (1M rows per chunk): at 100M it adds
-40-50 s and does not raise the peak (the sequences run stays at its fit-only peak). The 100M taps
-run before the bucket filter moved below the window took 1,204 s; with it, 876 s. Its peak
-(2.4 GB, against 1.2 GB at 10M with passes of a similar size) does not follow DuckDB's
-memory_limit (512MB: 2,349 MB): it is most likely the driver's. With 60-minute time bins the
-present (prefix, location, bin) cells of level 3 number 2.0M at 10M taps (so ~20M at 100M), and
-``prefixtree.tree`` holds their keys, counts and noise in numpy at once; drawing the noise over
-cells streamed in batches would bound it (not built). The memory engine
-holds the whole input (8.3 GB at 10M taps): do not run it at 100M on a small machine
-(``--engines duckdb``).
+A second session-2 10M run: sequences memory 15.2 s / 2,326 MB, DuckDB 28.4 s / 977 MB (1.87x);
+taps memory 64.5 s / 8,300 MB, DuckDB 45.2 s / 1,183 MB (0.70x). DuckDB's cost then was
+grouping 42M rows by 10M string ids (two hash-bucket passes of 7.4 s each at 1GB) after three
+validation scans. Now a Parquet file whose sequences (cards) come one after the other, ids
+increasing, is checked and pivoted batch by batch in numpy while the next batch is decoded
+(10M sequences, one profiled run: 5.7 s for that step, against 14.5 s), and the wide table and
+the per-level tables are temporary (in-memory) tables when they surely fit in memory_limit (10M),
+in the database file otherwise (100M: peak 1,362 MB, against 1,281 MB). Any other file takes
+the hash path, now with one validation scan. The release is streamed (1M rows per chunk): at
+100M it adds 35-50 s and does not raise the peak. The 100M taps peak (2.4 GB before and after,
+against 0.9 GB at 10M; with memory_limit 512MB: 2,349 MB) is the driver's: sampled once a
+second, the process stays at 1.3-1.4 GB while DuckDB reads and advances the levels, and peaks
+after the level-3 counts come back. With 60-minute time bins the present (prefix, location,
+bin) cells of level 3 number 2.0M at 10M taps (so ~20M at 100M), and ``prefixtree.tree`` holds
+their keys, counts and noise in numpy at once; drawing the noise over cells streamed in batches
+would bound it (not built). The memory engine holds the whole input (8.3 GB at 10M taps): do
+not run it at 100M on a small machine (``--engines duckdb``).
 """
 
 from __future__ import annotations
@@ -67,6 +94,7 @@ HEIGHT = 6
 
 def _write_inputs(work: Path, n: int, datasets: list[str]) -> dict[str, Path]:
     """Simulated sequences / taps Parquet files for ``n`` cards (cached)."""
+    import numpy as np
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -80,6 +108,16 @@ def _write_inputs(work: Path, n: int, datasets: list[str]) -> dict[str, Path]:
         if not seqs.exists():
             write_simulated_sequences(seqs, n, seed=0)
         out["sequences"] = seqs
+    if "shuffled" in datasets:  # the same rows in random order: DuckDB groups them by hash
+        shuffled = work / f"sequences_shuffled_{n}.parquet"
+        if not shuffled.exists():
+            if not seqs.exists():
+                write_simulated_sequences(seqs, n, seed=0)
+            table = pq.read_table(seqs)
+            order = np.random.default_rng(0).permutation(table.num_rows)
+            pq.write_table(table.take(order), shuffled, compression="zstd")
+            del table
+        out["shuffled"] = shuffled
     if "taps" in datasets:
         taps = work / f"taps_{n}.parquet"
         if not taps.exists():
@@ -185,7 +223,13 @@ def main() -> None:
         default=["pyarrow", "memory", "duckdb"],
         choices=["pyarrow", "memory", "duckdb", "spark"],
     )
-    parser.add_argument("--datasets", nargs="+", default=["sequences", "taps"])
+    parser.add_argument(
+        "--datasets",
+        nargs="+",
+        default=["sequences", "taps"],
+        choices=["sequences", "shuffled", "taps"],
+        help="shuffled: the sequences' rows in random order (not grouped by sequence)",
+    )
     parser.add_argument("--work", type=Path, default=Path("bench-engines-data"))
     parser.add_argument("--memory-limit", default="1GB", help="duckdb memory_limit")
     parser.add_argument("--threads", type=int, default=2)

@@ -1,9 +1,9 @@
 """The DuckDB engine: the counting steps as SQL over Parquet/CSV, spilling to disk.
 
 Tables live in a database file inside a private temporary directory (``temp_directory``, default
-the system's), which DuckDB also uses to spill sorts, joins and aggregations beyond
-``memory_limit`` (e.g. ``"2GB"``; default DuckDB's, 80% of RAM). The directory is removed on
-:meth:`DuckDBEngine.close`.
+the system's), which DuckDB also uses to spill sorts, joins, aggregations and temporary tables
+beyond ``memory_limit`` (e.g. ``"2GB"``; default DuckDB's, 80% of RAM). The directory is removed
+on :meth:`DuckDBEngine.close`.
 
 Reading files itself, for the prefix tree (:meth:`DuckDBEngine.prefix_counter_from_file`) it
 accepts long-format sequences (``seq_id, pos, location[, time]``, Parquet or CSV) and Parquet taps
@@ -14,6 +14,12 @@ accepts long-format sequences (``seq_id, pos, location[, time]``, Parquet or CSV
 is the same deterministic rule as in memory: the first ``h`` positions of a sequence, taps ordered
 by time and then by their row in the file; each card's first ``k`` events by (minute, partition,
 location, row).
+
+A Parquet file written by sequence (sequence ids increasing from run to run, ``pos`` increasing
+inside a sequence; taps: card ids increasing, times non-decreasing inside a card) is turned into
+the one-row-per-sequence table in a single streamed pass, checked batch by batch
+(:class:`_GroupedScan`); any other file, or any check failing, is grouped by SQL hash aggregation,
+with the same result (or the same error).
 """
 
 from __future__ import annotations
@@ -21,7 +27,7 @@ from __future__ import annotations
 import os
 import tempfile
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -54,7 +60,8 @@ class DuckDBPrefixCounter:
     """Prefix-tree cell counts over a wide table ``c0..c{h-1}`` [``b0..b{h-1}``] (NULL or -1 pad).
 
     Each :meth:`advance` writes the sequences still alive, with their node, and only the columns of
-    the levels still to come (a hash join against the small cell -> node map).
+    the levels still to come (a hash join against the small cell -> node map): a temporary table
+    (in memory) when it surely fits in ``memory_limit``, else a table of the database file.
     """
 
     def __init__(
@@ -76,6 +83,9 @@ class DuckDBPrefixCounter:
         self._cur = table
         self._level = 0
         self.n_sequences = int(engine.sql(f"SELECT count(*) FROM {table}").fetchone()[0])
+        row_bytes = 8 + 4 * height * (2 if has_bins else 1)  # at most: node, codes, bins
+        fits = self.n_sequences * row_bytes <= engine._memory_limit_bytes()
+        self._kind = "TEMP TABLE" if fits else "TABLE"
 
     def _key(self, level: int, alias: str = "") -> str:
         node = f"CAST({alias}node AS BIGINT)" if level else "CAST(0 AS BIGINT)"
@@ -106,7 +116,7 @@ class DuckDBPrefixCounter:
         new = f"_level_{level + 1}"
         cols = ", ".join(["m.node", *rest])
         con.execute(
-            f"CREATE OR REPLACE TABLE {new} AS SELECT {cols} FROM {self._cur} s "
+            f"CREATE OR REPLACE {self._kind} {new} AS SELECT {cols} FROM {self._cur} s "
             f"JOIN _cell_map m ON {self._key(level, 's.')} = m.k"
         )
         con.unregister("_cell_map")
@@ -131,6 +141,8 @@ class DuckDBEngine(Engine):
     #: input rows grouped per pass of the sequence table, per GB of memory limit (and at least)
     _rows_per_gb = 30_000_000
     _min_rows_per_pass = 1_000_000
+    #: rows per Arrow batch of the grouped-file pass (:class:`_GroupedScan`)
+    _grouped_batch_rows = 1 << 20
 
     def __init__(
         self,
@@ -164,6 +176,9 @@ class DuckDBEngine(Engine):
             self.close()
             raise ConfigError(f"engine options: {err}") from None
         self._n = 0
+        #: how the last file was grouped into sequences: "grouped" (one streamed pass over a file
+        #: grouped by sequence in order) or "hash" (SQL aggregation)
+        self._read_path = ""
 
     def sql(self, query: str) -> Any:
         """Run one statement; DuckDB's errors on the data become InputError."""
@@ -265,6 +280,35 @@ class DuckDBEngine(Engine):
         with_time = time_bin_minutes is not None
         if with_time and "time" not in columns:
             raise InputError(f"{p}: time_bins needs a 'time' column")
+        self._read_path = "hash"
+        if fmt == "parquet":
+            grouped = self._wide_grouped(
+                p,
+                kind=kind,
+                loc=loc,
+                tap="tap" in columns,
+                locations=locations,
+                height=height,
+                time_bin_minutes=time_bin_minutes,
+                on_unknown=on_unknown,
+            )
+            if grouped is not None:
+                table, unknown_rows = grouped
+                if unknown_rows:
+                    warnings.warn(
+                        f"{p}: dropped {sum(unknown_rows.values())} rows ({len(unknown_rows)} "
+                        f"distinct locations) of column '{loc}' not in the taxonomy",
+                        UnknownLocationWarning,
+                        stacklevel=3,
+                    )
+                return DuckDBPrefixCounter(
+                    self,
+                    table,
+                    height=height,
+                    has_bins=with_time,
+                    n_bins=1 if time_bin_minutes is None else -(-1440 // int(time_bin_minutes)),
+                    n_locations=len(locations),
+                )
         locs = self._name("locs")
         self.con.register(
             "_locations",
@@ -278,29 +322,34 @@ class DuckDBEngine(Engine):
         minute = "NULL"
         if with_time or kind == "taps":
             minute, stamp = self._minute_expr("time", types.get("time", "VARCHAR"))
-        # rows with an id, a location (and a time when used)
+        # one pass for every check, by location value: rows with an id, with a time (when used),
+        # with an integer pos >= 0 (sequences); locations empty or unknown
         id_col = "seq_id" if kind == "sequences" else "card_id"
-        bad = self.sql(
-            f"SELECT count(*) FILTER (WHERE {_ident(id_col)} IS NULL OR "
-            f"CAST({_ident(id_col)} AS VARCHAR) = ''), "
-            f"count(*) FILTER (WHERE {loc_expr} IS NULL OR {loc_expr} = '') "
-            f"{', count(*) FILTER (WHERE ' + minute + ' IS NULL)' if minute != 'NULL' else ''}"
-            f", count(*) FROM {src}"
-        ).fetchone()
-        if bad[-1] == 0:
-            raise InputError(f"{p}: no rows (empty input)")
-        if bad[0]:
-            raise InputError(f"{p}: column '{id_col}': {bad[0]} empty value(s)")
-        if bad[1]:
-            raise InputError(f"{p}: column '{loc}': {bad[1]} empty value(s)")
-        if minute != "NULL" and bad[2]:
-            raise InputError(f"{p}: column 'time': {bad[2]} value(s) that are not a time")
-        unknown = self.sql(
-            f"SELECT {loc_expr} AS v, count(*) FROM {src} WHERE {loc_expr} NOT IN "
-            f"(SELECT name FROM {locs}) GROUP BY v ORDER BY v"
+        pos = f"TRY_CAST({_ident('pos')} AS BIGINT)"
+        no_id = f"{_ident(id_col)} IS NULL OR CAST({_ident(id_col)} AS VARCHAR) = ''"
+        no_time = f"{minute} IS NULL" if minute != "NULL" else "FALSE"
+        bad_pos = f"{pos} IS NULL OR {pos} < 0" if kind == "sequences" else "FALSE"
+        per_location = self.sql(
+            f"SELECT {loc_expr} AS v, count(*), count(*) FILTER (WHERE {no_id}), "
+            f"count(*) FILTER (WHERE {no_time}), count(*) FILTER (WHERE {bad_pos}) "
+            f"FROM {src} GROUP BY v"
         ).fetchall()
+        n_rows, n_no_id, n_no_time, n_bad_pos = (
+            sum(int(r[j]) for r in per_location) for j in range(1, 5)
+        )
+        n_no_location = sum(int(r[1]) for r in per_location if not r[0])
+        if n_rows == 0:
+            raise InputError(f"{p}: no rows (empty input)")
+        if n_no_id:
+            raise InputError(f"{p}: column '{id_col}': {n_no_id} empty value(s)")
+        if n_no_location:
+            raise InputError(f"{p}: column '{loc}': {n_no_location} empty value(s)")
+        if n_no_time:
+            raise InputError(f"{p}: column 'time': {n_no_time} value(s) that are not a time")
+        known_names = set(locations)
+        unknown = sorted((str(r[0]), int(r[1])) for r in per_location if r[0] not in known_names)
         if unknown:
-            n = sum(int(c) for _, c in unknown)
+            n = sum(c for _, c in unknown)
             if on_unknown == "error":
                 raise InputError(
                     f"{p}: column '{loc}': location {unknown[0][0]!r} is not in the taxonomy "
@@ -315,9 +364,6 @@ class DuckDBEngine(Engine):
             )
         known = f"JOIN {locs} l ON {loc_expr} = l.name"
         if kind == "sequences":
-            pos = f"TRY_CAST({_ident('pos')} AS BIGINT)"
-            n_bad = self.sql(f"SELECT count(*) FROM {src} WHERE {pos} IS NULL OR {pos} < 0")
-            n_bad_pos = int(n_bad.fetchone()[0])
             if n_bad_pos:
                 raise InputError(
                     f"{p}: column 'pos': {n_bad_pos} value(s) that are not integers >= 0"
@@ -330,12 +376,7 @@ class DuckDBEngine(Engine):
                 )
 
         else:
-            off = (
-                "lower(trim(CAST(tap AS VARCHAR))) NOT IN "
-                "('off', 'out', 'check out', 'check_out', 'checkout', 'alight', 'alighting')"
-                if "tap" in columns
-                else "TRUE"
-            )
+            off = f"lower(trim(CAST(tap AS VARCHAR))) NOT IN {_OFF}" if "tap" in columns else "TRUE"
 
             def rows(bucket: str) -> str:  # the bucket filter must apply below the window
                 return (
@@ -347,7 +388,7 @@ class DuckDBEngine(Engine):
 
         sid = f"CAST({_ident(id_col)} AS VARCHAR)"
         table = self._name("seq")
-        self._wide(table, rows, sid, height, with_time, time_bin_minutes, int(bad[-1]))
+        self._wide(table, rows, sid, height, with_time, time_bin_minutes, n_rows)
         if kind == "sequences":
             irregular = self.sql(
                 f"SELECT count(*) FROM {table} WHERE lo <> 0 OR hi <> n - 1"
@@ -370,9 +411,7 @@ class DuckDBEngine(Engine):
                     )
 
                 self.sql(f"DROP TABLE {table}")
-                self._wide(
-                    table, renumbered, sid, height, with_time, time_bin_minutes, int(bad[-1])
-                )
+                self._wide(table, renumbered, sid, height, with_time, time_bin_minutes, n_rows)
         return DuckDBPrefixCounter(
             self,
             table,
@@ -450,6 +489,66 @@ class DuckDBEngine(Engine):
                 f"CREATE TABLE {table} AS {select}" if b == 0 else f"INSERT INTO {table} {select}"
             )
 
+    def _wide_grouped(
+        self,
+        path: Path,
+        *,
+        kind: str,
+        loc: str,
+        tap: bool,
+        locations: Sequence[str],
+        height: int,
+        time_bin_minutes: int | None,
+        on_unknown: str,
+    ) -> tuple[str, dict[str, int]] | None:
+        """The wide table of a Parquet file whose rows are grouped by sequence, in one streamed
+        pass (:class:`_GroupedScan`; in memory when it surely fits in ``memory_limit``), and the
+        unknown locations dropped (name -> rows); ``None`` when the file is not grouped in order,
+        or needs a check or message of the SQL path (which then reads it: same table, same
+        errors)."""
+        try:
+            scan = _GroupedScan(
+                path,
+                kind=kind,
+                loc=loc,
+                tap=tap,
+                locations=locations,
+                height=height,
+                time_bin_minutes=time_bin_minutes,
+                on_unknown=on_unknown,
+                batch_rows=self._grouped_batch_rows,
+            )
+        except (_NotGrouped, pa.ArrowException):  # e.g. an unreadable file: the SQL path's error
+            return None
+        table = self._name("seq")
+        cols = [f"c{j} {scan.code_type}" for j in range(height)]
+        if time_bin_minutes is not None:
+            cols += [f"b{j} SMALLINT" for j in range(height)]
+        # in memory when it surely fits (at most one sequence per input row), else on disk
+        row_bytes = height * (scan.code_dtype().itemsize + (2 if time_bin_minutes else 0))
+        temporary = scan.n_rows * row_bytes <= self._memory_limit_bytes()
+        self.sql(f"CREATE {'TEMP ' if temporary else ''}TABLE {table} ({', '.join(cols)})")
+        pending: list[pa.Table] = []
+
+        def insert() -> None:  # one INSERT per million rows or so (each has a fixed cost)
+            self.con.register("_wide_rows", pa.concat_tables(pending))
+            self.sql(f"INSERT INTO {table} SELECT * FROM _wide_rows")
+            self.con.unregister("_wide_rows")
+            pending.clear()
+
+        try:
+            for wide in scan.tables():
+                pending.append(wide)
+                if sum(t.num_rows for t in pending) >= self._grouped_batch_rows:
+                    insert()
+            if pending:
+                insert()
+        except (_NotGrouped, pa.ArrowException):
+            self.sql(f"DROP TABLE {table}")
+            return None
+        self._read_path = "grouped"
+        return table, scan.unknown
+
     # ------------------------------------------------------------------ SBH
     def sbh_scan(
         self,
@@ -512,9 +611,277 @@ class DuckDBEngine(Engine):
         return np.asarray(res["k"], dtype=np.int64), np.asarray(res["n"], dtype=np.int64)
 
 
-_OFF = "('off', 'out', 'check out', 'check_out', 'checkout', 'alight', 'alighting')"
+_OFF_WORDS = ("off", "out", "check out", "check_out", "checkout", "alight", "alighting")
+_OFF = "(" + ", ".join(_quote(word) for word in _OFF_WORDS) + ")"
+_TICKS_PER_SECOND = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
 _CLOCK = r"'^\s*\d{1,2}:\d{2}(:\d{2}(\.\d+)?)?\s*$'"  # HH:MM[:SS[.f]], as synth.sbh
 _NO_DAY = int(np.iinfo(np.int64).min)
+
+
+class _NotGrouped(Exception):
+    """The file is not grouped by sequence in order, or needs the SQL path's checks."""
+
+
+class _GroupedScan:
+    """One streamed pass over a Parquet file whose rows are grouped by sequence, in order.
+
+    Long-format sequences written by sequence (``seq_id`` runs in increasing order, ``pos``
+    strictly increasing inside a run) and taps written by card (``card_id`` runs in increasing
+    order, ``time`` non-decreasing inside a run) need no grouping: the first ``height`` kept rows
+    of a run are the sequence (renumbered past gaps and dropped rows, as the SQL path does; taps in
+    time order, ties by row). Each Arrow batch is checked and turned into wide rows (``c0..``
+    codes, -1 pad; ``b0..`` time bins, running maximum) in numpy, the last, maybe unfinished, run
+    carried to the next batch. Run ids increasing from run to run (in byte order, or by length
+    then byte order as unpadded numbers are) prove that no id comes back later in the file, so
+    every run is a whole sequence. Anything else (ids out of order, ``pos`` not increasing, nulls,
+    empty values, unknown locations under ``on_unknown='error'``, column types other than string
+    or integer ids / integer ``pos`` / naive timestamps) raises :class:`_NotGrouped` and the
+    caller falls back to the SQL grouping, which gives the same table or the same error.
+    """
+
+    def __init__(
+        self,
+        path: Path,
+        *,
+        kind: str,
+        loc: str,
+        tap: bool,
+        locations: Sequence[str],
+        height: int,
+        time_bin_minutes: int | None,
+        on_unknown: str,
+        batch_rows: int,
+    ) -> None:
+        import pyarrow.parquet as pq
+
+        self.path = path
+        self.height = height
+        self.width = time_bin_minutes
+        self.on_unknown = on_unknown
+        self.batch_rows = batch_rows
+        self.id_col = "seq_id" if kind == "sequences" else "card_id"
+        self.order_col = "pos" if kind == "sequences" else "time"  # the order inside a run
+        self.time_col = "time" if kind == "taps" or time_bin_minutes is not None else None
+        self.loc_col = loc
+        self.tap_col = "tap" if kind == "taps" and tap else None
+        wanted = (self.id_col, self.order_col, loc, self.time_col, self.tap_col)
+        self.columns = list(dict.fromkeys(c for c in wanted if c))
+        source = pq.ParquetFile(path)
+        self.n_rows = int(source.metadata.num_rows)
+        schema = source.schema_arrow
+        if any(schema.get_field_index(name) < 0 for name in self.columns):
+            raise _NotGrouped  # missing, or a name given to several columns
+        types = {name: schema.field(name).type for name in self.columns}
+
+        def text(t: pa.DataType) -> bool:
+            if pa.types.is_dictionary(t):
+                t = t.value_type
+            return bool(pa.types.is_string(t) or pa.types.is_large_string(t))
+
+        id_type = types[self.id_col]
+        if not (text(id_type) or pa.types.is_integer(id_type)) or id_type == pa.uint64():
+            raise _NotGrouped
+        pos = types[self.order_col]
+        if self.order_col == "pos" and not (pa.types.is_integer(pos) and pos != pa.uint64()):
+            raise _NotGrouped
+        if not text(types[loc]) or (self.tap_col and not text(types[self.tap_col])):
+            raise _NotGrouped
+        if self.time_col:
+            t = types[self.time_col]
+            if not pa.types.is_timestamp(t) or t.tz is not None:
+                raise _NotGrouped
+            self.per_minute = 60 * _TICKS_PER_SECOND[t.unit]
+        self.codes = {str(name): code for code, name in enumerate(locations)}
+        self.code_type = "SMALLINT" if len(locations) < 2**15 else "INTEGER"
+        self.code_dtype = np.int16 if len(locations) < 2**15 else np.int32
+        self.unknown: dict[str, int] = {}
+        # the last run read, maybe continued by the next batch: id, last pos / time, its first
+        # codes and minutes (-1 pad), its number of kept rows
+        self._last_id: Any = None
+        self._sorted = True  # run ids increasing so far (byte order, or numbers)
+        self._by_length = not pa.types.is_integer(id_type)  # ... by length, then byte order
+        self._last_order = 0
+        self._open_codes = np.full(height, -1, dtype=self.code_dtype)
+        self._open_minutes = np.full(height, -1, dtype=np.int16)
+        self._open_kept = 0
+
+    def tables(self) -> Iterator[pa.Table]:
+        """Arrow tables of finished wide rows, batch by batch (raises :class:`_NotGrouped`).
+        The next batch is decoded in a thread while this one is checked and pivoted."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        import pyarrow.parquet as pq
+
+        dictionary = [c for c in (self.loc_col, self.tap_col) if c]
+        # without pre-buffering: pyarrow keeps pre-buffered column chunks until the iterator ends
+        # (about the file's size in memory)
+        source = pq.ParquetFile(self.path, read_dictionary=dictionary, pre_buffer=False)
+        batches = source.iter_batches(batch_size=self.batch_rows, columns=self.columns)
+        with ThreadPoolExecutor(1) as reader:
+            ahead = reader.submit(next, batches, None)
+            while (batch := ahead.result()) is not None:
+                ahead = reader.submit(next, batches, None)
+                wide = self._batch(batch) if batch.num_rows else None
+                if wide is not None:
+                    yield wide
+        if self._last_id is None:
+            raise _NotGrouped  # no rows: the SQL path's error
+        if self._open_kept:
+            yield self._table(self._open_codes[:, None], self._open_minutes[:, None])
+
+    def _batch(self, batch: pa.RecordBatch) -> pa.Table | None:
+        """Check a batch; the wide rows of the runs it finishes (``None``: no run finished)."""
+        import pyarrow.compute as pc
+
+        m = batch.num_rows
+        ids = batch.column(self.id_col)
+        if pa.types.is_dictionary(ids.type):
+            ids = ids.dictionary_decode()
+        if ids.null_count or (
+            not pa.types.is_integer(ids.type) and pc.min(pc.binary_length(ids)).as_py() == 0
+        ):
+            raise _NotGrouped
+        same = np.zeros(m, dtype=bool)  # row i continues the run of row i - 1
+        if m > 1:
+            same[1:] = pc.equal(ids.slice(1), ids.slice(0, m - 1)).to_numpy(zero_copy_only=False)
+        last_id = self._last_id
+        cont = last_id is not None and ids[0].as_py() == last_id
+        same[0] = cont
+        starts = np.flatnonzero(~same)  # first row of each run starting in this batch
+        heads = ids.take(pa.array(starts))
+        if last_id is not None:
+            heads = pa.concat_arrays([pa.array([last_id], type=ids.type), heads])
+        self._check_increasing(heads)
+        order = self._ticks(batch, self.order_col)
+        step = order[1:] - order[:-1]
+        if self.order_col == "pos":  # positions >= 0, strictly increasing (no duplicates)
+            if order.min() < 0 or np.any(same[1:] & (step <= 0)):
+                raise _NotGrouped
+            if cont and order[0] <= self._last_order:
+                raise _NotGrouped
+        elif np.any(same[1:] & (step < 0)) or (cont and order[0] < self._last_order):
+            raise _NotGrouped  # taps: time non-decreasing, ties in file order
+        self._last_order = int(order[-1])
+        code, minute, dropped = self._codes(batch)
+        n_cont = int(starts[0]) if starts.size else m  # rows continuing the open run
+        if n_cont:
+            self._extend_open(code[:n_cont], None if minute is None else minute[:n_cont])
+        if not starts.size:
+            return None
+        # the open run is finished; the runs starting here are whole but for the last one
+        finished = (self._open_codes[:, None], self._open_minutes[:, None])
+        had_open = self._open_kept > 0
+        lengths = np.diff(starts, append=m)
+        code, minute = code[n_cont:], None if minute is None else minute[n_cont:]
+        if dropped:  # the first kept rows of each run: compact the kept rows
+            kept = code >= 0
+            count = np.add.reduceat(kept.astype(np.int64), starts - n_cont)
+            code, minute = code[kept], None if minute is None else minute[kept]
+            first = np.cumsum(count) - count
+        else:
+            count, first = lengths, starts - n_cont
+        codes = np.full((self.height, starts.size), -1, dtype=self.code_dtype)
+        minutes = np.full((self.height, starts.size), -1, dtype=np.int16)
+        for j in range(self.height):
+            has = np.flatnonzero(count > j)
+            codes[j, has] = code[first[has] + j]
+            if minute is not None:
+                minutes[j, has] = minute[first[has] + j]
+        self._last_id = ids[m - 1].as_py()
+        self._open_codes, self._open_minutes = codes[:, -1].copy(), minutes[:, -1].copy()
+        self._open_kept = int(count[-1])
+        codes, minutes = codes[:, :-1], minutes[:, :-1]
+        if dropped:  # runs without a kept row are no sequence
+            live = count[:-1] > 0
+            codes, minutes = codes[:, live], minutes[:, live]
+        if had_open:
+            codes = np.concatenate([finished[0], codes], axis=1)
+            minutes = np.concatenate([finished[1], minutes], axis=1)
+        return self._table(codes, minutes)
+
+    def _check_increasing(self, heads: pa.Array) -> None:
+        """Run ids, in file order, must increase (in byte order, or by length then byte order
+        for unpadded numbers): then no id comes back later in the file."""
+        import pyarrow.compute as pc
+
+        if len(heads) < 2:
+            return
+        up = pc.greater(heads.slice(1), heads.slice(0, len(heads) - 1))
+        up = up.to_numpy(zero_copy_only=False)
+        self._sorted = self._sorted and bool(up.all())
+        if self._by_length:
+            size = pc.binary_length(heads).to_numpy(zero_copy_only=False)
+            longer, equal = size[1:] > size[:-1], size[1:] == size[:-1]
+            self._by_length = bool(np.all(longer | (equal & up)))
+        if not (self._sorted or self._by_length):
+            raise _NotGrouped  # a run id not above the one before: maybe seen earlier
+
+    def _extend_open(self, code: npt.NDArray[Any], minute: npt.NDArray[Any] | None) -> None:
+        """Rows continuing the open run (carried from the last batch)."""
+        kept = np.flatnonzero(code >= 0)
+        room = kept[: max(self.height - self._open_kept, 0)]
+        at = self._open_kept + np.arange(room.size)
+        self._open_codes[at] = code[room]
+        if minute is not None:
+            self._open_minutes[at] = minute[room]
+        self._open_kept += int(kept.size)
+
+    def _ticks(self, batch: pa.RecordBatch, name: str) -> npt.NDArray[np.int64]:
+        """An integer column (``pos``) or a timestamp column in ticks, as int64."""
+        col = batch.column(name)
+        if col.null_count:
+            raise _NotGrouped
+        if pa.types.is_timestamp(col.type):
+            col = col.cast(pa.int64())
+        return np.asarray(col.to_numpy(), dtype=np.int64)
+
+    def _codes(
+        self, batch: pa.RecordBatch
+    ) -> tuple[npt.NDArray[Any], npt.NDArray[np.int16] | None, bool]:
+        """Location code of each row (-1: dropped: unknown, or a tap off), its minute of day,
+        whether any row is dropped."""
+        locs = batch.column(self.loc_col)
+        if locs.null_count:
+            raise _NotGrouped
+        names = locs.dictionary.to_pylist()
+        index = locs.indices.to_numpy(zero_copy_only=False)
+        lut = np.array([self.codes.get(name, -1) for name in names], dtype=np.int64)
+        used = np.bincount(index, minlength=len(names))
+        if any(not name for name, n in zip(names, used, strict=True) if n):  # null or empty
+            raise _NotGrouped
+        unknown = np.flatnonzero((lut < 0) & (used > 0))
+        if unknown.size and self.on_unknown == "error":
+            raise _NotGrouped
+        for j in unknown:
+            self.unknown[names[j]] = self.unknown.get(names[j], 0) + int(used[j])
+        code = lut.astype(self.code_dtype)[index]
+        dropped = bool(unknown.size)
+        if self.tap_col:
+            taps = batch.column(self.tap_col)
+            if taps.null_count:
+                raise _NotGrouped
+            off = np.array(
+                [
+                    v is None or v.strip(" ").lower() in _OFF_WORDS
+                    for v in taps.dictionary.to_pylist()
+                ],
+                dtype=bool,
+            )[taps.indices.to_numpy(zero_copy_only=False)]
+            code[off] = -1
+            dropped = dropped or bool(off.any())
+        minute = None
+        if self.width is not None:
+            ticks = self._ticks(batch, "time")
+            minute = ((ticks % (1440 * self.per_minute)) // self.per_minute).astype(np.int16)
+        return code, minute, dropped
+
+    def _table(self, codes: npt.NDArray[Any], minutes: npt.NDArray[Any]) -> pa.Table:
+        """Wide rows (codes, minutes: ``height x sequences``): ``c0..`` [``b0..``]."""
+        cols = {f"c{j}": codes[j] for j in range(self.height)}
+        if self.width is not None:
+            bins = np.maximum.accumulate(np.maximum(minutes, 0), axis=0) // int(self.width)
+            cols.update({f"b{j}": bins[j].astype(np.int16) for j in range(self.height)})
+        return pa.table(cols)
 
 
 class DuckDBEventScan:
