@@ -46,6 +46,7 @@ __all__ = [
 ]
 
 IntArray = npt.NDArray[np.int64]
+NOISE_BATCH = 1 << 22
 
 
 @dataclass(frozen=True)
@@ -160,21 +161,34 @@ def _absent_ranks(
     return j + before
 
 
-def _aggregate(flat: IntArray, weight: IntArray) -> tuple[IntArray, IntArray, IntArray]:
-    """Distinct keys of ``flat``, the key index of each entry and the summed weights. The engines
-    give the cells sorted by (parent, time bin, location), so the keys usually come sorted: runs
-    are summed in one pass, without np.unique's sort and its copies (the level's cells are the
-    driver's largest arrays)."""
+def _aggregate(flat: IntArray, weight: IntArray) -> tuple[IntArray, IntArray | None, IntArray]:
+    """Distinct keys of ``flat``, the key index of each entry (``None``: the keys are ``flat``
+    itself, all distinct) and the summed weights. The engines give the cells sorted by (parent,
+    time bin, location), so the keys usually come sorted: runs are summed in one pass, without
+    np.unique's sort and its copies (the level's cells are the driver's largest arrays)."""
     if flat.size < 2 or bool(np.all(flat[1:] >= flat[:-1])):
         new_run = np.empty(flat.size, dtype=bool)
         new_run[:1] = True
         np.not_equal(flat[1:], flat[:-1], out=new_run[1:])
+        if new_run.all():
+            return flat, None, np.asarray(weight, dtype=np.int64).copy()
         starts = np.flatnonzero(new_run)
         inverse = np.cumsum(new_run, dtype=np.int64) - 1
         counts = np.add.reduceat(weight, starts).astype(np.int64) if flat.size else flat[:0]
         return flat[starts], inverse, counts
     keys, inverse = np.unique(flat, return_inverse=True)
     return keys, inverse, np.bincount(inverse, weights=weight).astype(np.int64)
+
+
+def _noisy(noise: object, scale: float, counts: IntArray) -> IntArray:
+    """``counts`` plus discrete Laplace noise, drawn in batches of :data:`NOISE_BATCH` (the
+    sampler's temporaries stay small; the draws are i.i.d., so batching changes nothing)."""
+    out = np.empty(counts.size, dtype=np.int64)
+    for lo in range(0, counts.size, NOISE_BATCH):
+        hi = min(lo + NOISE_BATCH, counts.size)
+        out[lo:hi] = noise.discrete_laplace(scale, hi - lo)  # type: ignore[attr-defined]
+    out += counts
+    return out
 
 
 def _sub_level(
@@ -185,8 +199,8 @@ def _sub_level(
     first: bool,
     n_bins: int,
     cell_parent: IntArray,
-    cell_leaf: IntArray,
-    cell_bin: IntArray,
+    cell_leaf: npt.NDArray[np.integer],
+    cell_bin: npt.NDArray[np.integer],
     cell_weight: IntArray,
 ) -> tuple[_Cells, IntArray]:
     """Noisy counts for every candidate cell under ``parents``; returns the survivors and the new
@@ -201,16 +215,29 @@ def _sub_level(
     n_candidates = par_size * bins_open
     width = int(n_candidates.max()) + 1 if n_par else 1
 
+    # flat key parent * width + rank of every live cell, built in place: a level can hold tens of
+    # millions of cells, and these arrays are the driver's peak
     live = cell_parent >= 0
-    cp = cell_parent[live]
-    rank = anc[cell_leaf[live]] - par_start[cp]
+    every = bool(live.all())
+    cp = cell_parent if every else cell_parent[live]
+    flat = anc[cell_leaf if every else cell_leaf[live]]
+    flat -= par_start[cp]
     if first:
-        rank = rank + (cell_bin[live] - parents.time_bin[cp]) * par_size[cp]
-    keys, inverse, counts = _aggregate(cp * width + rank, cell_weight[live])
+        shift = (cell_bin if every else cell_bin[live]) - parents.time_bin[cp]
+        shift *= par_size[cp]
+        flat += shift
+        del shift
+    shift = cp * width
+    flat += shift
+    del shift, cp
+    keys, inverse, counts = _aggregate(flat, cell_weight if every else cell_weight[live])
+    del flat
     present_parent = keys // width
-    present_rank = keys % width
+    present_rank = keys - present_parent * width
+    n_keys = keys.size
+    del keys
 
-    noisy_present = counts + noise.discrete_laplace(level.scale, keys.size)  # type: ignore[attr-defined]
+    noisy_present = _noisy(noise, level.scale, counts)
     passed = noisy_present >= level.threshold
 
     n_present = np.bincount(present_parent, minlength=n_par)
@@ -240,13 +267,17 @@ def _sub_level(
     surv_parent, surv_rank, surv_noisy = surv_parent[order], surv_rank[order], surv_noisy[order]
 
     # survivor index of each present cell (-1 when it did not pass)
-    survivor_of_present = np.full(keys.size, -1, dtype=np.int64)
+    survivor_of_present = np.full(n_keys, -1, dtype=np.int64)
     position = np.empty(order.size, dtype=np.int64)
     position[order] = np.arange(order.size)
     survivor_of_present[np.flatnonzero(passed)] = position[: int(passed.sum())]
 
-    new_cell_parent = np.full(cell_parent.size, -1, dtype=np.int64)
-    new_cell_parent[live] = survivor_of_present[inverse]
+    by_cell = survivor_of_present if inverse is None else survivor_of_present[inverse]
+    if every:
+        new_cell_parent = by_cell
+    else:
+        new_cell_parent = np.full(cell_parent.size, -1, dtype=np.int64)
+        new_cell_parent[live] = by_cell
 
     s_size = par_size[surv_parent]
     if first:
@@ -326,8 +357,8 @@ def build_noisy_tree_counted(
     for i in range(height):
         n_level = level_bins.size
         ukey, cell_weight = counter.level_counts(i, n_level)
-        cell_leaf = ukey % index.n_locations
-        cell_bin = (ukey // index.n_locations) % n_bins
+        cell_leaf = (ukey % index.n_locations).astype(np.int32)
+        cell_bin = ((ukey // index.n_locations) % n_bins).astype(np.int32)
         cell_parent = ukey // (index.n_locations * n_bins)
         parents = _Cells(
             np.arange(n_level, dtype=np.int64),

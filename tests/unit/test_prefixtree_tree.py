@@ -213,5 +213,8 @@ def test_aggregate_sums_runs_like_unique(shuffle: bool) -> None:
     np.testing.assert_array_equal(keys, ref_keys)
     np.testing.assert_array_equal(inverse, ref_inverse)
     np.testing.assert_array_equal(counts, np.bincount(ref_inverse, weights=weight))
-    empty = _aggregate(flat[:0], weight[:0])
-    assert all(a.size == 0 for a in empty)
+    keys, inverse, counts = _aggregate(flat[:0], weight[:0])
+    assert keys.size == counts.size == 0
+    distinct = np.arange(0, 30, 3)  # sorted and distinct: the keys are the input, no inverse
+    keys, inverse, counts = _aggregate(distinct, np.ones(10, dtype=np.int64))
+    assert keys is distinct and inverse is None and counts.tolist() == [1] * 10
