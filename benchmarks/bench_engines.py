@@ -33,6 +33,7 @@ are: ids increasing from run to run), ranges over the runs listed below:
     10M   shuffled   duckdb   40.3       3.7          1,288          25.5M
     100M  sequences  duckdb   140.9      36.2         1,362          288.5M
     100M  taps       duckdb   166.6      44.2         2,384          190.8M
+    100M  taps       duckdb   198.8      44.8         1,761          190.8M (lean driver)
     ====  =========  =======  =========  ===========  =============  =============
 
 10M sequences, four runs (memory / DuckDB wall s): 16.8 / 14.2 (0.84x), 14.1 / 11.6 (0.82x),
@@ -59,22 +60,23 @@ grouped, so DuckDB groups it by SQL hash aggregation as before (0.45x; the memor
     ====  =========  =======  ========  ===========  =============  =============
 
 A second session-2 10M run: sequences memory 15.2 s / 2,326 MB, DuckDB 28.4 s / 977 MB (1.87x);
-taps memory 64.5 s / 8,300 MB, DuckDB 45.2 s / 1,183 MB (0.70x). DuckDB's cost then was
-grouping 42M rows by 10M string ids (two hash-bucket passes of 7.4 s each at 1GB) after three
-validation scans. Now a Parquet file whose sequences (cards) come one after the other, ids
-increasing, is checked and pivoted batch by batch in numpy while the next batch is decoded
-(10M sequences, one profiled run: 5.7 s for that step, against 14.5 s), and the wide table and
-the per-level tables are temporary (in-memory) tables when they surely fit in memory_limit (10M),
-in the database file otherwise (100M: peak 1,362 MB, against 1,281 MB). Any other file takes
-the hash path, now with one validation scan. The release is streamed (1M rows per chunk): at
-100M it adds 35-50 s and does not raise the peak. The 100M taps peak (2.4 GB before and after,
-against 0.9 GB at 10M; with memory_limit 512MB: 2,349 MB) is the driver's: sampled once a
-second, the process stays at 1.3-1.4 GB while DuckDB reads and advances the levels, and peaks
-after the level-3 counts come back. With 60-minute time bins the present (prefix, location,
-bin) cells of level 3 number 2.0M at 10M taps (so ~20M at 100M), and ``prefixtree.tree`` holds
-their keys, counts and noise in numpy at once; drawing the noise over cells streamed in batches
-would bound it (not built). The memory engine holds the whole input (8.3 GB at 10M taps): do
-not run it at 100M on a small machine (``--engines duckdb``).
+taps memory 64.5 s / 8,300 MB, DuckDB 45.2 s / 1,183 MB (0.70x). DuckDB's cost then was grouping
+42M rows by 10M string ids (two hash-bucket passes of 7.4 s each at 1GB) after three validation
+scans. Now a Parquet file whose sequences (cards) come one after the other, ids increasing, is
+checked and pivoted batch by batch in numpy while the next batch is decoded (10M sequences, one
+profiled run: 5.7 s for that step, against 14.5 s), and the wide table and the per-level tables are
+temporary (in-memory) tables when they surely fit in memory_limit (10M), in the database file
+otherwise (100M: peak 1,362 MB, against 1,281 MB). Any other file takes the hash path, now with one
+validation scan. The release is streamed (1M rows per chunk): at 100M it adds 35-50 s and does not
+raise the peak. The 100M taps peak was the driver's: sampled once a second, the process stays at
+1.3-1.4 GB while DuckDB reads and advances the levels, and peaked (2.4 GB, with memory_limit 512MB
+still 2,349 MB) after the level-3 counts came back: with 60-minute bins the present (prefix,
+location, bin) cells of level 3 number 2.0M at 10M taps, ~20M at 100M. With ``prefixtree.tree``
+keying those cells in place, summing sorted cells by runs (no np.unique sort, no inverse when they
+are distinct), drawing the noise in batches and holding leaf/bin codes as int32 (one 20M-cell sub-
+level: 2,380 -> 1,575 MB above its inputs), the 100M taps run peaks at 1,761 MB ("lean driver";
+same 190.8M released rows). The memory engine holds the whole input (8.3 GB at 10M taps): do not
+run it at 100M on a small machine (``--engines duckdb``).
 """
 
 from __future__ import annotations
