@@ -34,6 +34,7 @@ are: ids increasing from run to run), ranges over the runs listed below:
     100M  sequences  duckdb   140.9      36.2         1,362          288.5M
     100M  taps       duckdb   166.6      44.2         2,384          190.8M
     100M  taps       duckdb   198.8      44.8         1,761          190.8M (lean driver)
+    100M  sequences  duckdb   176.1      50.4         1,414          288.5M (lean driver)
     ====  =========  =======  =========  ===========  =============  =============
 
 10M sequences, four runs (memory / DuckDB wall s): 16.8 / 14.2 (0.84x), 14.1 / 11.6 (0.82x),
