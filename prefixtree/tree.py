@@ -170,8 +170,8 @@ def _aggregate(flat: IntArray, weight: IntArray) -> tuple[IntArray, IntArray | N
         new_run = np.empty(flat.size, dtype=bool)
         new_run[:1] = True
         np.not_equal(flat[1:], flat[:-1], out=new_run[1:])
-        if new_run.all():
-            return flat, None, np.asarray(weight, dtype=np.int64).copy()
+        if new_run.all():  # counts are only read: the weights themselves serve
+            return flat, None, np.asarray(weight, dtype=np.int64)
         starts = np.flatnonzero(new_run)
         inverse = np.cumsum(new_run, dtype=np.int64) - 1
         counts = np.add.reduceat(weight, starts).astype(np.int64) if flat.size else flat[:0]

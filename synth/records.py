@@ -72,7 +72,8 @@ TAP_ALIASES: dict[str, tuple[str, ...]] = {
     "minute": ("minute", "minuto"),
 }
 
-_OFF_VALUES = ("off", "out", "check out", "check_out", "checkout", "alight", "alighting")
+#: ``tap`` values that mark a tap-off (the DuckDB engine matches them too)
+OFF_VALUES = ("off", "out", "check out", "check_out", "checkout", "alight", "alighting")
 
 _TAP_OPTIONS = (
     "card_column",
@@ -446,7 +447,7 @@ def _taps_from_frame(
     )
     if "tap" in df.columns:
         tap = df["tap"].astype(str).str.strip().str.lower()
-        out["tap"] = np.where(tap.isin(_OFF_VALUES), "off", "on")
+        out["tap"] = np.where(tap.isin(OFF_VALUES), "off", "on")
     elif "tipo_trx_tren" in df.columns:  # SUBE: rail check-outs are alightings
         kind = df["tipo_trx_tren"].astype(str).str.upper()
         out["tap"] = np.where(kind.str.startswith("CHECK OUT").fillna(False), "off", "on")

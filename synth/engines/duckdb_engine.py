@@ -44,6 +44,7 @@ from synth.engines.base import (
     table_spec,
 )
 from synth.errors import ConfigError, InputError
+from synth.records import OFF_VALUES, UnknownLocationWarning
 
 __all__ = ["DuckDBEngine", "DuckDBPrefixCounter"]
 
@@ -257,8 +258,6 @@ class DuckDBEngine(Engine):
         on_unknown: str = "error",
         location_column: str | None = None,
     ) -> DuckDBPrefixCounter | None:
-        from synth.records import UnknownLocationWarning
-
         p = Path(path)
         if not p.is_file():
             raise InputError(f"{p}: file not found")
@@ -295,12 +294,7 @@ class DuckDBEngine(Engine):
             if grouped is not None:
                 table, unknown_rows = grouped
                 if unknown_rows:
-                    warnings.warn(
-                        f"{p}: dropped {sum(unknown_rows.values())} rows ({len(unknown_rows)} "
-                        f"distinct locations) of column '{loc}' not in the taxonomy",
-                        UnknownLocationWarning,
-                        stacklevel=3,
-                    )
+                    _warn_dropped(p, loc, sum(unknown_rows.values()), len(unknown_rows))
                 return DuckDBPrefixCounter(
                     self,
                     table,
@@ -356,12 +350,7 @@ class DuckDBEngine(Engine):
                     f"({n} rows, {len(unknown)} distinct unknown locations; pass "
                     "on_unknown='drop' to drop them)"
                 )
-            warnings.warn(
-                f"{p}: dropped {n} rows ({len(unknown)} distinct locations) of column '{loc}' not "
-                "in the taxonomy",
-                UnknownLocationWarning,
-                stacklevel=3,
-            )
+            _warn_dropped(p, loc, n, len(unknown))
         known = f"JOIN {locs} l ON {loc_expr} = l.name"
         if kind == "sequences":
             if n_bad_pos:
@@ -611,11 +600,21 @@ class DuckDBEngine(Engine):
         return np.asarray(res["k"], dtype=np.int64), np.asarray(res["n"], dtype=np.int64)
 
 
-_OFF_WORDS = ("off", "out", "check out", "check_out", "checkout", "alight", "alighting")
-_OFF = "(" + ", ".join(_quote(word) for word in _OFF_WORDS) + ")"
+_OFF = "(" + ", ".join(_quote(word) for word in OFF_VALUES) + ")"
 _TICKS_PER_SECOND = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
 _CLOCK = r"'^\s*\d{1,2}:\d{2}(:\d{2}(\.\d+)?)?\s*$'"  # HH:MM[:SS[.f]], as synth.sbh
 _NO_DAY = int(np.iinfo(np.int64).min)
+
+
+def _warn_dropped(path: Path, column: str, n_rows: int, n_distinct: int) -> None:
+    """The warning for input rows dropped because their location is not in the taxonomy (the
+    grouped pass and the SQL path alike); its stack level points at the synthesizer's caller."""
+    warnings.warn(
+        f"{path}: dropped {n_rows} rows ({n_distinct} distinct locations) of column '{column}' not "
+        "in the taxonomy",
+        UnknownLocationWarning,
+        stacklevel=4,
+    )
 
 
 class _NotGrouped(Exception):
@@ -862,7 +861,7 @@ class _GroupedScan:
                 raise _NotGrouped
             off = np.array(
                 [
-                    v is None or v.strip(" ").lower() in _OFF_WORDS
+                    v is None or v.strip(" ").lower() in OFF_VALUES
                     for v in taps.dictionary.to_pylist()
                 ],
                 dtype=bool,
