@@ -228,13 +228,13 @@ def speed(args: argparse.Namespace) -> list[dict[str, Any]]:
 
 
 # -------------------------------------------------------------------------------------- utility
-def _sube() -> tuple[pd.DataFrame, Any]:
+def _sube(day: str = "miercoles") -> tuple[pd.DataFrame, Any]:
     from synth.records import load_sequences
     from synth.taxonomy import Taxonomy
 
     root = SHARED / "sube-buenos-aires"
     tax = Taxonomy.from_sube_metadata(root / "metadata_amba_2019_m1.csv", location="id_linea")
-    taps = pd.read_csv(root / "miercoles_trx.csv", dtype=str)
+    taps = pd.read_csv(root / f"{day}_trx.csv", dtype=str)
     taps = taps[taps["id_tarjeta"].notna()]  # 11 taps without a card id
     seqs = load_sequences(taps, taxonomy=tax, on_unknown="drop", location_column="id_linea")
     return seqs[["seq_id", "pos", "location"]], tax
@@ -288,9 +288,9 @@ def _release(
         variant="hybrid" if bound else variant,
         budget_split=args.budget_split if variant != "simple" else None,
         threshold_rule=args.threshold_rule,
-        false_children=args.false_children,
+        false_children=_per_level(args.false_children, height),
         completion=args.completion,
-        level_weights=_level_weights(args.level_weights, height),
+        level_weights=_per_level(args.level_weights, height),
         random_state=NoiselessPruning() if bound else args.seed,
         max_nodes=args.max_nodes,
     )
@@ -308,11 +308,11 @@ def _release(
     return out, info
 
 
-def _level_weights(weights: list[float] | None, height: int) -> list[float] | None:
-    """The first ``height`` of ``weights``, the last one repeated as needed."""
-    if not weights:
+def _per_level(values: list[float] | None, height: int) -> list[float] | None:
+    """The first ``height`` of ``values``, the last one repeated as needed."""
+    if not values:
         return None
-    return [weights[min(i, len(weights) - 1)] for i in range(height)]
+    return [values[min(i, len(values) - 1)] for i in range(height)]
 
 
 def utility(args: argparse.Namespace) -> list[dict[str, Any]]:
@@ -320,12 +320,13 @@ def utility(args: argparse.Namespace) -> list[dict[str, Any]]:
 
     rows = []
     for dataset in args.dataset:
-        seqs, tax = _sube() if dataset == "sube" else _simulated(args.n, args.seed, args.regularity)
-        label = (
-            "SUBE Wednesday (real)"
-            if dataset == "sube"
-            else f"Montreal {args.n} (simulated, regularity {args.regularity:g})"
-        )
+        if dataset.startswith("sube"):
+            tuesday = dataset == "sube-tuesday"
+            seqs, tax = _sube("martes" if tuesday else "miercoles")
+            label = f"SUBE {'Tuesday' if tuesday else 'Wednesday'} (real)"
+        else:
+            seqs, tax = _simulated(args.n, args.seed, args.regularity)
+            label = f"Montreal {args.n} (simulated, regularity {args.regularity:g})"
         for height in args.heights:
             releases: dict[str, pd.DataFrame] = {}
             infos: dict[str, dict[str, Any]] = {}
@@ -377,7 +378,13 @@ def main(argv: list[str] | None = None) -> int:
     sp.add_argument("--seed", type=int, default=1)
     sp.add_argument("--repeat", type=int, default=1, help="runs per size; medians are reported")
     up = sub.add_parser("utility")
-    up.add_argument("--dataset", nargs="+", choices=("sube", "sim"), default=["sube"])
+    up.add_argument(
+        "--dataset",
+        nargs="+",
+        choices=("sube", "sube-tuesday", "sim"),
+        default=["sube"],
+        help="sube: the Wednesday file; sube-tuesday: the public Tuesday file, to tune on",
+    )
     up.add_argument("--n", type=int, default=1_000_000, help="simulated sequences")
     up.add_argument(
         "--regularity", type=float, default=0.0, help="simulator: share of trips to the anchor"
@@ -400,7 +407,13 @@ def main(argv: list[str] | None = None) -> int:
         help="hybrid budget_split override, e.g. 1=0.3 (default: the paper's 2/f rule)",
     )
     up.add_argument("--threshold-rule", choices=("paper", "candidates"), default="paper")
-    up.add_argument("--false-children", type=float, default=1.0)
+    up.add_argument(
+        "--false-children",
+        type=float,
+        nargs="+",
+        default=[1.0],
+        help="one number, or one per level (the last repeats as needed)",
+    )
     up.add_argument("--completion", choices=("none", "markov"), default="none")
     up.add_argument(
         "--level-weights",

@@ -138,10 +138,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--false-children",
         type=float,
-        default=1.0,
+        nargs="+",
+        default=[1.0],
         metavar="N",
         help="with --threshold-rule candidates: expected empty children passing per node, "
-        "in (0, 1] (default 1)",
+        "in (0, 1]: one number, or one per tree level (default 1)",
     )
     p.add_argument(
         "--completion",
@@ -190,7 +191,9 @@ def run(args: argparse.Namespace) -> int:
             "variant": args.variant,
             "time_bins": args.time_bin,
             "threshold_rule": args.threshold_rule,
-            "false_children": args.false_children,
+            "false_children": (
+                args.false_children[0] if len(args.false_children) == 1 else args.false_children
+            ),
             "completion": args.completion,
             "level_weights": args.level_weights,
             **engine_params(args),

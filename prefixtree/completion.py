@@ -13,10 +13,13 @@ the sequence started.
   location.
 - Transitions ``a -> b`` weigh ``c(w)`` for every node w in state b under a node in state a;
   ``a -> end`` weighs ``end(v)`` over the nodes v in state a.
-- Return home: a move goes (back) home, keeping the drawn time bin, with probability ``rho``,
-  measured separately from nodes at home and away from it (:func:`_return_rate`): where the
-  return survived, else over all surviving moves, else (no evidence: every move of that kind was
-  pruned) the other kind's rate.
+- Return home: a move goes (back) home, keeping the drawn time bin, with probability ``rho``
+  (:func:`_returns`). When the tree measures the returns from nodes away from home
+  (:func:`_return_rate`), they are modelled per sequence: taken out of the chain (one sequence's
+  return is, to the others, a move to where it lives: the busy stations) and drawn at the
+  measured rate net of the chain's own moves home; at home the chain's repeats stand. Without
+  that evidence (every return pruned) the chain keeps every move, and the rate measured at home
+  is drawn everywhere.
 - Smoothing: from a state with chain mass M, the move comes from the destination marginal with
   probability K / (M + K), K the pass threshold most of the chain's mass met (counts below it are at
   the noise level, and a passing empty cell must not steer every completion through its state).
@@ -43,6 +46,7 @@ IntArray = npt.NDArray[np.int64]
 
 TRIES = 8
 SUPPORT = 10.0  # surviving moves (in pass thresholds) needed to measure a return rate
+WIDE = 4.0  # moves (in pass thresholds) of a node whose return surely shows if it is common
 BATCH = 1 << 20
 
 
@@ -58,7 +62,9 @@ class _Chain:
     total: npt.NDArray[np.float64]  # per context: its total weight
 
     @classmethod
-    def build(cls, src: IntArray, dst: IntArray, weight: IntArray) -> _Chain:
+    def build(
+        cls, src: IntArray, dst: IntArray, weight: npt.NDArray[np.int64] | npt.NDArray[np.float64]
+    ) -> _Chain:
         keep = weight > 0
         src, dst, weight = src[keep], dst[keep], weight[keep]
         order = np.argsort(src, kind="stable")
@@ -124,24 +130,17 @@ def complete_sequences(
     dst = np.concatenate([state[child], np.full(shallow.size, -1, dtype=np.int64)])
     weight = np.concatenate([counts[child], end[shallow]])
     moves = dst >= 0
+    chain_weight, rho = _returns(src, dst, weight, home, state, continued, cap[depth], n_locations)
     walk = _Walk(
-        full=_Chain.build(state[src], dst, weight),
-        onward=_Chain.build(state[src[moves]], dst[moves], weight[moves]),
+        full=_Chain.build(state[src], dst, chain_weight),
+        onward=_Chain.build(state[src[moves]], dst[moves], chain_weight[moves]),
         marginal=_Chain.build(np.zeros(parent.size, dtype=np.int64), state, counts),
         marginal_full=_Chain.build(
             np.zeros(parent.size + 1, dtype=np.int64),
             np.append(state, -1),
             np.append(counts, end[shallow].sum()),
         ),
-        rho=_return_rate(
-            src[moves],
-            dst[moves],
-            weight[moves] / cap[depth[src[moves]]],
-            home,
-            state,
-            continued / cap[depth],
-            n_locations,
-        ),
+        rho=rho,
         taken=np.sort(parent[child] * n_states + state[child]),
         n_states=n_states,
         n_locations=n_locations,
@@ -167,43 +166,120 @@ def complete_sequences(
     return np.concatenate(origins), np.concatenate(steps), np.concatenate(counts_out)
 
 
+def _returns(
+    src: IntArray,
+    dst: IntArray,
+    weight: IntArray,
+    home: IntArray,
+    state: IntArray,
+    continued: IntArray,
+    node_cap: IntArray,
+    n_locations: int,
+) -> tuple[npt.NDArray[np.float64], tuple[float, float]]:
+    """The chain's edge weights and the return rates (at home, away).
+
+    When the tree measures the returns from nodes away from home (:func:`_return_rate`), they are
+    modelled per sequence: taken out of the chain (:func:`_without_returns`), and drawn at the
+    away rate net of the moves home the chain makes by itself (:func:`_home_share`); at home a
+    move "home" is a repeat, left to the chain. Otherwise the tree cannot tell a return from a
+    busy move: the chain keeps every move and both kinds draw the at-home rate (0 without
+    evidence either)."""
+    moves = dst >= 0
+    m_src, m_dst = src[moves], dst[moves]
+    unit = weight[moves] / node_cap[m_src]  # in pass thresholds of the level below the node
+    spread = continued / node_cap
+    away = state % n_locations != home
+    raw = weight.astype(np.float64)
+    if _return_rate(m_src, m_dst, unit, home, spread, n_locations, away) is None:
+        at_home = _return_rate(m_src, m_dst, unit, home, spread, n_locations, ~away) or 0.0
+        return raw, (at_home, at_home)
+    back = (dst % n_locations == home[src]) & away[src] & moves
+    chain = _without_returns(state[src], dst, raw, back)
+    share = _home_share(state[m_src], m_dst, chain[moves], state, home, n_locations)
+    rate = _return_rate(m_src, m_dst, unit, home, spread, n_locations, away, share)
+    return chain, (0.0, rate or 0.0)
+
+
+def _without_returns(
+    context: IntArray,
+    dst: IntArray,
+    weight: npt.NDArray[np.float64],
+    back: npt.NDArray[np.bool_],
+) -> npt.NDArray[np.float64]:
+    """Edge weights for the chain with the ``back`` moves (returns home) taken out: they are drawn
+    at the return rate, and a return of one sequence is, to another, a move to someone else's
+    home (the busy stations). Each context's other moves are scaled up to its whole move mass, so
+    its share of ending stays; a context whose moves are all returns keeps them."""
+    move = dst >= 0
+    n = int(context.max(initial=-1)) + 1
+    total = np.bincount(context[move], weights=weight[move], minlength=n)
+    kept = np.bincount(context[move & ~back], weights=weight[move & ~back], minlength=n)
+    scale = np.divide(total, kept, out=np.ones(n), where=kept > 0)
+    out = weight * np.where(move, scale[context], 1.0)
+    out[move & back & (kept[context] > 0)] = 0.0
+    return out
+
+
+def _home_share(
+    context: IntArray,
+    dst: IntArray,
+    weight: npt.NDArray[np.float64],
+    state: IntArray,
+    home: IntArray,
+    n_locations: int,
+) -> npt.NDArray[np.float64]:
+    """Per node, the chain's probability (moves only) of a move from its state to its home
+    location: the returns the chain makes by itself, on top of which the return rate draws."""
+    keys, inverse = np.unique(context * n_locations + dst % n_locations, return_inverse=True)
+    sums = np.bincount(inverse, weights=weight)
+    total = np.bincount(context, weights=weight, minlength=int(state.max(initial=0)) + 1)
+    if not keys.size:
+        return np.zeros(state.size)
+    query = state * n_locations + home
+    pos = np.minimum(np.searchsorted(keys, query), keys.size - 1)
+    hit = np.where(keys[pos] == query, sums[pos], 0.0)
+    return np.divide(hit, total[state], out=np.zeros(state.size), where=total[state] > 0)
+
+
 def _return_rate(
     src: IntArray,
     dst: IntArray,
     weight: npt.NDArray[np.float64],
     home: IntArray,
-    state: IntArray,
     continued: npt.NDArray[np.float64],
     n_locations: int,
-) -> tuple[float, float]:
-    """Share of the moves that go (back) home, from nodes at home and from nodes away from it.
+    kind: npt.NDArray[np.bool_],
+    chain_home: npt.NDArray[np.float64] | None = None,
+) -> float | None:
+    """Share of the moves of the ``kind`` nodes that go (back) home; ``None`` without evidence.
 
-    Masses are in pass thresholds of the level below each node. Per kind of node: over the nodes
-    whose return survived (their surviving moves plus the moves completed below them) when these
-    moves reach ``SUPPORT``: a return that was pruned hides among the completed moves, so the other
-    nodes would bias the rate down. Else over all the kind's nodes with surviving moves, when they
-    reach ``SUPPORT`` (few returns: a low rate is what the tree shows). Else the tree says nothing
-    about this kind (its moves were all pruned): the other kind's rate."""
+    ``src``/``dst``/``weight`` are the surviving moves, masses in pass thresholds of the level
+    below each node; ``continued`` the moves completed below each node. The first of these node
+    sets whose surviving moves reach ``SUPPORT`` is used, over its surviving and completed moves:
+    1. the nodes with at least ``WIDE`` thresholds of moves: a return of a fair share of them
+       surely passes, and the nodes are chosen by their own mass, not by their return's (choosing
+       them by a surviving return would favour the returns that noise pushed up);
+    2. the nodes whose return survived: a return that was pruned hides among the completed moves,
+       so the other nodes would bias the rate down;
+    3. all the nodes with surviving moves (few returns: a low rate is what the tree shows).
+    With ``chain_home`` (per node, the chain's own probability of a move home) the rate is net of
+    it: the share ``r`` such that ``r + (1 - r) * chain_home`` matches."""
     back = dst % n_locations == home[src]
     seen = np.zeros(home.size, dtype=bool)
     seen[src[back]] = True
     moved = np.zeros(home.size, dtype=bool)
     moved[src] = True
-    at_home = state % n_locations == home
-    rates: list[float | None] = []
-    for where in (at_home, ~at_home):
-        rates.append(None)
-        for nodes in (seen & where, moved & where):
-            total = float(weight[nodes[src]].sum()) + float(continued[nodes].sum())
-            if float(weight[nodes[src]].sum()) >= SUPPORT:
-                rates[-1] = float(weight[back & nodes[src]].sum()) / total
-                break
-    home_rate, away_rate = rates
-    if home_rate is None:
-        home_rate = away_rate or 0.0
-    if away_rate is None:
-        away_rate = home_rate
-    return home_rate, away_rate
+    mass = np.bincount(src, weights=weight, minlength=home.size) + continued
+    for nodes in (kind & moved & (mass >= WIDE), kind & seen, kind & moved):
+        if float(weight[nodes[src]].sum()) < SUPPORT:
+            continue
+        total = float(mass[nodes].sum())
+        rate = float(weight[back & nodes[src]].sum()) / total
+        if chain_home is None:
+            return rate
+        by_chain = float((chain_home[nodes] * mass[nodes]).sum()) / total
+        return max(0.0, (rate - by_chain) / (1.0 - by_chain)) if by_chain < 1 else 0.0
+    return None
 
 
 def _distinct_rows(rows: IntArray, n_states: int) -> tuple[IntArray, IntArray]:
@@ -246,7 +322,7 @@ def _runs(labels: IntArray) -> list[tuple[int, int]]:
 
 @dataclass(frozen=True)
 class _Walk:
-    full: _Chain  # transitions by last state, end included, returns home left out
+    full: _Chain  # transitions by last state, end included (returns out when rho models them)
     onward: _Chain  # the same without the end transitions
     marginal: _Chain  # one context (0): the states of all non-root nodes
     marginal_full: _Chain  # the same and the end

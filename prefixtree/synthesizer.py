@@ -103,7 +103,10 @@ class PrefixTreeSynthesizer:
       which at most ``false_children`` empty candidates are expected to pass under one parent,
       from the public number of candidates (taxonomy size x time bins); the paper's rule lets
       ``|candidates| * P(pass)`` empty children through, which on large location sets (SUBE: 382
-      lines) multiplies level after level.
+      lines) multiplies level after level. ``false_children`` is one number for every level or
+      one per tree level: a level with a small share of epsilon has a high threshold, and an
+      empty child passing it takes about that many sequences from its parent in consistency, so
+      such levels want far fewer false children than the first ones.
     - ``completion``: ``"none"`` (the paper: ``n(v) = c(v) - sum of children`` sequences end at
       v) or ``"markov"``: end-of-sequence cells, and the sequences that continued below v through
       pruned children are completed by a Markov chain of the noisy tree (post-processing).
@@ -139,7 +142,7 @@ class PrefixTreeSynthesizer:
         thresholds: Mapping[int, float] | None = None,
         level_weights: Sequence[float] | None = None,
         threshold_rule: str = "paper",
-        false_children: float = 1.0,
+        false_children: float | Sequence[float] = 1.0,
         completion: str = "none",
         time_bins: int | None = None,
         random_state: int | object | None = None,
@@ -193,12 +196,7 @@ class PrefixTreeSynthesizer:
             raise ConfigError(
                 f"completion must be one of {', '.join(COMPLETIONS)}, got {self.completion!r}"
             )
-        fc = self.false_children
-        if isinstance(fc, bool) or not isinstance(fc, int | float) or not 0 < fc <= 1:
-            raise ConfigError(
-                f"false_children must be in (0, 1], got {fc!r} (above 1 the passing empty nodes "
-                "branch without bound, paper 004 Theorem 4.2)"
-            )
+        self._false_children(int(h))
         if self.level_weights is not None:
             self._level_shares(int(h))
         mn = self.max_nodes
@@ -280,8 +278,32 @@ class PrefixTreeSynthesizer:
         total = sum(exact_weights, Fraction(0))
         return [w / total for w in exact_weights]
 
+    def _false_children(self, h: int) -> list[float]:
+        """``false_children`` of each tree level (one number serves every level)."""
+        fc = self.false_children
+        single = isinstance(fc, int | float)
+        values: list[Any] = [fc] * h if single else list(fc)  # type: ignore[arg-type]
+        if len(values) != h:
+            raise ConfigError(
+                f"false_children needs one number or one per tree level ({h}), got {len(values)}"
+            )
+        for i, v in enumerate(values):
+            if isinstance(v, bool) or not isinstance(v, int | float) or not 0 < v <= 1:
+                where = "" if single else f"[{i}]"
+                raise ConfigError(
+                    f"false_children{where} must be in (0, 1], got {v!r} (above 1 the passing "
+                    "empty nodes branch without bound, paper 004 Theorem 4.2)"
+                )
+        return [float(v) for v in values]
+
     def _default_threshold(
-        self, index: TaxonomyIndex, j: int, generalized: bool, epsilon: Fraction, n_bins: int
+        self,
+        index: TaxonomyIndex,
+        j: int,
+        generalized: bool,
+        epsilon: Fraction,
+        n_bins: int,
+        false_children: float,
     ) -> float:
         """Pass threshold of sub-level ``j`` at budget ``epsilon`` when ``thresholds`` has none.
 
@@ -289,13 +311,14 @@ class PrefixTreeSynthesizer:
         ``"candidates"``: the smallest ``t`` such that the expected number of empty candidate
         children passing under one parent, ``m P(noise >= t) = m p^t / (1 + p)`` with ``m`` the
         largest number of candidates of a parent (public: taxonomy size x time bins) and
-        ``p = exp(-epsilon)``, is at most ``false_children`` (Theorem 4.2's branching factor).
+        ``p = exp(-epsilon)``, is at most the level's ``false_children`` (Theorem 4.2's
+        branching factor).
         """
         if self.threshold_rule == "paper":
             return (4 if generalized else 2) * math.sqrt(2) / float(epsilon)
         m = int(index.size[j].max()) * (n_bins if j == 0 else 1)
         p = math.exp(-float(epsilon))
-        return max(0.0, math.log(m / (float(self.false_children) * (1 + p))) / float(epsilon))
+        return max(0.0, math.log(m / (false_children * (1 + p))) / float(epsilon))
 
     # ------------------------------------------------------------------ fit
     def _time_matrix(self, seqs: pd.DataFrame, n_rows: int, height: int) -> np.ndarray:
@@ -353,6 +376,7 @@ class PrefixTreeSynthesizer:
         levels, shares, fanout = self._generalized_levels()
         index = TaxonomyIndex.build(tax, levels)
         weights = self._level_shares(h)
+        false_children = self._false_children(h)
         custom = dict(self.thresholds or {})
         allowed = {*levels, tax.height}
         bad = sorted(set(custom) - allowed)
@@ -373,7 +397,12 @@ class PrefixTreeSynthesizer:
                 generalized = j < len(levels)
                 scale = _scale_for(e)
                 theta = float(
-                    custom.get(g, self._default_threshold(index, j, generalized, e, n_bins))
+                    custom.get(
+                        g,
+                        self._default_threshold(
+                            index, j, generalized, e, n_bins, false_children[i]
+                        ),
+                    )
                 )
                 if not math.isfinite(theta):
                     raise ConfigError(f"thresholds[{g}] must be finite")

@@ -39,12 +39,14 @@ from synth.cli import add_quiet_option, add_seed_option, warn_if_seeded
 SEQUENCE_EPSILON = 1.0
 SEQUENCE_HEIGHT = 8
 #: SUBE lines (382 candidates per node, 10,000 cards): no generalized level (one mode holds 373
-#: lines), thresholds that let 0.2 empty children per node through, the budget on levels 1-3
+#: lines), the budget on levels 1-3, thresholds that let 0.2, 0.2, 0.01 and then 0.001 empty
+#: children per node through (few on the levels with little budget: there a passing empty child
+#: takes its high threshold's worth of sequences). Chosen on the public Tuesday file.
 SUBE_SEQUENCE_PARAMS: dict[str, Any] = {
     "variant": "simple",
     "threshold_rule": "candidates",
-    "false_children": 0.2,
-    "level_weights": [2.0, 7.0, 0.5, 0.02, 0.02, 0.02, 0.02, 0.02],
+    "false_children": [0.2, 0.2, 0.01, 0.001, 0.001, 0.001, 0.001, 0.001],
+    "level_weights": [2.0, 6.0, 1.0, 0.05, 0.05, 0.05, 0.05, 0.05],
     "completion": "markov",
 }
 #: simulated Montreal: the paper's hybrid tree with candidate-bound thresholds (0.5 empty children

@@ -82,11 +82,13 @@ def test_sube_lines_tuned_for_wide_location_sets(sube: dict[str, Path], tmp_path
     args = ["sequences", str(sube["taps"]), "--taxonomy", str(sube["lines"]), "--epsilon", "1"]
     args += ["--height", "3", "--out", str(out), "--location-column", "id_linea"]
     args += ["--on-unknown", "drop", "--seed", "2", "--quiet", "--threshold-rule", "candidates"]
-    args += ["--false-children", "0.2", "--level-weights", "2", "7", "1", "--completion", "markov"]
+    args += ["--false-children", "0.2", "0.2", "0.01", "--level-weights", "2", "7", "1"]
+    args += ["--completion", "markov"]
     assert main(args) == 0
     manifest = _manifest(out)
     params = manifest["parameters"]
-    assert params["threshold_rule"] == "candidates" and params["false_children"] == 0.2
+    assert params["threshold_rule"] == "candidates"
+    assert params["false_children"] == [0.2, 0.2, 0.01]
     assert params["completion"] == "markov"
     assert params["level_weights"] == [2.0, 7.0, 1.0]
     spends = [s for s in manifest["composition"] if s.get("type") == "spend"]
@@ -160,6 +162,7 @@ def test_fanout_taxonomy_needs_public_locations(
         (["--epsilon", "0"], "epsilon"),
         (["--height", "0"], "height"),
         (["--threshold-rule", "candidates", "--false-children", "2"], "false_children"),
+        (["--threshold-rule", "candidates", "--false-children", "1", "1", "1"], "false_children"),
         (["--level-weights", "1", "2", "3"], "level_weights"),
     ],
 )

@@ -10,9 +10,19 @@ import pandas as pd
 import pytest
 from scipy.stats import chisquare
 
-from prefixtree import PrefixTreeSynthesizer
-from prefixtree.completion import _Chain, _return_rate, complete_sequences
+from prefixtree import PrefixTreeSynthesizer, completion
+from prefixtree.completion import (
+    _Chain,
+    _home_share,
+    _return_rate,
+    _returns,
+    _without_returns,
+    complete_sequences,
+)
+from synth.datasets import montreal_taxonomy
 from synth.errors import ConfigError
+from synth.records import truncate_sequences
+from synth.simulate import simulate_sequences
 from tests.unit.test_prefixtree_synthesizer import (
     TABLE_1,
     ZeroNoise,
@@ -105,26 +115,143 @@ def test_chain_draws_follow_the_weights() -> None:
     np.testing.assert_allclose(chain.mass(np.array([7, 2, 0])), [100, 5, 0])
 
 
-def test_return_rate_is_measured_where_the_return_survived() -> None:
-    # nodes: A(0) -> X(1) -> A(2); A(0) -> Y(3); states = locations, home A everywhere;
-    # masses in pass thresholds
-    state = np.array([0, 1, 0, 2])
-    home = np.zeros(4, dtype=np.int64)
-    continued = np.array([0.0, 8.0, 0.0, 9.0])
-    src, dst = np.array([0, 1, 0]), np.array([1, 0, 2])
-    at_home, away = _return_rate(src, dst, np.array([20.0, 12.0, 10.0]), home, state, continued, 3)
-    assert at_home == 0.0  # 30 surviving moves from home, none back to A
-    assert away == pytest.approx(12 / (12 + 8))  # node X: 12 back home, 8 completed elsewhere
-    # too little surviving evidence away from home (3 < SUPPORT): the rate at home is used
-    weight = np.array([20.0, 3.0, 10.0])
-    assert _return_rate(src, dst, weight, home, state, continued, 3) == (0.0, 0.0)
-    # a lone return under A X A (a passing empty cell, 1.5) does not set the rate at home: too
-    # little support, so every surviving move from home counts
-    src, dst = np.array([0, 0, 2]), np.array([1, 2, 0])
-    weight = np.array([200.0, 100.0, 1.5])
-    at_home, away = _return_rate(src, dst, weight, home, state, np.zeros(4), 3)
-    assert at_home == pytest.approx(1.5 / 301.5)
-    assert away == at_home  # no surviving move away from home: no evidence
+def test_return_rate_picks_nodes_by_their_own_mass() -> None:
+    # nodes: A(0) -> X(1) -> A(2); A(0) -> Y(3) -> Z(4); home A; masses in pass thresholds
+    state = np.array([0, 1, 0, 2, 3])
+    home = np.zeros(5, dtype=np.int64)
+    away = state != home
+    continued = np.array([0.0, 8.0, 0.0, 4.0, 0.0])
+    src, dst = np.array([0, 0, 1, 3]), np.array([1, 2, 0, 3])
+    weight = np.array([20.0, 10.0, 12.0, 6.0])
+    # X and Y are both wide (20 and 10 thresholds of moves): 12 returns over 30 moves, not the
+    # 12 / 20 of X alone, whose return happened to survive
+    assert _return_rate(src, dst, weight, home, continued, 4, away) == pytest.approx(0.4)
+    assert _return_rate(src, dst, weight, home, continued, 4, ~away) == 0.0
+    # net of the chain's own moves home (X: 0.2, Y: 0.1): r + (1 - r) * 1/6 = 0.4
+    chain_home = np.array([0.0, 0.2, 0.0, 0.1, 0.0])
+    net = _return_rate(src, dst, weight, home, continued, 4, away, chain_home)
+    assert net == pytest.approx((0.4 - 1 / 6) / (5 / 6))
+    # too little surviving evidence away from home (3 + 1 < SUPPORT): no rate
+    thin = np.array([20.0, 10.0, 3.0, 1.0])
+    assert _return_rate(src, dst, thin, home, continued, 4, away) is None
+
+
+def test_return_rate_without_wide_nodes_uses_the_surviving_returns() -> None:
+    # A(0) -> X1..X5 (1-5), each with a surviving return (3) and 0.5 completed: narrow (< WIDE);
+    # A(0) -> Y(6) -> Z(7, 3): no return. Masses in pass thresholds
+    state = np.arange(8)
+    home = np.zeros(8, dtype=np.int64)
+    away = state != home
+    src = np.array([0, 0, 0, 0, 0, 0, 1, 2, 3, 4, 5, 6])
+    dst = np.array([1, 2, 3, 4, 5, 6, 0, 0, 0, 0, 0, 7])
+    weight = np.array([100.0] * 6 + [3.0] * 6)
+    continued = np.array([0.0, 0.5, 0.5, 0.5, 0.5, 0.5, 0.0, 0.0])
+    # the nodes whose return survived: 15 back over their 17.5 moves (Y would dilute it with
+    # moves whose returns were pruned among the completed ones)
+    rate = _return_rate(src, dst, weight, home, continued, 8, away)
+    assert rate == pytest.approx(15 / 17.5)
+    # at home: the wide node A has 600 surviving moves, none of them home
+    assert _return_rate(src, dst, weight, home, continued, 8, ~away) == 0.0
+    # fewer than SUPPORT surviving moves in every set: no rate
+    assert _return_rate(src[:8], dst[:8], weight[:8], home, continued, 8, away) is None
+
+
+def _two_homes() -> dict[str, np.ndarray]:
+    # A(0) -> X(1) -> A(2); B(3) -> X(4) -> C(5); A(0) -> A(6); locations A 0, B 1, X 2, C 3
+    parent = np.array([-1, 0, 1, -1, 3, 4, 0])
+    state = np.array([0, 2, 0, 1, 2, 3, 0])
+    counts = np.array([140, 60, 30, 80, 50, 20, 20])
+    ends = {0: 60, 1: 30, 3: 30, 4: 30}
+    child = np.flatnonzero(parent >= 0)
+    home = np.array([0, 0, 0, 1, 1, 1, 0])
+    src = np.concatenate([parent[child], list(ends)])
+    dst = np.concatenate([state[child], np.full(len(ends), -1)])
+    weight = np.concatenate([counts[child], list(ends.values())])
+    return {"src": src, "dst": dst, "weight": weight, "home": home, "state": state}
+
+
+def test_returns_measured_away_are_drawn_per_sequence_not_by_the_chain() -> None:
+    t = _two_homes()
+    chain, rho = _returns(
+        t["src"], t["dst"], t["weight"], t["home"], t["state"], np.zeros(7), np.ones(7), 4
+    )
+    # away nodes X (home A: 30 back of 30) and X (home B: 0 of 20): rate 30 / 50 = 0.6, and the
+    # chain from X no longer sends anyone to A; X -> C takes X's whole move mass (50)
+    assert rho == (0.0, pytest.approx(0.6))
+    by_edge = dict(zip(zip(t["state"][t["src"]], t["dst"], strict=True), chain, strict=True))
+    assert by_edge[(2, 0)] == 0.0 and by_edge[(2, 3)] == pytest.approx(50.0)
+    assert by_edge[(0, 2)] == 60 and by_edge[(0, 0)] == 20  # at home: repeats stay in the chain
+    assert by_edge[(2, -1)] == 30  # ends untouched
+
+
+def test_without_evidence_away_the_chain_keeps_every_move() -> None:
+    t = _two_homes()
+    # pass thresholds of 10: 5 surviving moves away (< SUPPORT), 10 at home
+    chain, rho = _returns(
+        t["src"], t["dst"], t["weight"], t["home"], t["state"], np.zeros(7), np.full(7, 10), 4
+    )
+    np.testing.assert_array_equal(chain, t["weight"])
+    assert rho == (pytest.approx(2 / 13), pytest.approx(2 / 13))  # A -> A: 20 of 130 from home
+
+
+def test_without_returns_keeps_each_context_move_mass() -> None:
+    context = np.array([0, 0, 0, 1, 1])
+    dst = np.array([5, 6, -1, 5, 7])
+    weight = np.array([30.0, 10.0, 60.0, 8.0, 2.0])
+    back = np.array([True, False, False, True, True])
+    out = _without_returns(context, dst, weight, back)
+    np.testing.assert_allclose(out, [0.0, 40.0, 60.0, 8.0, 2.0])  # context 1: all returns, kept
+
+
+def test_home_share_is_the_chain_probability_of_going_home() -> None:
+    context, dst = np.array([0, 0, 1]), np.array([1, 2, 0])
+    share = _home_share(
+        context, dst, np.array([30.0, 10.0, 5.0]), np.array([0, 0, 1]), np.array([1, 2, 2]), 3
+    )
+    np.testing.assert_allclose(share, [0.75, 0.25, 0.0])
+
+
+def test_completion_reproduces_the_simulated_return_home_rate() -> None:
+    """Pruned from depth 2 on, the completed release keeps the simulator's return-home behaviour:
+    the share of the moves from away that go back home (0.5 plus gravity moves home). Leaving the
+    returns in the chain and drawing the raw rate on top (the canary) returns too often: others'
+    returns become moves to the busy stations, where many live."""
+    seqs = simulate_sequences(60_000, seed=4, popularity_sigma=1.5)  # busy hubs
+    tax = montreal_taxonomy()
+    common = {"epsilon": 1.0, "height": 6, "taxonomy": tax, "variant": "simple"}
+    common |= {"completion": "markov", "random_state": ZeroNoise(), "thresholds": {2: 20}}
+
+    def away_return_share(frame: pd.DataFrame) -> float:
+        f = frame.sort_values(["seq_id", "pos"])
+        first = f.groupby("seq_id")["location"].transform("first")
+        nxt = f.groupby("seq_id")["location"].shift(-1)
+        moves = nxt.notna() & (f["location"] != first)
+        return float((nxt[moves] == first[moves]).mean())
+
+    truth = away_return_share(truncate_sequences(seqs, 6))
+
+    fitted = PrefixTreeSynthesizer(**common).fit(seqs)
+    assert int(fitted.tree_["continued"].sum()) > 20_000  # much of it is completed
+    release = fitted.sample()
+    assert away_return_share(release) == pytest.approx(truth, abs=0.02)
+
+    original = completion._returns
+
+    def chain_keeps_returns(src, dst, weight, home, state, continued, node_cap, n_loc):  # type: ignore[no-untyped-def]
+        # the canary: every move stays in the chain and the rates drawn on top are the raw ones
+        moves = dst >= 0
+        args = (src[moves], dst[moves], weight[moves] / node_cap[src[moves]], home)
+        away = state % n_loc != home
+        at_home = _return_rate(*args, continued / node_cap, n_loc, ~away) or 0.0
+        rate = _return_rate(*args, continued / node_cap, n_loc, away)
+        return weight.astype(np.float64), (at_home, at_home if rate is None else rate)
+
+    completion._returns = chain_keeps_returns
+    try:
+        broken = PrefixTreeSynthesizer(**common).fit(seqs).sample()
+    finally:
+        completion._returns = original
+    assert away_return_share(broken) > truth + 0.03
 
 
 def test_complete_sequences_conserves_mass_and_height() -> None:

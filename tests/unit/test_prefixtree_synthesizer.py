@@ -218,6 +218,26 @@ def test_candidates_threshold_bounds_expected_false_children() -> None:
     assert t > math.ceil(2 * math.sqrt(2) / 0.5)
 
 
+def test_false_children_per_level_sets_each_level_threshold() -> None:
+    tax = metro_like(4, 50)  # 200 locations, simple variant: 200 candidates per parent
+    common = {"epsilon": 1.0, "height": 3, "taxonomy": tax, "variant": "simple"}
+    common |= {"threshold_rule": "candidates", "level_weights": [3, 7, 1], "random_state": 0}
+    rows = long_format([["s0-1", "s0-2", "s0-3"]])
+    per_level = PrefixTreeSynthesizer(**common, false_children=[0.5, 0.2, 0.01]).fit(rows)
+    plan = per_level.sub_levels_
+    for level, fc in zip(plan.itertuples(), [0.5, 0.2, 0.01], strict=True):
+        p = math.exp(-1 / level.scale)
+        t = int(level.threshold)
+        # each level's threshold is the smallest bounding its own expected false children
+        assert 200 * p**t / (1 + p) <= fc < 200 * p ** (t - 1) / (1 + p)
+    # one number serves every level: the same plan as repeating it
+    one = PrefixTreeSynthesizer(**common, false_children=0.2).fit(rows)
+    rep = PrefixTreeSynthesizer(**common, false_children=[0.2] * 3).fit(rows)
+    assert one.sub_levels_["threshold"].tolist() == rep.sub_levels_["threshold"].tolist()
+    assert per_level.sub_levels_["threshold"].iloc[1] == one.sub_levels_["threshold"].iloc[1]
+    assert per_level.sub_levels_["threshold"].iloc[2] > one.sub_levels_["threshold"].iloc[2]
+
+
 def test_candidates_threshold_counts_time_bins_in_the_first_sub_level() -> None:
     common = {"epsilon": 1.0, "height": 1, "taxonomy": taxonomy_4(), "random_state": ZeroNoise()}
     rows = long_format([["L1"]]).assign(time="08:00")
@@ -238,6 +258,9 @@ def test_candidates_threshold_counts_time_bins_in_the_first_sub_level() -> None:
         {"false_children": 0},
         {"false_children": float("inf")},
         {"false_children": 3.0},
+        {"false_children": [0.5]},
+        {"false_children": [0.5, 0.0]},
+        {"false_children": [0.5, "0.1"]},
         {"epsilon": -1.0},
         {"epsilon": float("nan")},
         {"height": 0},
