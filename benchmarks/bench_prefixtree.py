@@ -37,9 +37,9 @@ exploded (the paper's Theorem 4.2 branching: |L| * P(pass) > 1).
     python benchmarks/bench_prefixtree.py utility --dataset sube --epsilons 0.5 1 1.5 \
         --heights 6 8 12 16 --out results.json
 
-``--threshold-rule candidates --false-children A --level-weights W...`` measure the tuning
-options (the weights' last value repeats up to h). Measured (seed 1, TP@100; error = mean relative
-count-query error, uniform workload):
+``--threshold-rule candidates --false-children A... --level-weights W...`` measure the tuning
+options (one value per level; the last repeats up to h). Measured (seed 1, TP@100; error = mean
+relative count-query error, uniform workload):
 
     =====================================================  =======  =======  =======
     release                                                eps 0.5  eps 1    eps 1.5
@@ -62,29 +62,53 @@ count-query error, uniform workload):
     =====================================================  =======  =======  =======
 
 ``--completion markov`` (end-of-sequence cells, and the sequences the thresholds cut off continued
-by the tree's smoothed Markov chain with its return-home rates; same epsilon). Hybrid, candidates,
-h = 12 unless noted; 1M simulated Montreal sequences, seeds 1 / 2 / 3 (data and noise):
+by the tree's smoothed Markov chain with its return-home rates; same epsilon). Hybrid, candidates
+A = 0.5, h = 12 unless noted; 1M simulated Montreal sequences, seeds 1 / 2 / 3 (data and noise):
 
     =====================================================  ==========  ==========  ==========
     release (TP@100; uniform count-query error)            eps 0.5     eps 1       eps 1.5
     =====================================================  ==========  ==========  ==========
-    A=0.5, seed 1                                          91; 5.9%    96; 4.5%    95; 3.8%
-    A=0.5, seed 2                                          96; 6.3%    94; 5.4%    97; 4.1%
-    A=0.5, seed 3                                          92; 6.4%    92; 4.2%    92; 3.6%
-    A=0.5, simple, seed 1                                  93; 9.8%    89; 6.3%    89; 6.0%
-    A=0.5, seed 1, h = 6 / 8 / 16                          88/89/90    88/92/93    -
-    A=0.5, seed 1, h = 6 / 8 / 16: error                   13/9.4/4.6% 12/8.2/3.4% -
+    hybrid, seed 1                                         95; 5.3%    97; 3.9%    97; 3.0%
+    hybrid, seed 2                                         95; 5.0%    95; 3.4%    97; 2.8%
+    hybrid, seed 3                                         96; 5.4%    96; 3.2%    97; 2.8%
+    simple, seed 1                                         94; 11.5%   93; 8.4%    94; 7.9%
+    simple, seed 2                                         96; 9.2%    98; 7.2%    97; 7.1%
+    simple, seed 3                                         95; 12.9%   94; 10.0%   96; 8.2%
+    hybrid, seed 1, h = 6 / 8 / 16                         90/93/96    89/95/97    -
+    hybrid, seed 1, h = 6 / 8 / 16: error                  12/8.5/4.0% 11/7.1/3.1% -
+    simple, seed 1, h = 6 / 8 / 16                         88/93/93    90/94/95    -
+    simple, seed 1, h = 6 / 8 / 16: error                  13/11/10%   12/9.1/8.7% -
     (epsilon = infinity, h = 12: TP@100 99, error 1.6%)
-    SUBE h=8, simple, A=0.2, W=2 7 0.5 0.02, seeds 1/2/3   40/43/42    66/65/59    70/58/62
-    SUBE, same without completion, seeds 1/2/3             17/18/16    51/51/51    55/52/60
     =====================================================  ==========  ==========  ==========
 
-SUBE at epsilon 1 over seeds 1-10: 66 65 59 67 57 60 62 64 63 63 (mean 62.6). Other SUBE settings
-tried with completion (weights 2 7 0.2 / 3 7 0.2 / 2 6 / 2.5 7 0.5 / 2 8 0.5, A = 0.2 or 0.5;
-lower level-1 thresholds) did not do better. Without completion the same Montreal releases stop
-at TP@100 77-79 and 13-15% error: the pruned deep prefixes were released as ending early; an
-earlier completion without smoothing or the return-home rates reached TP@100 77-79 at 200,000
-sequences (the A-A return trips were missing).
+Hybrid has the lower error everywhere (a third to a half of simple's at h = 12) and the higher or
+equal TP@100 in 12 of 15 cells; the other 3 differ by 1-3 patterns at the rank-100 boundary. The
+session before (returns left in the chain, the raw return rate on top) got 91-96 / 92-96 / 92-97
+and 5.9-6.4% error at 0.5: others' returns home became moves to the busy stations where many
+live, and the measured away rate (0.56) double-counted the chain's own moves home; net of them it
+is 0.49 against the simulator's 0.5.
+
+SUBE Wednesday, h = 8, simple, ``--threshold-rule candidates --false-children 0.2 0.2 0.01 0.001
+--level-weights 2 6 1 0.05 --completion markov`` (chosen on the public Tuesday file, ``--dataset
+sube-tuesday``: 67.9 there at epsilon 1 over noise seeds 1-20), TP@100:
+
+    ==========================================  ==========  ==========  ==========
+    release                                     eps 0.5     eps 1       eps 1.5
+    ==========================================  ==========  ==========  ==========
+    seeds 1 / 2 / 3                             48/45/49    69/66/73    70/76/68
+    seeds 1-20, mean (min-max)                  45.7        66.8        72.8
+                                                (40-50)     (61-73)     (68-78)
+    h = 6 / 12 / 16, seed 1                     -           67/66/69    -
+    before: A = 0.2, W = 2 7 0.5 0.02, 1-20     41.5        62.6 (1-10) 63.4
+    same without completion, seeds 1/2/3        17/18/16    51/51/51    55/52/60
+    ==========================================  ==========  ==========  ==========
+
+At epsilon 1, 16 of the 20 seeds reach 66. The per-level false children matter most: with 0.2 at
+every level about 16 empty children passed at level 3 (threshold 133, scale 19) and took their
+parent's sequences in consistency (a fake ``32 32 135`` node carried 143 sequences and 7 false
+patterns into the top 100); 0.01 there and 0.001 below lifts the mean from 62.6 to about 67. The
+SUBE tree shows no returns away from home at these budgets, so the completion keeps every move in
+its chain there; per-sequence returns, when forced, lowered TP to 54-57.
 
 On SUBE the line -> mode level is skipped by the hybrid default (inverse Simpson index 1.05 < 2),
 so hybrid = simple there. Epsilon = infinity (truncation only): TP@100 100 (SUBE h=8), 98-99
