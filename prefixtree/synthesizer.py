@@ -281,8 +281,10 @@ class PrefixTreeSynthesizer:
     def _false_children(self, h: int) -> list[float]:
         """``false_children`` of each tree level (one number serves every level)."""
         fc = self.false_children
-        single = isinstance(fc, int | float)
-        values: list[Any] = [fc] * h if single else list(fc)  # type: ignore[arg-type]
+        single = not isinstance(fc, Sequence | np.ndarray) or isinstance(fc, str)
+        values: list[Any] = [fc] * h
+        if isinstance(fc, Sequence | np.ndarray) and not isinstance(fc, str):
+            values = [v.item() if isinstance(v, np.generic) else v for v in fc]
         if len(values) != h:
             raise ConfigError(
                 f"false_children needs one number or one per tree level ({h}), got {len(values)}"

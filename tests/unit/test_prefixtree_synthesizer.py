@@ -232,7 +232,7 @@ def test_false_children_per_level_sets_each_level_threshold() -> None:
         assert 200 * p**t / (1 + p) <= fc < 200 * p ** (t - 1) / (1 + p)
     # one number serves every level: the same plan as repeating it
     one = PrefixTreeSynthesizer(**common, false_children=0.2).fit(rows)
-    rep = PrefixTreeSynthesizer(**common, false_children=[0.2] * 3).fit(rows)
+    rep = PrefixTreeSynthesizer(**common, false_children=np.full(3, 0.2)).fit(rows)
     assert one.sub_levels_["threshold"].tolist() == rep.sub_levels_["threshold"].tolist()
     assert per_level.sub_levels_["threshold"].iloc[1] == one.sub_levels_["threshold"].iloc[1]
     assert per_level.sub_levels_["threshold"].iloc[2] > one.sub_levels_["threshold"].iloc[2]
@@ -261,6 +261,8 @@ def test_candidates_threshold_counts_time_bins_in_the_first_sub_level() -> None:
         {"false_children": [0.5]},
         {"false_children": [0.5, 0.0]},
         {"false_children": [0.5, "0.1"]},
+        {"false_children": None},
+        {"false_children": "0.5"},
         {"epsilon": -1.0},
         {"epsilon": float("nan")},
         {"height": 0},
