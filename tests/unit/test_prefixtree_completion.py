@@ -211,7 +211,9 @@ def test_home_share_is_the_chain_probability_of_going_home() -> None:
     np.testing.assert_allclose(share, [0.75, 0.25, 0.0])
 
 
-def test_completion_reproduces_the_simulated_return_home_rate() -> None:
+def test_completion_reproduces_the_simulated_return_home_rate(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """Pruned from depth 2 on, the completed release keeps the simulator's return-home behaviour:
     the share of the moves from away that go back home (0.5 plus gravity moves home). Leaving the
     returns in the chain and drawing the raw rate on top (the canary) returns too often: others'
@@ -235,8 +237,6 @@ def test_completion_reproduces_the_simulated_return_home_rate() -> None:
     release = fitted.sample()
     assert away_return_share(release) == pytest.approx(truth, abs=0.02)
 
-    original = completion._returns
-
     def chain_keeps_returns(src, dst, weight, home, state, continued, node_cap, n_loc):  # type: ignore[no-untyped-def]
         # the canary: every move stays in the chain and the rates drawn on top are the raw ones
         moves = dst >= 0
@@ -246,11 +246,8 @@ def test_completion_reproduces_the_simulated_return_home_rate() -> None:
         rate = _return_rate(*args, continued / node_cap, n_loc, away)
         return weight.astype(np.float64), (at_home, at_home if rate is None else rate)
 
-    completion._returns = chain_keeps_returns
-    try:
-        broken = PrefixTreeSynthesizer(**common).fit(seqs).sample()
-    finally:
-        completion._returns = original
+    monkeypatch.setattr(completion, "_returns", chain_keeps_returns)
+    broken = PrefixTreeSynthesizer(**common).fit(seqs).sample()
     assert away_return_share(broken) > truth + 0.03
 
 
