@@ -127,6 +127,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="MINUTES",
         help="release trajectories: (location, time bin) nodes with bins of this many minutes",
     )
+    p.add_argument(
+        "--coarse-time-bin",
+        type=int,
+        default=None,
+        metavar="MINUTES",
+        help="with --time-bin and the hybrid variant: the generalized sub-levels count coarser "
+        "bins of this many minutes (a multiple of --time-bin), refined at the locations",
+    )
     p.add_argument("--format", choices=("csv", "parquet"), default="csv", help="output format")
     p.add_argument(
         "--threshold-rule",
@@ -190,6 +198,7 @@ def run(args: argparse.Namespace) -> int:
             "height": args.height,
             "variant": args.variant,
             "time_bins": args.time_bin,
+            "coarse_time_bins": args.coarse_time_bin,
             "threshold_rule": args.threshold_rule,
             "false_children": (
                 args.false_children[0] if len(args.false_children) == 1 else args.false_children

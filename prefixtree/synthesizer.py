@@ -43,7 +43,11 @@ of releasing them as ending there.
 Trajectories (section 4.4): with ``time_bins`` (minutes per bin), nodes are (location, time bin)
 pairs and a node's candidates are all (location, bin) with bin >= its own. The input ``time`` column
 is reduced to the time of day; within a sequence bins are made non-decreasing by a running maximum
-(a deterministic per-record transformation).
+(a deterministic per-record transformation). ``coarse_time_bins`` (hybrid) generalizes time as the
+taxonomy generalizes locations: the generalized sub-levels count (line, coarse bin) cells, and the
+locations sub-level refines a surviving one into (station, fine bin) cells within its coarse bin
+(and not before the node's own bin), so a level's first histogram has ``coarse / fine`` times
+fewer candidates per node.
 """
 
 from __future__ import annotations
@@ -111,6 +115,8 @@ class PrefixTreeSynthesizer:
       v) or ``"markov"``: end-of-sequence cells, and the sequences that continued below v through
       pruned children are completed by a Markov chain of the noisy tree (post-processing).
     - ``time_bins``: minutes per time bin for trajectories (section 4.4), or ``None``.
+    - ``coarse_time_bins``: minutes per time bin of the generalized sub-levels (a multiple of
+      ``time_bins``; hybrid trajectories only), or ``None``: the same bins as the locations.
     - ``random_state``: ``None`` (secure noise), an ``int`` (seeded, NOT private: tests only), or an
       object with ``SecureNoise``'s ``discrete_laplace``/``empty_cells_passing``/``choice``. The
       completion's draws (post-processing) use ``numpy.random.default_rng(random_state)`` for an
@@ -145,6 +151,7 @@ class PrefixTreeSynthesizer:
         false_children: float | Sequence[float] = 1.0,
         completion: str = "none",
         time_bins: int | None = None,
+        coarse_time_bins: int | None = None,
         random_state: int | object | None = None,
         max_nodes: int = 20_000_000,
         engine: str = "memory",
@@ -161,6 +168,7 @@ class PrefixTreeSynthesizer:
         self.false_children = false_children
         self.completion = completion
         self.time_bins = time_bins
+        self.coarse_time_bins = coarse_time_bins
         self.random_state = random_state
         self.max_nodes = max_nodes
         self.engine = engine
@@ -187,6 +195,20 @@ class PrefixTreeSynthesizer:
             isinstance(tb, bool) or not isinstance(tb, int | np.integer) or not 1 <= tb <= 1440
         ):
             raise ConfigError(f"time_bins must be minutes per bin in 1..1440, got {tb!r}")
+        coarse = self.coarse_time_bins
+        if coarse is not None:
+            if tb is None or self.variant != "hybrid":
+                raise ConfigError("coarse_time_bins needs time_bins and variant='hybrid'")
+            if (
+                isinstance(coarse, bool)
+                or not isinstance(coarse, int | np.integer)
+                or not tb <= coarse <= 1440
+                or coarse % tb
+            ):
+                raise ConfigError(
+                    f"coarse_time_bins must be a multiple of time_bins ({tb}) in {tb}..1440 "
+                    f"minutes, got {coarse!r}"
+                )
         if self.threshold_rule not in THRESHOLD_RULES:
             raise ConfigError(
                 f"threshold_rule must be one of {', '.join(THRESHOLD_RULES)}, "
@@ -312,13 +334,14 @@ class PrefixTreeSynthesizer:
         ``"paper"``: ``4 sqrt(2) / eps_1`` (generalized) or ``2 sqrt(2) / eps_2`` (section 4.1).
         ``"candidates"``: the smallest ``t`` such that the expected number of empty candidate
         children passing under one parent, ``m P(noise >= t) = m p^t / (1 + p)`` with ``m`` the
-        largest number of candidates of a parent (public: taxonomy size x time bins) and
+        largest number of candidates of a parent (public: taxonomy size x time bins, ``n_bins``
+        the most bins a parent's candidates span) and
         ``p = exp(-epsilon)``, is at most the level's ``false_children`` (Theorem 4.2's
         branching factor).
         """
         if self.threshold_rule == "paper":
             return (4 if generalized else 2) * math.sqrt(2) / float(epsilon)
-        m = int(index.size[j].max()) * (n_bins if j == 0 else 1)
+        m = int(index.size[j].max()) * n_bins
         p = math.exp(-float(epsilon))
         return max(0.0, math.log(m / (false_children * (1 + p))) / float(epsilon))
 
@@ -387,6 +410,20 @@ class PrefixTreeSynthesizer:
                 f"thresholds: level {bad[0]!r} is not a sub-level in use ({sorted(allowed)})"
             )
         n_bins = 1 if self.time_bins is None else math.ceil(MINUTES_PER_DAY / self.time_bins)
+        if self.coarse_time_bins is not None and not levels:
+            raise ConfigError(
+                "coarse_time_bins: the hybrid tree uses no generalized level here (see "
+                "variant): there is no sub-level to count coarse bins in"
+            )
+        widths = [
+            int(self.coarse_time_bins // self.time_bins)  # type: ignore[operator]
+            if self.coarse_time_bins is not None and j < len(levels)
+            else 1
+            for j in range(len(index.levels))
+        ]
+        spans = [math.ceil(n_bins / widths[0])] + [
+            math.ceil(widths[j - 1] / widths[j]) for j in range(1, len(widths))
+        ]
         rest = 1 - sum(shares, Fraction(0))
         plan: list[list[SubLevel]] = []
         eps_plan: list[list[Fraction]] = []
@@ -402,13 +439,15 @@ class PrefixTreeSynthesizer:
                     custom.get(
                         g,
                         self._default_threshold(
-                            index, j, generalized, e, n_bins, false_children[i]
+                            index, j, generalized, e, spans[j], false_children[i]
                         ),
                     )
                 )
                 if not math.isfinite(theta):
                     raise ConfigError(f"thresholds[{g}] must be finite")
-                subs.append(SubLevel(j=j, scale=scale, threshold=math.ceil(theta)))
+                subs.append(
+                    SubLevel(j=j, scale=scale, threshold=math.ceil(theta), bin_width=widths[j])
+                )
                 plan_rows.append(
                     {
                         "level": i + 1,
@@ -420,6 +459,9 @@ class PrefixTreeSynthesizer:
                         "epsilon": float(e),
                         "scale": scale,
                         "threshold": math.ceil(theta),
+                        "time_bin_minutes": (
+                            None if self.time_bins is None else self.time_bins * widths[j]
+                        ),
                     }
                 )
             plan.append(subs)
@@ -609,6 +651,7 @@ class PrefixTreeSynthesizer:
             "height": self.height,
             "taxonomy": self.taxonomy.source,
             "time_bin_minutes": self.time_bins,
+            "coarse_time_bin_minutes": self.coarse_time_bins,
             "seeded": self.noise_seeded_,
             "sub_levels": self.sub_levels_.to_dict(orient="records"),
         }

@@ -108,11 +108,14 @@ class TaxonomyIndex:
 @dataclass(frozen=True)
 class SubLevel:
     """One sub-level of every tree level: the index ``j`` into a :class:`TaxonomyIndex`, the
-    discrete Laplace scale of its noise and its integer pass threshold."""
+    discrete Laplace scale of its noise, its integer pass threshold and, for trajectories, the
+    width of its time bins in fine bins (1 at the locations; a generalized sub-level may use
+    coarser bins, each a whole number of the next sub-level's)."""
 
     j: int
     scale: float
     threshold: int
+    bin_width: int = 1
 
 
 @dataclass
@@ -133,11 +136,14 @@ class BuiltTree:
 
 @dataclass
 class _Cells:
-    """Surviving cells of one sub-level (parents of the next)."""
+    """Surviving cells of one sub-level (parents of the next). ``time_bin`` to ``time_end`` is
+    the range of fine time bins a child may take: from the previous tree node's bin (times never
+    go back) to the end of the cell's own, possibly coarse, bin."""
 
     tree_node: IntArray  # index, within the current tree level, of the tree node they hang under
     node: IntArray  # taxonomy node index at this sub-level's level
     time_bin: IntArray
+    time_end: IntArray
     noisy: IntArray
     exact: IntArray | None = None  # exact counts (0 for passing empty cells), kept for end cells
 
@@ -196,7 +202,6 @@ def _sub_level(
     level: SubLevel,
     index: TaxonomyIndex,
     parents: _Cells,
-    first: bool,
     n_bins: int,
     cell_parent: IntArray,
     cell_leaf: npt.NDArray[np.integer],
@@ -204,15 +209,20 @@ def _sub_level(
     cell_weight: IntArray,
 ) -> tuple[_Cells, IntArray]:
     """Noisy counts for every candidate cell under ``parents``; returns the survivors and the new
-    parent (survivor index or -1) of each data cell."""
+    parent (survivor index or -1) of each data cell.
+
+    A parent's candidates are its taxonomy children crossed with the sub-level's time bins (of
+    ``bin_width`` fine bins) that meet its range ``[time_bin, time_end)``; a cell's rank within
+    its parent is (bin - first bin) x children + child."""
     j = level.j
     start, size = index.start[j], index.size[j]
     anc = index.ancestor[j]
+    k = level.bin_width
     n_par = parents.node.size
     par_size = size[parents.node]
     par_start = start[parents.node]
-    bins_open = (n_bins - parents.time_bin) if first else np.ones(n_par, dtype=np.int64)
-    n_candidates = par_size * bins_open
+    first_bin = parents.time_bin // k
+    n_candidates = par_size * ((parents.time_end - 1) // k - first_bin + 1)
     width = int(n_candidates.max()) + 1 if n_par else 1
 
     # flat key parent * width + rank of every live cell, built in place: a level can hold tens of
@@ -222,8 +232,8 @@ def _sub_level(
     cp = cell_parent if every else cell_parent[live]
     flat = anc[cell_leaf if every else cell_leaf[live]]
     flat -= par_start[cp]
-    if first:
-        shift = (cell_bin if every else cell_bin[live]) - parents.time_bin[cp]
+    if n_bins > 1:
+        shift = (cell_bin if every else cell_bin[live]) // k - first_bin[cp]
         shift *= par_size[cp]
         flat += shift
         del shift
@@ -280,14 +290,12 @@ def _sub_level(
         new_cell_parent[live] = by_cell
 
     s_size = par_size[surv_parent]
-    if first:
-        node = par_start[surv_parent] + surv_rank % s_size
-        tbin = parents.time_bin[surv_parent] + surv_rank // s_size
-    else:
-        node = par_start[surv_parent] + surv_rank
-        tbin = parents.time_bin[surv_parent]
+    node = par_start[surv_parent] + surv_rank % s_size
+    cell_bin_start = (first_bin[surv_parent] + surv_rank // s_size) * k
+    tbin = np.maximum(parents.time_bin[surv_parent], cell_bin_start)
+    tend = np.minimum(parents.time_end[surv_parent], cell_bin_start + k)
     exact = np.concatenate([counts[passed], np.zeros(fake_parent.size, dtype=np.int64)])[order]
-    cells = _Cells(parents.tree_node[surv_parent], node, tbin, surv_noisy, exact)
+    cells = _Cells(parents.tree_node[surv_parent], node, tbin, tend, surv_noisy, exact)
     return cells, new_cell_parent
 
 
@@ -364,6 +372,7 @@ def build_noisy_tree_counted(
             np.arange(n_level, dtype=np.int64),
             np.zeros(n_level, dtype=np.int64),
             level_bins,
+            np.full(n_level, n_bins, dtype=np.int64),
             np.zeros(n_level, dtype=np.int64),
         )
         level_subs = sub_levels[i]
@@ -380,7 +389,6 @@ def build_noisy_tree_counted(
                 sub,
                 index,
                 parents,
-                s == 0,
                 n_bins,
                 cell_parent,
                 cell_leaf,
@@ -397,7 +405,7 @@ def build_noisy_tree_counted(
                             if i
                             else np.full(parents.node.size, -1),
                             parents.node,
-                            parents.time_bin,
+                            parents.time_bin // sub.bin_width * sub.bin_width,
                             parents.noisy,
                         ],
                         axis=1,

@@ -198,14 +198,13 @@ def test_empty_cell_shortcut_matches_brute_force_enumeration() -> None:
     n_par, scale, threshold = 20_000, 1.5, 2
     index = TaxonomyIndex.build(Taxonomy.from_edges([(f"L{i}", "root") for i in range(6)]), [])
     zeros = np.zeros(n_par, dtype=np.int64)
-    parents = _Cells(np.arange(n_par, dtype=np.int64), zeros, zeros, zeros)
+    parents = _Cells(np.arange(n_par, dtype=np.int64), zeros, zeros, zeros + 1, zeros)
     present, weight = np.array([1, 4]), np.array([2, 5])
     cells, _ = _sub_level(
         SecureNoise(seed=5),
         SubLevel(j=0, scale=scale, threshold=threshold),
         index,
         parents,
-        True,
         1,
         np.repeat(np.arange(n_par, dtype=np.int64), 2),
         np.tile(present, n_par),

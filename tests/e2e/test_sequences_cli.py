@@ -137,6 +137,25 @@ def test_montreal_simulation_trajectories_parquet(tmp_path: Path) -> None:
     assert not (out / "sequences.csv").exists()
 
 
+def test_montreal_trajectories_with_coarse_time_bins(tmp_path: Path) -> None:
+    from synth.datasets import montreal_taxonomy
+
+    simulate_sequences(3000, with_time=True, seed=4).to_csv(tmp_path / "sim.csv", index=False)
+    montreal_taxonomy().to_csv(tmp_path / "metro.csv")
+    out = tmp_path / "release"
+    args = ["sequences", str(tmp_path / "sim.csv"), "--taxonomy", str(tmp_path / "metro.csv")]
+    args += ["--epsilon", "2", "--height", "3", "--out", str(out), "--seed", "3", "--quiet"]
+    assert main([*args, "--time-bin", "60", "--coarse-time-bin", "240"]) == 0
+    params = _manifest(out)["parameters"]
+    assert params["coarse_time_bin_minutes"] == 240
+    # per level: the line sub-level counts 4-hour bins, the stations 1-hour bins
+    assert [r["time_bin_minutes"] for r in params["sub_levels"]] == [240, 60] * 3
+    release = pd.read_csv(out / "sequences.csv")
+    assert len(release) > 0 and set(release["time"]) <= {f"{h:02d}:00" for h in range(24)}
+    hours = release["time"].str.slice(0, 2).astype(int)
+    assert (hours.groupby(release["seq_id"]).diff().fillna(0) >= 0).all()
+
+
 def test_fanout_taxonomy_needs_public_locations(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -164,6 +183,7 @@ def test_fanout_taxonomy_needs_public_locations(
         (["--threshold-rule", "candidates", "--false-children", "2"], "false_children"),
         (["--threshold-rule", "candidates", "--false-children", "1", "1", "1"], "false_children"),
         (["--level-weights", "1", "2", "3"], "level_weights"),
+        (["--coarse-time-bin", "120"], "coarse_time_bins"),
     ],
 )
 def test_user_errors_exit_2_and_write_nothing(

@@ -362,6 +362,76 @@ def test_trajectories_zero_noise() -> None:
     assert "time_bin" in syn.tree_.columns
 
 
+def _timed(rows: list[list[str]], times: list[str]) -> pd.DataFrame:
+    seqs = long_format(rows)
+    seqs["time"] = times
+    return seqs
+
+
+def test_coarse_time_bins_zero_noise_release_is_the_database() -> None:
+    # 3 lines of 5 stations (generalized); 6-hour bins counted per 12 hours at the line level
+    rows = [["s0-1", "s1-2"], ["s0-1", "s1-2"], ["s2-3"], ["s0-1", "s0-1", "s2-4"]]
+    times = ["05:10", "11:40", "06:20", "07:05", "18:00", "13:00", "15:00", "23:59"]
+    common = {"epsilon": 1.0, "height": 3, "taxonomy": metro_like(3, 5), "time_bins": 360}
+    common |= {"thresholds": {1: 1, 2: 1}, "random_state": ZeroNoise()}
+    syn = PrefixTreeSynthesizer(**common, coarse_time_bins=720).fit(_timed(rows, times))
+    got = Counter(
+        tuple(zip(g["location"].astype(str), g["time"].astype(str), strict=True))
+        for _, g in syn.sample().groupby("seq_id")
+    )
+    assert got == Counter(
+        {
+            (("s0-1", "00:00"), ("s1-2", "06:00")): 1,
+            (("s0-1", "06:00"), ("s1-2", "06:00")): 1,
+            (("s2-3", "18:00"),): 1,
+            (("s0-1", "12:00"), ("s0-1", "12:00"), ("s2-4", "18:00")): 1,
+        }
+    )
+    plan = syn.sub_levels_
+    assert plan["time_bin_minutes"].tolist() == [720, 360] * 3
+    # the generalized cells are (line, 12-hour bin; its first 6-hour bin): at level 1 line 0 in
+    # both halves, line 2 in the second
+    level_1 = syn.generalized_[syn.generalized_["depth"] == 1]
+    assert sorted(zip(level_1["taxonomy_node"], level_1["time_bin"], strict=True)) == [
+        (0, 0),
+        (0, 2),
+        (2, 2),
+    ]
+    assert syn.parameters()["coarse_time_bin_minutes"] == 720
+
+
+def test_coarse_time_bins_keep_every_candidate() -> None:
+    """With every empty cell passing, the children of a node are all (station, bin >= its bin):
+    the coarse sub-level's candidates and their refinement cover the same cells, once each."""
+    common = {"epsilon": 1.0, "height": 2, "taxonomy": metro_like(3, 5), "time_bins": 360}
+    common |= {"thresholds": {1: 0, 2: 0}, "random_state": ZeroNoise()}
+    seqs = _timed([["s0-1", "s1-2"]], ["05:10", "11:40"])
+    fine = PrefixTreeSynthesizer(**common).fit(seqs).tree_
+    coarse = PrefixTreeSynthesizer(**common, coarse_time_bins=720).fit(seqs).tree_
+    assert (fine["depth"] == 1).sum() == 15 * 4
+    assert (coarse["depth"] == 2).sum() == (fine["depth"] == 2).sum() == 15 * 15 * (4 + 3 + 2 + 1)
+    for tree in (fine, coarse):
+        pairs = tree.merge(tree, left_on="parent", right_on="node", suffixes=("", "_parent"))
+        assert (pairs["time_bin"] >= pairs["time_bin_parent"]).all()
+        assert not pairs.duplicated(["parent", "location", "time_bin"]).any()
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"coarse_time_bins": 720},  # no time_bins
+        {"coarse_time_bins": 90, "time_bins": 60},  # not a multiple
+        {"coarse_time_bins": 30, "time_bins": 60},
+        {"coarse_time_bins": 120, "time_bins": 60, "variant": "simple"},
+        {"coarse_time_bins": 120, "time_bins": 60, "taxonomy": Taxonomy.from_edges([("a", "r")])},
+    ],
+)
+def test_bad_coarse_time_bins(kwargs: dict) -> None:
+    params = {"epsilon": 1.0, "height": 2, "taxonomy": metro_like(3, 5), **kwargs}
+    with pytest.raises(ConfigError, match="coarse_time_bins"):
+        PrefixTreeSynthesizer(**params).fit(_timed([["s0-1"]], ["08:00"]))
+
+
 def test_trajectories_times_non_decreasing_with_noise() -> None:
     rng = np.random.default_rng(1)
     rows = [[str(x) for x in rng.choice(["L1", "L2", "L3"], size=3)] for _ in range(500)]
