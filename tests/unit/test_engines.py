@@ -134,6 +134,18 @@ def test_seeded_noise_gives_the_same_release(simulated: dict, montreal: Taxonomy
     pd.testing.assert_frame_equal(trees[0], trees[1])
 
 
+def test_coarse_time_bins_same_tree_from_every_engine(simulated: dict, montreal: Taxonomy) -> None:
+    """Coarse time bins are the driver's: the engines count fine bins, the trees are identical."""
+    params = {"epsilon": 4.0, "height": 4, "taxonomy": montreal, "time_bins": 60}
+    params |= {"coarse_time_bins": 240, "random_state": 5, "completion": "markov"}
+    trees = [
+        PrefixTreeSynthesizer(**params, engine=name).fit(simulated["timed.parquet"]).tree_
+        for name in ENGINES
+    ]
+    assert len(trees[0]) > 100
+    pd.testing.assert_frame_equal(trees[0], trees[1])
+
+
 def test_taps_parquet_read_by_duckdb(simulated: dict, montreal: Taxonomy) -> None:
     """Taps in time order (not grouped by card): sequences by time, ties by row, first h kept."""
     taps = simulated["taps"].copy()
