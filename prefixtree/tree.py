@@ -10,13 +10,13 @@ Every sub-level is one discrete-Laplace histogram over *all* candidate cells: th
 taxonomy, of every surviving cell of the sub-level above (for the first sub-level of a level: every
 node of the generalized taxonomy level, crossed with every time bin not before the parent's, under
 every surviving tree node), each crossed with the sub-level's time bins inside its cell's (a
-generalized sub-level may count coarser bins, which the next sub-level refines). Each card's sequence falls in at most one cell, so the vector has L1
-sensitivity 1. Cells holding data get explicit noise; the empty ones are never enumerated: how many
-pass the threshold and their values come from ``noise.empty_cells_passing`` (Theorem 4.1, exact for
-the discrete noise), and which empty cells they are from ``noise.choice`` over the concatenated
-absent cells of all parents (mapped back to cells without listing them). Surviving cells are then
-sorted by (parent, cell), so neither the tree nor its order tells real cells from passing empty
-ones.
+generalized sub-level may count coarser bins, which the next sub-level refines). Each card's
+sequence falls in at most one cell, so the vector has L1 sensitivity 1. Cells holding data get
+explicit noise; the empty ones are never enumerated: how many pass the threshold and their values
+come from ``noise.empty_cells_passing`` (Theorem 4.1, exact for the discrete noise), and which
+empty cells they are from ``noise.choice`` over the concatenated absent cells of all parents
+(mapped back to cells without listing them). Surviving cells are then sorted by (parent, cell), so
+neither the tree nor its order tells real cells from passing empty ones.
 
 With ``end_cells``, the locations sub-level of level i also holds one *end-of-sequence* cell per
 surviving node of depth i - 1: the number of sequences that end there (exactly i - 1 locations
