@@ -49,16 +49,19 @@ def _taxonomy(n: int, hybrid: bool) -> Taxonomy:
     return Taxonomy.from_edges(edges)
 
 
-def _replicate(rows: list[list[str]], n: int) -> pd.DataFrame:
+def _replicate(rows: list[list[str]], n: int, timed: bool = False) -> pd.DataFrame:
+    """Trial t: PADDING cards at ``T<t>``, then ``T<t>`` followed by each row; with ``timed``, the
+    trial location at 06:00 and the rest at 13:00."""
     records = []
     for t in range(n):
         trial = f"T{t:05d}"
         for k in range(PADDING):
-            records.append((f"{trial}/pad{k}", 0, trial))
+            records.append((f"{trial}/pad{k}", 0, trial, "06:00"))
         for i, row in enumerate(rows):
             for pos, loc in enumerate([trial, *row]):
-                records.append((f"{trial}/{i}", pos, loc))
-    return pd.DataFrame(records, columns=["seq_id", "pos", "location"])
+                records.append((f"{trial}/{i}", pos, loc, "06:00" if pos == 0 else "13:00"))
+    frame = pd.DataFrame(records, columns=["seq_id", "pos", "location", "time"])
+    return frame if timed else frame.drop(columns="time")
 
 
 class NoEmptyCells:
@@ -85,10 +88,12 @@ def runner(
     tuned: bool = False,
     scale: float = 1.0,
     completion: str = "none",
+    coarse: bool = False,
 ) -> Callable[[Any, int], pd.DataFrame]:
     """``tuned``: the simple tree with level_weights 1:3 (level 2 gets 3/4 of epsilon) and a pass
     threshold of 1; ``scale`` multiplies the epsilon actually used (a canary when > 1); with
-    ``completion="markov"`` the trial nodes' end cells are rows with location ``<end>``."""
+    ``completion="markov"`` the trial nodes' end cells are rows with location ``<end>``; ``coarse``
+    (hybrid): trajectories in 6-hour bins, the group sub-level counting 12-hour bins."""
 
     def run(rows: list[list[str]], n: int) -> pd.DataFrame:
         seed = 7919 * len(rows) + n + (1 if hybrid else 0)
@@ -102,8 +107,10 @@ def runner(
             thresholds={1: 2, 2: 2} if hybrid else ({1: 1} if tuned else None),
             level_weights=[1, 3] if tuned else None,
             completion=completion,
+            time_bins=360 if coarse else None,
+            coarse_time_bins=720 if coarse else None,
             random_state=noise,
-        ).fit(_replicate(rows, n))
+        ).fit(_replicate(rows, n, timed=coarse))
         tree = syn.tree_
         top = tree[tree["depth"] == 1].set_index("node")["location"].astype(str)
         below = tree[tree["depth"] == 2]
@@ -179,6 +186,17 @@ def test_end_cells_lower_bound_within_claim_and_canary_caught() -> None:
     assert audit.epsilon_lower_bound > 0.8  # the events see the end cells' epsilon (1.5)
     broken = runner(hybrid=False, tuned=True, scale=2.0, completion="markov")
     assert audit_epsilon(broken, D, D_END, events, trials=TRIALS).violates(EPS)
+
+
+def test_coarse_time_bins_lower_bound_within_claim_and_canary_caught() -> None:
+    """Trajectories whose group sub-level counts coarse (12-hour) bins: one more card through the
+    absent X stays within the claim, X (at any of its candidate bins) appears under D too, and the
+    canary whose empty cells never pass is refuted."""
+    audit = audit_epsilon(runner(hybrid=True, coarse=True), D, D_PRIME, EVENTS, trials=TRIALS)
+    assert not audit.violates(EPS), audit
+    assert audit.rates["X appears"][0] > 0
+    broken = runner(hybrid=True, coarse=True, canary=True)
+    assert audit_epsilon(broken, D, D_PRIME, EVENTS, trials=TRIALS).violates(EPS)
 
 
 def test_canary_without_empty_cells_is_caught() -> None:
