@@ -303,10 +303,11 @@ class PrefixTreeSynthesizer:
     def _false_children(self, h: int) -> list[float]:
         """``false_children`` of each tree level (one number serves every level)."""
         fc = self.false_children
-        single = not isinstance(fc, Sequence | np.ndarray) or isinstance(fc, str)
-        values: list[Any] = [fc] * h
+        values: list[Any]
         if isinstance(fc, Sequence | np.ndarray) and not isinstance(fc, str):
-            values = [v.item() if isinstance(v, np.generic) else v for v in fc]
+            single, values = False, [v.item() if isinstance(v, np.generic) else v for v in fc]
+        else:
+            single, values = True, [fc] * h
         if len(values) != h:
             raise ConfigError(
                 f"false_children needs one number or one per tree level ({h}), got {len(values)}"
