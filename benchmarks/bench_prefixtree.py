@@ -433,10 +433,14 @@ def trajectories(args: argparse.Namespace) -> list[dict[str, Any]]:
 
     seqs = simulate_sequences(args.n, with_time=True, seed=args.data_seed)
     tax = montreal_taxonomy()
-    real = truncate_sequences(seqs, args.height).sort_values(["seq_id", "pos"])
-    clock = pd.to_datetime(real["time"].astype(str), format="ISO8601")
-    minutes = (clock.dt.hour * 60 + clock.dt.minute) // args.time_bin * args.time_bin
-    minutes = minutes.groupby(real["seq_id"]).cummax()  # as the synthesizer bins them
+    real = truncate_sequences(seqs, args.height)
+    # the bins exactly as the synthesizer makes them (time of day, running maximum)
+    row, ids = pd.factorize(real["seq_id"], sort=True)
+    binner = PrefixTreeSynthesizer(
+        epsilon=1, height=args.height, taxonomy=tax, time_bins=args.time_bin
+    )
+    bins = binner._time_matrix(real, len(ids), args.height)[row, real["pos"].to_numpy()]
+    minutes = pd.Series(bins * args.time_bin, index=real.index)
     top = {p for p, _ in top_k_patterns(_timed_tokens(real, minutes), 100)}
     rows = []
     for coarse in [None, *args.coarse_time_bin]:
