@@ -11,11 +11,14 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+import traceback
 import warnings
 from collections.abc import Sequence
+from typing import NoReturn
 
 from synth import __version__
 from synth.errors import TransitSynthError
+from synth.outdir import FORCE, Terminated, terminate_on_signals
 
 #: Subcommand -> (module exposing ``register(subparsers)``, one-line help), in ``--help`` order.
 #: Only the module of the subcommand being run is imported, so ``--help`` and each command start
@@ -82,16 +85,22 @@ def warn_if_seeded(seed: int | None) -> None:
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The top-level parser; ``command``'s module registers its full subparser, the others are
     listed by name and help only (their modules are not imported)."""
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="transit-synth",
         description="Differentially private synthetic public-transport data.",
+        epilog="Exit status: 0 done; 2 bad input, parameters, budget or files (one line says "
+        "why); 1 internal error (rerun with --debug, anywhere on the line, for the traceback).",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument(
+        "--debug", action="store_true", help="print the traceback of an error (any position)"
+    )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     subparsers.required = True
     for name, (module, summary) in COMMANDS.items():
         if name == command:
             importlib.import_module(module).register(subparsers)
+            _harden(subparsers.choices[name])
         else:
             subparsers.add_parser(name, help=summary)
     return parser
@@ -109,23 +118,99 @@ def _show_warning(
     print(f"warning: {message}", file=sys.stderr)
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line plus "see --help" (no usage block)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {' '.join(message.split())} (see {self.prog} --help)\n")
+
+
+def _nonempty_path(value: str) -> str:
+    if not value.strip():
+        raise argparse.ArgumentTypeError("must not be empty (name an output folder)")
+    return value
+
+
+def _harden(parser: argparse.ArgumentParser) -> None:
+    """What every command with ``--out`` shares: ``--out`` not empty, ``--force``."""
+    has_out = False
+    for action in parser._actions:
+        if action.dest == "out" and action.option_strings:
+            has_out = True
+            action.type = _nonempty_path
+    if has_out:
+        parser.add_argument(
+            "--force",
+            action="store_true",
+            help="write into an --out folder holding files this tool did not write (they are "
+            "kept: never deleted or replaced); without it such a folder is refused",
+        )
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return text or type(exc).__name__
+
+
+def _os_error(exc: OSError) -> str:
+    """An OSError as one line naming the file (permission denied, disk full, ...)."""
+    reason = exc.strerror or _one_line(exc)
+    names = [str(n) for n in (exc.filename, exc.filename2) if n is not None]
+    return f"{' -> '.join(names)}: {reason}" if names else reason
+
+
+def _run(args: argparse.Namespace) -> int:
+    with warnings.catch_warnings():
+        warnings.simplefilter("default")
+        warnings.showwarning = _show_warning
+        FORCE.set(getattr(args, "force", False))
+        try:
+            with terminate_on_signals():
+                return int(args.func(args) or 0)
+        finally:
+            FORCE.set(False)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; returns the process exit status."""
+    """Run the command line; returns the process exit status.
+
+    Exit status 0: done; 2: the input, parameters, budget or environment (a file that cannot be
+    read or written, a full disk) is at fault, said in one line; 1: an internal error (a bug), one
+    line plus the hint to rerun with ``--debug``, which prints the traceback; 130/143/129: stopped
+    by Ctrl-C/SIGTERM/SIGHUP, after cleaning up.
+    """
     arguments = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in arguments
+    arguments = [a for a in arguments if a != "--debug"]
     command = next((a for a in arguments if not a.startswith("-")), None)
-    args = build_parser(command).parse_args(arguments)
+    parser = build_parser(command)
+    args = parser.parse_args(arguments)
+    prefix = f"transit-synth {args.command}"
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("default")
-            warnings.showwarning = _show_warning
-            return int(args.func(args) or 0)
-    except TransitSynthError as exc:
-        message = " ".join(str(exc).split())
-        print(f"transit-synth {args.command}: error: {message}", file=sys.stderr)
-        return 2
+        return _run(args)
+    except Terminated as exc:
+        print(f"{prefix}: stopped by {exc}; no output was written", file=sys.stderr)
+        return 128 + exc.signum
     except KeyboardInterrupt:
-        print(f"transit-synth {args.command}: interrupted; no output was written", file=sys.stderr)
+        print(f"{prefix}: interrupted; no output was written", file=sys.stderr)
         return 130
+    except Exception as exc:
+        if debug:
+            traceback.print_exc()
+        if isinstance(exc, TransitSynthError):
+            message, code = _one_line(exc), 2
+        elif isinstance(exc, OSError):
+            message, code = _os_error(exc), 2
+        elif isinstance(exc, MemoryError):
+            message, code = "out of memory (try --engine duckdb, or a smaller input)", 2
+        else:
+            message = (
+                f"internal error: {type(exc).__name__}: {_one_line(exc)} (a bug: rerun with "
+                "--debug for the traceback and report it)"
+            )
+            code = 1
+        print(f"{prefix}: error: {message}", file=sys.stderr)
+        return code
 
 
 def add_engine_options(parser: argparse.ArgumentParser) -> None:

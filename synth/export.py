@@ -891,7 +891,8 @@ def export_release(
         "privacy_unit": release.manifest.get("privacy_unit"),
         "spent": release.manifest.get("spent"),
     }
-    with release_dir(target) as stage:
+    beside = target.resolve() == Path(directory).resolve()  # into the release: add, never replace
+    with release_dir(target, add=beside) as stage:
         if to == "od":
             od = od_matrix(release, bin_minutes=bin_minutes)
             name = f"od.{fmt}"

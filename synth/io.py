@@ -2,9 +2,9 @@
 
 Every file the library writes goes through :func:`atomic_path` (a temporary file in the
 destination directory, renamed over the target with :func:`os.replace` only once it is complete),
-and every release directory through :func:`release_dir` (files are staged in a hidden sibling
-directory and moved into place only when the whole release succeeded). A failed or interrupted run
-therefore leaves no partial output.
+and every release directory through :func:`release_dir` (:mod:`synth.outdir`: staged in a hidden
+sibling directory, put in place whole only when the whole release succeeded). A failed or
+interrupted run therefore leaves no partial output.
 """
 
 from __future__ import annotations
@@ -12,8 +12,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import shutil
-import tempfile
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
@@ -23,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from synth.errors import ConfigError, InputError
+from synth.outdir import release_dir
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -228,47 +227,6 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
         for d in created:  # deepest first
             with contextlib.suppress(OSError):
                 d.rmdir()
-        raise
-
-
-def _nearest_existing(path: Path) -> Path:
-    for parent in path.parents:
-        if parent.is_dir():
-            return parent
-    return Path.cwd()
-
-
-@contextlib.contextmanager
-def release_dir(out_dir: str | os.PathLike[str]) -> Iterator[Path]:
-    """Stage a release: yield an empty directory; on success its entries move into ``out_dir``.
-
-    When ``out_dir`` does not exist, the staged directory is renamed to it in one atomic step (its
-    parents are created at that moment, not before). When it exists, each staged entry replaces the
-    entry of the same name (other files in ``out_dir`` are left alone). On any exception, including
-    ``KeyboardInterrupt``, the stage is deleted and ``out_dir`` is left absent or unchanged.
-    """
-    out = Path(out_dir).absolute()
-    if out.exists() and not out.is_dir():
-        raise ConfigError(f"{out}: output path exists and is not a directory")
-    anchor = out.parent if out.parent.is_dir() else _nearest_existing(out)
-    stage = Path(tempfile.mkdtemp(prefix=f".{out.name}.stage-", dir=anchor))
-    umask = os.umask(0)
-    os.umask(umask)
-    stage.chmod(0o777 & ~umask)  # mkdtemp makes it private; a release gets the usual permissions
-    try:
-        yield stage
-        if not out.exists():
-            out.parent.mkdir(parents=True, exist_ok=True)
-            os.replace(stage, out)
-            return
-        for entry in sorted(stage.iterdir()):
-            dest = out / entry.name
-            if entry.is_dir() and dest.is_dir():
-                shutil.rmtree(dest)
-            os.replace(entry, dest)
-        stage.rmdir()
-    except BaseException:
-        shutil.rmtree(stage, ignore_errors=True)
         raise
 
 

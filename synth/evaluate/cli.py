@@ -151,7 +151,7 @@ def run(args: argparse.Namespace) -> int:
     }
     manifests = {n: m for n, (_, _, m) in zip(names, releases, strict=True) if m is not None}
     out = Path(args.out) if args.out else releases[0][1].parent
-    with release_dir(out) as stage:
+    with release_dir(out, add=not args.out) as stage:  # beside the release: never replace it
         (stage / RESULTS_FILE).write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
         write_report(results, stage / REPORT_FILE, manifests=manifests)
     if not args.quiet:

@@ -244,7 +244,9 @@ def _log2_upper_tail(scale: Fraction, threshold: int) -> float:
 @lru_cache(maxsize=64)
 def _gap_geometric(scale: Fraction, threshold: int) -> _Geometric:
     """Failures between successes of Bernoulli(q), ``q = P(X >= threshold)``: ratio ``1 - q``."""
-    return _Geometric(lambda: 1 - _upper_tail(scale, threshold), -_log2_upper_tail(scale, threshold))
+    return _Geometric(
+        lambda: 1 - _upper_tail(scale, threshold), -_log2_upper_tail(scale, threshold)
+    )
 
 
 def _binomial_cdf(scale: Fraction, threshold: int, n: int, k: int) -> Bounds:
