@@ -59,9 +59,7 @@ def _sequences(data: dict[str, Path], out: Path | str, *extra: str) -> list[str]
 
 
 def _one_error_line(err: str) -> str:
-    lines = [
-        line for line in err.splitlines() if line.strip() and not line.startswith("warning:")
-    ]
+    lines = [line for line in err.splitlines() if line.strip() and not line.startswith("warning:")]
     assert len(lines) == 1, err
     assert "Traceback" not in err
     return lines[0]
@@ -77,7 +75,7 @@ def _no_stage(parent: Path) -> None:
     assert [p.name for p in parent.iterdir() if ".stage-" in p.name or ".old-" in p.name] == []
 
 
-# -- the guard: exit 2 for the user's faults, exit 1 + --debug for bugs ---------------------------
+# -- the guard: exit 2 for the user's faults, exit 1 + --debug for bugs ------------------------
 def test_internal_error_exits_1_with_debug_hint(data, tmp_path, monkeypatch, capsys) -> None:
     import prefixtree.cli
 
@@ -145,7 +143,7 @@ def test_negative_memory_limit_is_refused(data, tmp_path, capsys) -> None:
     assert not out.exists()
 
 
-# -- output folders (issue 16) ---------------------------------------------------------------------
+# -- output folders (issue 16) ----------------------------------------------------------------
 def test_out_is_the_inputs_folder(data, capsys) -> None:
     before = _snapshot(data["folder"])
     assert main(_sequences(data, data["folder"])) == 2
@@ -280,7 +278,7 @@ def test_read_only_parent_for_real(data, tmp_path, capsys) -> None:
         parent.chmod(0o755)
 
 
-# -- signals -----------------------------------------------------------------------------------------
+# -- signals ---------------------------------------------------------------------------------
 SLOW_WRITER = """
 import sys, time
 import prefixtree.cli as cli
