@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import re
 import sys
 import traceback
 import warnings
@@ -159,6 +160,20 @@ def _os_error(exc: OSError) -> str:
     return f"{' -> '.join(names)}: {reason}" if names else reason
 
 
+_ENGINE_INPUT_ERRORS = ("InvalidInputException", "ConversionException", "IOException")
+
+
+def _engine_input_error(exc: Exception) -> str | None:
+    """DuckDB's complaint about an input file, in one line naming the file (else None)."""
+    if "duckdb" not in type(exc).__module__ or type(exc).__name__ not in (_ENGINE_INPUT_ERRORS):
+        return None
+    text = _one_line(exc)
+    file = re.search(r"\bfile = (\S+)", text)
+    text = re.split(r" Possible Solution| file = | LINE 1:", text)[0]
+    text = re.sub(r"^(Invalid Input|Conversion|IO) Error: ", "", text)
+    return f"{file.group(1)}: {text}" if file else text
+
+
 def _run(args: argparse.Namespace) -> int:
     with warnings.catch_warnings():
         warnings.simplefilter("default")
@@ -201,6 +216,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             message, code = _one_line(exc), 2
         elif isinstance(exc, OSError):
             message, code = _os_error(exc), 2
+        elif _engine_input_error(exc) is not None:
+            message, code = str(_engine_input_error(exc)), 2
         elif isinstance(exc, MemoryError):
             message, code = "out of memory (try --engine duckdb, or a smaller input)", 2
         else:

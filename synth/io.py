@@ -86,8 +86,35 @@ def _checked(path: str | os.PathLike[str]) -> tuple[Path, str]:
     return p, fmt
 
 
+def _bad_utf8(p: Path) -> str | None:
+    """Where a plain CSV file stops being UTF-8 (line and byte), or None if it is all UTF-8."""
+    import codecs
+
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    line, offset = 1, 0
+    with p.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            try:
+                decoder.decode(block)
+            except UnicodeDecodeError as exc:
+                bad = block[exc.start : exc.start + 1]
+                line += block[: exc.start].count(b"\n")
+                return f"byte 0x{bad.hex()} on line {line} (offset {offset + exc.start})"
+            line += block.count(b"\n")
+            offset += len(block)
+    return None
+
+
 def _unreadable(p: Path, fmt: str, exc: Exception) -> InputError:
     msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    if fmt == "csv" and p.is_file() and p.stat().st_size == 0:
+        msg = "the file is empty (no header line)"
+    elif fmt == "csv" and (isinstance(exc, UnicodeDecodeError) or "UTF8" in msg.upper()):
+        where = _bad_utf8(p) if p.name.lower().endswith(".csv") else None
+        msg = (
+            f"not UTF-8 text{f' ({where})' if where else ''}: CSV inputs must be UTF-8 (a BOM is "
+            "allowed); re-save it as UTF-8, e.g. iconv -f latin1 -t utf-8"
+        )
     return InputError(f"{p}: cannot read {fmt.upper()} file: {msg}")
 
 

@@ -43,8 +43,14 @@ pre{background:#f6f6f6;padding:1em;overflow:auto;font-size:.85em}
 
 
 def _png(fig: Figure) -> str:
+    import matplotlib
+    from matplotlib.text import Text
+
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
+    for text in fig.findobj(Text):  # user strings (stop, release names) are never mathtext
+        text.set_parse_math(False)
+    with matplotlib.rc_context({"text.parse_math": False}):  # tick labels made while drawing
+        fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
     data = base64.b64encode(buf.getvalue()).decode("ascii")
     return f'<img alt="{html.escape(str(fig.get_label()))}" src="data:image/png;base64,{data}">'
 
