@@ -21,6 +21,7 @@ import pandas as pd
 
 from synth import __version__
 from synth.audit.differencing import difference_tables
+from synth.audit.manifest import consistency_findings
 from synth.audit.release import AuditedRelease, load_release
 from synth.audit.scale import Model, fit_scale, named_pairs, paired_counts, route_pairs
 from synth.audit.zeros import check_zeros
@@ -375,6 +376,7 @@ def audit_release(
     scale, f1 = _scale_section(release, routes, pairs, model, confidence, min_count)
     zeros, f2 = _zeros_section(release)
     diff, f3 = _differencing_section(release, confidence)
+    f4 = consistency_findings(release.manifest)
     report = base_report(str(Path(path)))
     report.update(
         {
@@ -387,7 +389,7 @@ def audit_release(
             "differencing": diff,
         }
     )
-    return add_findings(report, f1 + f2 + f3)
+    return add_findings(report, f1 + f2 + f3 + f4)
 
 
 def base_report(release: str | None) -> dict[str, Any]:
