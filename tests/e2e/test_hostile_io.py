@@ -33,7 +33,7 @@ def _taps(stops: list[str], n: int = 60) -> str:
     )
 
 
-# -- reading -----------------------------------------------------------------------------------------
+# -- reading --------------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     ("content", "expected"),
     [
@@ -118,7 +118,7 @@ def test_declared_size_limit(monkeypatch, tmp_path) -> None:
         taxonomy.Taxonomy.from_gtfs(feed)
 
 
-# -- writing -----------------------------------------------------------------------------------------
+# -- writing --------------------------------------------------------------------------------------
 @pytest.fixture
 def odd_release(tmp_path: Path) -> Path:
     """A sequences release whose stop ids hold formula starts and XML-invalid characters."""
@@ -162,7 +162,7 @@ def test_od_csv_escapes_formula_cells(odd_release, tmp_path) -> None:
     cells = set(od["origin"]) | set(od["destination"])
     assert "'=SUM(A1)" in cells and "'@cmd" in cells and "'-2+3" in cells
     assert "-12" in cells and "+1" in cells  # plain numbers are not formulas
-    assert not any(c.startswith(("=", "@")) or c.startswith("+") and c != "+1" for c in cells)
+    assert not any(c.startswith(("=", "@")) or (c.startswith("+") and c != "+1") for c in cells)
     raw = tmp_path / "raw"
     argv = ["export", str(odd_release), "--to", "od", "--out", str(raw), "--no-csv-escape"]
     assert main([*argv, "--quiet"]) == 0
@@ -188,7 +188,7 @@ def test_mathtext_in_names_does_not_crash_reports(tmp_path, capsys) -> None:
     assert main([*argv, "--queries", "50", "--top-k", "5", "--quiet"]) == 0, capsys.readouterr().err
 
 
-# -- audit: schema and consistency --------------------------------------------------------------------
+# -- audit: schema and consistency ----------------------------------------------------------------
 @pytest.fixture(scope="module")
 def sbh_release(tmp_path_factory: pytest.TempPathFactory) -> Path:
     base = tmp_path_factory.mktemp("sbh")
