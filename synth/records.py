@@ -40,6 +40,7 @@ import pyarrow.compute as pc
 
 from synth.errors import ConfigError, InputError
 from synth.io import id_strings, read_arrow, read_table, table_columns
+from synth.times import check_timezone, parse_times
 
 if TYPE_CHECKING:
     from synth.taxonomy import Taxonomy
@@ -59,6 +60,8 @@ __all__ = [
 ]
 
 SEQUENCE_COLUMNS = ("seq_id", "pos", "location")
+
+_DOT_ZERO = r"^-?\d+\.0+$"  # an id written from a float (the ``.0`` rule of synth.io.id_strings)
 
 _BLOCK = 1 << 22  # rows per block when filling the sequence matrix
 
@@ -131,7 +134,7 @@ def _ids(df: pd.DataFrame, column: str, src: str) -> pd.Series:
 
 
 def _checked_ids(values: pd.Series, column: str, src: str) -> pd.Series:
-    vals = id_strings(values)
+    vals = id_strings(values, column=column, source=src)
     bad = vals.isna() | (vals == "")
     if bad.any():
         raise InputError(f"{src}: column '{column}', row {_first_row(bad)}: empty value")
@@ -144,41 +147,22 @@ def _resolve(df: pd.DataFrame, role: str, given: str | None) -> str | None:
     return next((c for c in TAP_ALIASES[role] if c in df.columns), None)
 
 
-def _parse_times(raw: pd.Series, column: str, src: str) -> pd.Series:
-    """ISO 8601 strings (or datetimes, or unix seconds) -> datetime64; errors name the row."""
-    if raw.isna().any():
-        raise InputError(f"{src}: column '{column}', row {_first_row(raw.isna())}: empty time")
-    if pd.api.types.is_datetime64_any_dtype(raw):
-        return raw
-    if pd.api.types.is_numeric_dtype(raw):
-        return pd.to_datetime(raw, unit="s")
-    try:
-        parsed = pd.to_datetime(raw, format="ISO8601", errors="coerce")
-    except (ValueError, TypeError):  # mixed UTC offsets
-        parsed = pd.to_datetime(raw, format="ISO8601", errors="coerce", utc=True)
-    if parsed.isna().any():
-        row = _first_row(parsed.isna())
-        raise InputError(
-            f"{src}: column '{column}', row {row}: cannot parse {_show(raw.iloc[row - 1])} as a "
-            "time (ISO 8601 expected, e.g. 2019-11-27T08:15:00)"
-        )
-    return parsed
-
-
 def _parse_dates(raw: pd.Series, column: str, src: str, date_format: str | None) -> pd.Series:
-    """Dates parsed once per distinct value: ``date_format``, else ISO, else day-first d/m/Y."""
+    """Dates, each value on its own (parsed once per distinct value): ``date_format`` when
+    declared, else ISO ``YYYY-MM-DD``, else day-first ``dd/mm/yyyy``."""
     if raw.isna().any():
         raise InputError(f"{src}: column '{column}', row {_first_row(raw.isna())}: empty date")
     if pd.api.types.is_datetime64_any_dtype(raw):
         return raw.dt.normalize()
     codes, uniques = pd.factorize(raw.astype(str).str.strip())
-    u = pd.Series(uniques)
-    formats = [date_format] if date_format else ["ISO8601", "%d/%m/%Y"]
-    parsed = pd.Series(pd.NaT, index=u.index, dtype="datetime64[ns]")
-    for fmt in formats:
-        parsed = pd.to_datetime(u, format=fmt, errors="coerce")
-        if parsed.notna().all():
-            break
+    u = pd.Series(uniques, dtype=object)
+    if date_format:
+        parsed = pd.to_datetime(u, format=date_format, errors="coerce")
+    else:  # per value: ISO if it is ISO, else day-first
+        parsed = pd.to_datetime(u, format="ISO8601", errors="coerce")
+        other = parsed.isna()
+        if other.any():
+            parsed[other] = pd.to_datetime(u[other], format="%d/%m/%Y", errors="coerce")
     if parsed.isna().any():
         bad = u[parsed.isna()].iloc[0]
         row = _first_row(raw.astype(str).str.strip() == bad)
@@ -186,7 +170,7 @@ def _parse_dates(raw: pd.Series, column: str, src: str, date_format: str | None)
         raise InputError(
             f"{src}: column '{column}', row {row}: cannot parse {bad!r} as a date ({expected})"
         )
-    return pd.Series(parsed.to_numpy()[codes], index=raw.index)
+    return pd.Series(parsed.to_numpy(dtype="datetime64[ns]")[codes], index=raw.index)
 
 
 def _int_column(raw: pd.Series, column: str, src: str, lo: int, hi: int | None) -> np.ndarray:
@@ -359,12 +343,17 @@ def _times(
     hour_column: str | None,
     minute_column: str | None,
     date_format: str | None,
+    timezone: str | None = None,
 ) -> pd.Series:
-    """One time column (ISO 8601, datetimes, unix seconds) or date + hour [+ minute] columns."""
+    """One time column (ISO 8601, datetimes, unix seconds; :func:`synth.times.parse_times`, per
+    value, ``timezone``) or date + hour [+ minute] columns (wall clock as written)."""
     tcol = time_column or (default if default in df.columns else None)
     if tcol is not None:
         _require(df, [tcol], src)
-        return _parse_times(df[tcol], tcol, src)
+        return pd.Series(
+            parse_times(df[tcol], timezone=timezone, column=tcol, source=src).to_numpy(),
+            index=df.index,
+        )
     dcol = _resolve(df, "date", date_column)
     hcol = _resolve(df, "hour", hour_column)
     if dcol is None or hcol is None or dcol not in df.columns or hcol not in df.columns:
@@ -395,12 +384,14 @@ def load_taps(
     date_format: str | None = None,
     taxonomy: Taxonomy | None = None,
     on_unknown: str = "error",
+    timezone: str | None = None,
 ) -> pd.DataFrame:
     """Load and validate taps; returns all input columns plus canonical ``card_id``, ``time``.
 
     ``time`` is taken from ``time_column`` (default ``time``) as ISO 8601 (datetimes and unix
-    seconds accepted too), or, when there is no such column, built from ``date_column`` +
-    ``hour_column`` [+ ``minute_column``] (defaults: the :data:`TAP_ALIASES`). The location column
+    seconds accepted too; each value on its own, see :mod:`synth.times`: the wall clock as
+    written, or converted to ``timezone``), or, when there is no such column, built from
+    ``date_column`` + ``hour_column`` [+ ``minute_column``] (defaults: the :data:`TAP_ALIASES`). The location column
     is converted to strings and, with a ``taxonomy``, checked against its leaves (``on_unknown``).
     A ``tap`` column is normalised to ``on``/``off``. Row order is preserved (it breaks ties
     between equal times).
@@ -419,6 +410,7 @@ def load_taps(
         date_format=date_format,
         taxonomy=taxonomy,
         on_unknown=on_unknown,
+        timezone=check_timezone(timezone),
     )
 
 
@@ -435,6 +427,7 @@ def _taps_from_frame(
     date_format: str | None,
     taxonomy: Taxonomy | None,
     on_unknown: str,
+    timezone: str | None = None,
 ) -> pd.DataFrame:
     card_col = _resolve(df, "card_id", card_column) or "card_id"
     _require(df, [card_col, location_column], src)
@@ -443,7 +436,15 @@ def _taps_from_frame(
     out["card_id"] = _ids(df, card_col, src)
     out[location_column] = _ids(df, location_column, src)
     out["time"] = _times(
-        df, src, "time", time_column, date_column, hour_column, minute_column, date_format
+        df,
+        src,
+        "time",
+        time_column,
+        date_column,
+        hour_column,
+        minute_column,
+        date_format,
+        timezone,
     )
     if "tap" in df.columns:
         tap = df["tap"].astype(str).str.strip().str.lower()
@@ -511,6 +512,7 @@ def load_sequences(
     on_unknown: str = "error",
     location_column: str | None = None,
     per_day: bool = False,
+    timezone: str | None = None,
     **tap_options: str | None,
 ) -> pd.DataFrame:
     """Load long-format sequences, or taps turned into sequences.
@@ -519,7 +521,10 @@ def load_sequences(
     location column; ``pos`` must hold non-negative integers without duplicates per sequence; gaps
     are closed by renumbering in ``pos`` order). Otherwise it is read as taps with
     :func:`load_taps` (``location_column`` default ``stop_id``; ``tap_options`` are its column
-    options) and grouped by :func:`sequences_from_taps`. Unknown locations follow ``on_unknown``;
+    options; times per value, wall clock as written or converted to ``timezone``) and grouped by
+    :func:`sequences_from_taps` (``per_day``: one sequence per card and day, so the privacy unit
+    is the card-day). A long-format ``time`` column is kept as given (its readers parse each value
+    on its own, :func:`synth.times.times_of_day`). Unknown locations follow ``on_unknown``;
     dropped rows are counted in ``attrs["dropped_unknown"]`` and positions renumbered.
 
     Long format read from a file (or given with a categorical location column) comes back with
@@ -528,6 +533,7 @@ def load_sequences(
     integer codes throughout (no Python string per row).
     """
     src = _source(data)
+    timezone = check_timezone(timezone)
     unknown_opts = sorted(set(tap_options) - set(_TAP_OPTIONS))
     if unknown_opts:
         raise ConfigError(f"load_sequences: unknown option(s) {', '.join(unknown_opts)}")
@@ -563,6 +569,7 @@ def load_sequences(
         date_format=tap_options.get("date_format"),
         taxonomy=taxonomy,
         on_unknown=on_unknown,
+        timezone=timezone,
     )
     return sequences_from_taps(taps, location_column=stop_col, per_day=per_day)
 
@@ -576,10 +583,11 @@ def _str_array(values: pa.Array | pa.ChunkedArray) -> pd.api.extensions.Extensio
 
 
 def _fallback_series(values: Column) -> pd.Series:
-    """The column as :func:`synth.io.read_table` gives it with ``dtype=str`` (slow path)."""
+    """The column as pandas, numbers kept as numbers (:func:`synth.io.id_strings` turns each
+    integral one into its integer text and refuses the others) (slow path)."""
     if isinstance(values, pd.Series):
         return values.reset_index(drop=True)
-    return values.to_pandas().astype(str)
+    return values.to_pandas()
 
 
 def _chunked(values: pa.Array | pa.ChunkedArray) -> pa.ChunkedArray:
@@ -614,10 +622,10 @@ def _id_text(values: Column, column: str, src: str) -> pa.ChunkedArray:
 def _normalized(values: pa.Array | pa.ChunkedArray, column: str, src: str, rows: Any) -> pa.Array:
     """:func:`synth.io.id_strings` applied to the distinct (or run) values of an id column.
 
-    ``values[0]`` must be the column's first value (its ``.0`` rule looks at it) and ``rows(i)``
-    the first 1-based row holding ``values[i]``: an empty value raises InputError naming it.
+    Each value is normalised alone; ``rows(i)`` is the first 1-based row holding ``values[i]``:
+    an empty value raises InputError naming it.
     """
-    norm = id_strings(pd.Series(_str_array(values)))
+    norm = id_strings(pd.Series(_str_array(values)), column=column, source=src)
     bad = (norm.isna() | (norm == "")).to_numpy()
     if bad.any():
         row = rows(np.flatnonzero(bad))
@@ -640,11 +648,11 @@ def _take_sorted(values: pa.ChunkedArray, rows: np.ndarray) -> pa.Array:
 
 def _plain_ids(values: pa.Array) -> bool:
     """True when :func:`synth.io.id_strings` leaves every value as it is and none is empty: none
-    has white space to strip (arrow's strip, as pandas' ``str.strip``) and the first does not
-    end with ``.0``."""
+    has white space to strip (arrow's strip, as pandas' ``str.strip``) and none is of the form
+    ``-?digits.0+`` (each value is looked at alone)."""
     if len(values) == 0:
         return True
-    if values[0].as_py().endswith(".0"):
+    if pc.any(pc.match_substring_regex(values, _DOT_ZERO)).as_py():
         return False
     length = pc.binary_length(values)
     if pc.any(pc.equal(length, 0)).as_py():
@@ -708,8 +716,8 @@ def _location_codes(values: Column, column: str, src: str) -> tuple[np.ndarray, 
         encoded = pc.dictionary_encode(_id_text(values, column, src))
     chunks = [c for c in encoded.chunks if len(c)]
     del values, encoded
-    # the distinct values of every chunk's dictionary, the first row's value first (".0" rule)
-    parts = [c.dictionary.take(c.indices.slice(0, 1)) for c in chunks[:1]]
+    # the distinct values of every chunk's dictionary
+    parts = []
     for c in chunks:
         used = np.flatnonzero(np.bincount(c.indices.to_numpy(zero_copy_only=False)))
         parts.append(c.dictionary.take(pa.array(used)))
@@ -936,6 +944,7 @@ def load_trips(
     minute_column: str | None = None,
     date_format: str | None = None,
     count_columns: Sequence[str] = (),
+    timezone: str | None = None,
 ) -> pd.DataFrame:
     """Load trips: ``card_id`` (str; none if ``card_column=None``), ``on_time`` + other columns.
 
@@ -951,7 +960,15 @@ def load_trips(
     if card_column:
         out["card_id"] = _ids(df, card_column, src)
     out["on_time"] = _times(
-        df, src, "on_time", time_column, date_column, hour_column, minute_column, date_format
+        df,
+        src,
+        "on_time",
+        time_column,
+        date_column,
+        hour_column,
+        minute_column,
+        date_format,
+        check_timezone(timezone),
     )
     counts = list(count_columns) + (["count"] if "count" in df.columns else [])
     check_counts(df, list(dict.fromkeys(counts)), source=src)
