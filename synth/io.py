@@ -73,7 +73,7 @@ def id_strings(series: pd.Series, *, column: str = "id", source: str = "input") 
     elif pd.api.types.is_numeric_dtype(series):
         text = _number_text(series, column, source)
     elif pd.api.types.is_object_dtype(series):  # a frame built by hand: numbers and text mixed
-        num = series.map(lambda v: isinstance(v, int | float | np.number) and not isinstance(v, bool))
+        num = series.map(_is_number)
         text = series.astype(str)
         if num.any():
             numbers = _number_text(series.where(num, np.nan).astype(float), column, source)
@@ -82,6 +82,10 @@ def id_strings(series: pd.Series, *, column: str = "id", source: str = "input") 
         text = series.astype(str)
     out = text.str.strip().str.replace(_DOT_ZERO, r"\1", regex=True)
     return out.where(series.notna(), None)
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float | np.number) and not isinstance(value, bool | np.bool_)
 
 
 def _number_text(series: pd.Series, column: str, source: str) -> pd.Series:
@@ -94,8 +98,8 @@ def _number_text(series: pd.Series, column: str, source: str) -> pd.Series:
     if bad.any():
         row = int(np.flatnonzero(bad)[0])
         raise InputError(
-            f"{source}: column '{column}', row {row + 1}: {float(vals[row])!r} is not an identifier "
-            "(a number that is not an integer)"
+            f"{source}: column '{column}', row {row + 1}: {float(vals[row])!r} is not an "
+            "identifier (a number that is not an integer)"
         )
     text = np.full(vals.size, None, dtype=object)
     small = present & (np.abs(vals) < 2.0**63)
@@ -214,9 +218,8 @@ def read_table(
             use = None if columns is None else [c for c in columns if c in schema_names]
             df = pd.read_parquet(p, columns=use)
             if dtype:
-                df = df.astype(
-                    {k: v for k, v in dtype.items() if k in df.columns and not _numeric_id(df, k, v)}
-                )
+                asked = {k: v for k, v in dtype.items() if k in df.columns}
+                df = df.astype({k: v for k, v in asked.items() if not _numeric_id(df, k, v)})
     except Exception as exc:  # parser errors of pandas / pyarrow, permissions, corrupt files
         raise _unreadable(p, fmt, exc) from exc
     for k in [k for k, v in (dtype or {}).items() if k in df.columns and _numeric_id(df, k, v)]:

@@ -391,10 +391,11 @@ def load_taps(
     ``time`` is taken from ``time_column`` (default ``time``) as ISO 8601 (datetimes and unix
     seconds accepted too; each value on its own, see :mod:`synth.times`: the wall clock as
     written, or converted to ``timezone``), or, when there is no such column, built from
-    ``date_column`` + ``hour_column`` [+ ``minute_column``] (defaults: the :data:`TAP_ALIASES`). The location column
-    is converted to strings and, with a ``taxonomy``, checked against its leaves (``on_unknown``).
-    A ``tap`` column is normalised to ``on``/``off``. Row order is preserved (it breaks ties
-    between equal times).
+    ``date_column`` + ``hour_column`` [+ ``minute_column``] (defaults: the
+    :data:`TAP_ALIASES`). Ids and locations are normalised per value
+    (:func:`synth.io.id_strings`) and, with a ``taxonomy``, locations are checked against its
+    leaves (``on_unknown``). A ``tap`` column is normalised to ``on``/``off``. Row order is
+    preserved (it breaks ties between equal times).
     """
     src = _source(data)
     id_cols = [c for c in (card_column, location_column, *TAP_ALIASES["card_id"]) if c]
@@ -469,7 +470,9 @@ def sequences_from_taps(
     Taps are ordered by time within a card; equal times keep input row order (a stable sort).
     With ``boardings_only`` (default) taps whose ``tap`` column is ``off`` are left out, so a
     sequence lists boardings. ``seq_id`` is the card id, or ``"<card_id>|<YYYY-MM-DD>"`` with
-    ``per_day``.
+    ``per_day``: then each sequence is one card-day and ``attrs["privacy_unit"]`` says
+    ``"card-day"`` (the prefix tree records it as the manifest's unit: a card active on ``d``
+    days is protected with ``d`` times the epsilon).
     Returns ``seq_id, pos, location, time`` sorted by ``seq_id``, ``pos``.
     """
     src = "taps"
@@ -501,6 +504,8 @@ def sequences_from_taps(
     ).to_pandas()
     out["time"] = time.to_numpy()[order]
     out.attrs.update(taps.attrs)
+    if per_day:  # one sequence per card and day: the privacy unit is the card-day, not the card
+        out.attrs["privacy_unit"] = "card-day"
     return out
 
 

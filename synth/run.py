@@ -4,12 +4,13 @@ A config holds one or more releases, each a table named after the subcommand tha
 
 * ``[sequences]`` (prefix tree): ``input`` (taps or long-format sequences), ``taxonomy`` (CSV edge
   list, GTFS zip or ``fanout:N``), optional ``location_column``, ``locations`` (the public list for
-  ``fanout:N``), ``on_unknown`` (``error`` | ``drop``), ``format`` (``csv`` | ``parquet``);
+  ``fanout:N``), ``on_unknown`` (``error`` | ``drop``), ``format`` (``csv`` | ``parquet``),
+  ``timezone`` (how times are read, as ``--timezone``; default the wall clock as written);
 * ``[trips]`` (GMM archetypes): ``private``, ``public`` (unless ``parameters.public_stand_in``),
   optional ``input_format`` (``trips`` | ``chicago-taxi`` | ``sube-taps``), ``public_years``,
   ``private_years``, ``metadata``, ``schema``, ``format``;
 * ``[marginals]`` (SBH / Opal): ``input`` (trips or taps), optional ``taxonomy``,
-  ``location_column`` (default ``stop_id``), ``format``;
+  ``location_column`` (default ``stop_id``), ``format``, ``timezone``;
 
 each with a sub-table ``parameters`` of the generator's constructor parameters
 (:class:`~prefixtree.PrefixTreeSynthesizer`, :class:`~archetypes.ArchetypeSynthesizer`,
@@ -56,6 +57,7 @@ KINDS: dict[str, dict[str, Any]] = {
         "locations": "path",
         "on_unknown": ("error", "drop"),
         "format": ("csv", "parquet"),
+        "timezone": str,
     },
     "trips": {
         "private": "path",
@@ -72,6 +74,7 @@ KINDS: dict[str, dict[str, Any]] = {
         "taxonomy": "spec",
         "location_column": str,
         "format": ("csv", "parquet"),
+        "timezone": str,
     },
 }
 _REQUIRED = {
@@ -332,6 +335,7 @@ def _release(planned: Planned, out: Path, seed: int | None, progress: Any) -> st
             seed=seed,
             progress=progress,
             source=io["input"],
+            timezone=io.get("timezone"),
         )
     if planned.kind == "trips":
         from archetypes.cli import release_trips
@@ -359,10 +363,13 @@ def _release(planned: Planned, out: Path, seed: int | None, progress: Any) -> st
         )
     from synth.sbh_cli import release_marginals
 
+    params = dict(planned.params)
+    if "timezone" in io:
+        params.setdefault("timezone", io["timezone"])
     return release_marginals(
         _input(planned),
         out,
-        params=planned.params,
+        params=params,
         taxonomy=io.get("taxonomy"),
         location_column=io.get("location_column", "stop_id"),
         format=io.get("format", "csv"),

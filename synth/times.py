@@ -17,6 +17,7 @@ Times come back naive (``datetime64[ns]``), as wall-clock times.
 
 from __future__ import annotations
 
+import argparse
 import zoneinfo
 
 import numpy as np
@@ -24,7 +25,14 @@ import pandas as pd
 
 from synth.errors import ConfigError, InputError
 
-__all__ = ["CLOCK", "NO_DAY", "check_timezone", "parse_times", "times_of_day"]
+__all__ = [
+    "CLOCK",
+    "NO_DAY",
+    "add_timezone_option",
+    "check_timezone",
+    "parse_times",
+    "times_of_day",
+]
 
 #: ``HH:MM[:SS[.f]]``: a clock time without a date
 CLOCK = r"^\s*(\d{1,2}):(\d{2})(?::\d{2}(?:\.\d+)?)?\s*$"
@@ -49,6 +57,13 @@ def check_timezone(timezone: str | None) -> str | None:
 
 def _row(mask: np.ndarray | pd.Series) -> int:
     return int(np.flatnonzero(np.asarray(mask))[0])
+
+
+def _error(source: str | None, column: str, rows: pd.Index | None, i: int, what: str) -> InputError:
+    """One line naming the column and the row: ``rows[i]`` when given, else ``i + 1``."""
+    row = i + 1 if rows is None else rows[i]
+    prefix = "" if source is None else f"{source}: "
+    return InputError(f"{prefix}column '{column}', row {row}: {what}")
 
 
 def parse_times(
@@ -119,20 +134,22 @@ def times_of_day(
     *,
     timezone: str | None = None,
     column: str = "time",
-    source: str = "input",
+    source: str | None = "input",
+    rows: pd.Index | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(minutes since midnight, day number since 1970-01-01) of each value.
 
     Each value alone: a clock time ``HH:MM[:SS]`` gives ``hours * 60 + minutes`` (hours may
     pass 23, as GTFS service times do; callers decide) and day :data:`NO_DAY`; anything else is
-    a timestamp (:func:`parse_times`) giving its minute of the day and its day.
+    a timestamp (:func:`parse_times`) giving its minute of the day and its day. Messages name
+    ``rows[i]`` (default: the 1-based position) and, unless ``None``, ``source``.
     """
     raw = raw.reset_index(drop=True)
     n = len(raw)
     minute = np.zeros(n, dtype=np.int64)
     day = np.full(n, NO_DAY, dtype=np.int64)
     if raw.isna().any():
-        raise InputError(f"{source}: column '{column}', row {_row(raw.isna()) + 1}: empty time")
+        raise _error(source, column, rows, _row(raw.isna()), "missing time")
     clock = np.zeros(n, dtype=bool)
     if not (pd.api.types.is_datetime64_any_dtype(raw) or pd.api.types.is_numeric_dtype(raw)):
         text = raw.astype(str)
@@ -143,21 +160,32 @@ def times_of_day(
             m = hm.loc[clock, 1].astype(np.int64).to_numpy()
             if (m > 59).any():
                 row = int(np.flatnonzero(clock)[int(np.flatnonzero(m > 59)[0])])
-                raise InputError(
-                    f"{source}: column '{column}', row {row + 1}: {raw.iloc[row]!r} is not a "
-                    "time of day"
-                )
+                raise _error(source, column, rows, row, f"{raw.iloc[row]!r} is not a time of day")
             minute[clock] = h * 60 + m
     if (~clock).any():
         stamps = _stamps(raw[~clock], check_timezone(timezone))
         if stamps.isna().any():
             row = int(np.flatnonzero(~clock)[_row(stamps.isna())])
-            raise InputError(
-                f"{source}: column '{column}', row {row + 1}: cannot parse {raw.iloc[row]!r} as a "
-                "time (ISO 8601 timestamp or HH:MM expected)"
+            raise _error(
+                source,
+                column,
+                rows,
+                row,
+                f"cannot parse {raw.iloc[row]!r} as a time (ISO 8601 timestamp or HH:MM expected)",
             )
         values = stamps.to_numpy(dtype="datetime64[ns]")
         days = values.astype("datetime64[D]")
         minute[~clock] = (values - days) // np.timedelta64(1, "m")
         day[~clock] = days.astype(np.int64)
     return minute, day
+
+
+def add_timezone_option(parser: argparse.ArgumentParser) -> None:
+    """``--timezone TZ`` for the commands that read times (README "Data formats")."""
+    parser.add_argument(
+        "--timezone",
+        metavar="TZ",
+        help="read times in this IANA time zone (e.g. Europe/Paris): values with a UTC offset are "
+        "converted to it, values without one are taken as in it, unix seconds converted from UTC "
+        "(default: each time is the wall clock as written, offsets dropped, unix seconds as UTC)",
+    )
