@@ -28,7 +28,10 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 __all__ = [
+    "CSV_NA_VALUES",
     "CSV_SUFFIXES",
+    "DOT_ZERO",
+    "ID_SPACE",
     "PARQUET_SUFFIXES",
     "atomic_path",
     "fingerprint",
@@ -55,18 +58,43 @@ def table_format(path: str | os.PathLike[str]) -> str | None:
     return None
 
 
-_DOT_ZERO = r"^(-?\d+)\.0+$"
+#: the text pandas reads as missing in a CSV file (its default ``na_values``); never in identifiers
+CSV_NA_VALUES = (
+    "",
+    "#N/A",
+    "#N/A N/A",
+    "#NA",
+    "-1.#IND",
+    "-1.#QNAN",
+    "-NaN",
+    "-nan",
+    "1.#IND",
+    "1.#QNAN",
+    "<NA>",
+    "N/A",
+    "NA",
+    "NULL",
+    "NaN",
+    "None",
+    "n/a",
+    "nan",
+    "null",
+)
+#: the white space stripped around an identifier (the same set in every engine)
+ID_SPACE = " \t\n\r\f\x0b"
+#: an identifier written from a float: ``-?digits.0+`` (group 1 is kept)
+DOT_ZERO = r"^(-?[0-9]+)\.0+$"
 
 
 def id_strings(series: pd.Series, *, column: str = "id", source: str = "input") -> pd.Series:
     """Identifiers as text, each value normalised on its own (never by looking at other rows).
 
-    Per value: surrounding white space is stripped, and text of the form ``-?digits.0+`` (an
-    integer written from a float) loses its ``.0+`` (``" 32.0 "`` -> ``"32"``; ``"1.5"`` and
-    ``"007"`` stay as they are). Numbers (a float column, as Parquet or pandas store integers
-    with gaps) must be integral and become their integer text; a non-integral number raises
-    :class:`InputError` naming ``source``, ``column`` and the 1-based row. Missing values stay
-    missing (callers decide: error or drop).
+    Per value: surrounding white space (:data:`ID_SPACE`) is stripped, and text of the form
+    ``-?digits.0+`` (an integer written from a float) loses its ``.0+`` (``" 32.0 "`` -> ``"32"``;
+    ``"1.5"`` and ``"007"`` stay as they are). Numbers (a float column, as Parquet or pandas
+    store integers with gaps) must be integral and become their integer text; a non-integral
+    number raises :class:`InputError` naming ``source``, ``column`` and the 1-based row. Missing
+    values stay missing (callers decide: error or drop).
     """
     if pd.api.types.is_bool_dtype(series):
         text = series.astype(str)
@@ -80,7 +108,7 @@ def id_strings(series: pd.Series, *, column: str = "id", source: str = "input") 
             text = text.where(~num, numbers)
     else:
         text = series.astype(str)
-    out = text.str.strip().str.replace(_DOT_ZERO, r"\1", regex=True)
+    out = text.str.strip(ID_SPACE).str.replace(DOT_ZERO, r"\1", regex=True)
     return out.where(series.notna(), None)
 
 

@@ -39,7 +39,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from synth.errors import ConfigError, InputError
-from synth.io import id_strings, read_arrow, read_table, table_columns
+from synth.io import DOT_ZERO, ID_SPACE, id_strings, read_arrow, read_table, table_columns
 from synth.times import check_timezone, parse_times
 
 if TYPE_CHECKING:
@@ -60,8 +60,6 @@ __all__ = [
 ]
 
 SEQUENCE_COLUMNS = ("seq_id", "pos", "location")
-
-_DOT_ZERO = r"^-?\d+\.0+$"  # an id written from a float (the ``.0`` rule of synth.io.id_strings)
 
 _BLOCK = 1 << 22  # rows per block when filling the sequence matrix
 
@@ -448,7 +446,7 @@ def _taps_from_frame(
         timezone,
     )
     if "tap" in df.columns:
-        tap = df["tap"].astype(str).str.strip().str.lower()
+        tap = df["tap"].astype(str).str.strip(ID_SPACE).str.lower()
         out["tap"] = np.where(tap.isin(OFF_VALUES), "off", "on")
     elif "tipo_trx_tren" in df.columns:  # SUBE: rail check-outs are alightings
         kind = df["tipo_trx_tren"].astype(str).str.upper()
@@ -653,16 +651,20 @@ def _take_sorted(values: pa.ChunkedArray, rows: np.ndarray) -> pa.Array:
 
 def _plain_ids(values: pa.Array) -> bool:
     """True when :func:`synth.io.id_strings` leaves every value as it is and none is empty: none
-    has white space to strip (arrow's strip, as pandas' ``str.strip``) and none is of the form
+    has white space to strip (:data:`synth.io.ID_SPACE`) and none is of the form
     ``-?digits.0+`` (each value is looked at alone)."""
     if len(values) == 0:
         return True
-    if pc.any(pc.match_substring_regex(values, _DOT_ZERO)).as_py():
+    if pc.any(pc.match_substring_regex(values, DOT_ZERO)).as_py():
         return False
     length = pc.binary_length(values)
     if pc.any(pc.equal(length, 0)).as_py():
         return False
-    return bool(pc.all(pc.equal(pc.binary_length(pc.utf8_trim_whitespace(values)), length)).as_py())
+    return bool(
+        pc.all(
+            pc.equal(pc.binary_length(pc.utf8_trim(values, characters=ID_SPACE)), length)
+        ).as_py()
+    )
 
 
 def _runs(values: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
