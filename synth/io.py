@@ -178,15 +178,17 @@ def read_arrow(
     *,
     strings: Sequence[str] = (),
     dictionary: Sequence[str] = (),
+    text: Sequence[str] = (),
 ) -> pa.Table:
     """Read the named columns (stripped names; absent ones are skipped) as a pyarrow Table, in
     the order asked.
 
-    CSV is parsed as :func:`read_table` does, the ``strings`` columns as text (``007`` stays
-    ``007``). Parquet columns keep their stored types (no ``str`` conversion: callers convert), and
-    its string columns named in ``dictionary`` come dictionary-encoded (a small dictionary plus
-    int32 indices instead of one string per row). Raises :class:`InputError` like
-    :func:`read_table`.
+    CSV is parsed as :func:`read_table` does, the ``strings`` columns as identifiers (``007``
+    stays ``007``; ``NA`` is text) and the ``text`` columns as text (no type guessed from the
+    other rows, e.g. times). Parquet columns keep their stored types (no ``str`` conversion:
+    callers convert), and its string columns named in ``dictionary`` come dictionary-encoded (a
+    small dictionary plus int32 indices instead of one string per row). Raises
+    :class:`InputError` like :func:`read_table`.
     """
     import pyarrow as pa
 
@@ -195,8 +197,10 @@ def read_arrow(
         raw = {c.strip(): c for c in _raw_names(p, fmt)}
         use = [raw[c] for c in dict.fromkeys(columns) if c in raw]
         if fmt == "csv":
-            text = {raw[c]: str for c in strings if c in raw}
-            df = _csv_ids(p, pd.read_csv(p, usecols=use, dtype=text, engine="pyarrow"), text)
+            ids = {raw[c]: str for c in strings if c in raw}
+            plain = {raw[c]: "string" for c in text if c in raw and c not in strings}
+            df = pd.read_csv(p, usecols=use, dtype=ids | plain, engine="pyarrow")
+            df = _csv_ids(p, df, ids)
             table = pa.Table.from_pandas(df, preserve_index=False)
         else:
             import pyarrow.parquet as pq
@@ -223,12 +227,17 @@ def read_table(
     *,
     columns: list[str] | None = None,
     dtype: dict[str, Any] | None = None,
+    text: Sequence[str] = (),
 ) -> pd.DataFrame:
     """Read a CSV or Parquet table, chosen by extension.
 
     ``columns`` restricts the columns read (missing ones are ignored here; callers validate);
     ``dtype`` maps column names to dtypes for CSV parsing (e.g. ``str`` for identifiers so that
-    ``007`` stays ``007``) and is applied after reading for Parquet. Raises :class:`InputError`
+    ``007`` stays ``007``; identifiers: ``NA``, ``null`` ... are text, only the empty string is
+    missing) and is applied after reading for Parquet (numbers asked as ``str``: integral ones
+    become their integer text, others raise InputError). ``text``: CSV columns read as text
+    whatever the other rows hold (times: no type guessed from the column; missing values as
+    pandas reads them); Parquet columns keep their stored types. Raises :class:`InputError`
     for a missing, unreadable or unsupported file.
     """
     p, fmt = _checked(path)
@@ -236,9 +245,10 @@ def read_table(
         if fmt == "csv":
             header = pd.read_csv(p, nrows=0).columns
             usecols = None if columns is None else [c for c in columns if c in header]
-            dtypes = None if dtype is None else {k: v for k, v in dtype.items() if k in header}
-            df = pd.read_csv(p, usecols=usecols, dtype=dtypes, engine="pyarrow")
-            df = _csv_ids(p, df, {k: v for k, v in (dtypes or {}).items() if v is str})
+            dtypes = {k: v for k, v in (dtype or {}).items() if k in header}
+            dtypes |= {k: "string" for k in text if k in header and k not in dtypes}
+            df = pd.read_csv(p, usecols=usecols, dtype=dtypes or None, engine="pyarrow")
+            df = _csv_ids(p, df, {k: v for k, v in dtypes.items() if v is str})
         else:
             import pyarrow.parquet as pq
 

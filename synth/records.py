@@ -97,10 +97,18 @@ def _source(data: PathOrFrame) -> str:
     return "input DataFrame" if isinstance(data, pd.DataFrame) else str(data)
 
 
-def _read(data: PathOrFrame, id_columns: Sequence[str]) -> pd.DataFrame:
+#: time and date columns: read from CSV as text (the type of a column is never guessed from its
+#: values: one odd value would change how the others are read)
+_TIME_COLUMNS = ("time", "on_time", "off_time", "date", "fecha")
+
+
+def _read(
+    data: PathOrFrame, id_columns: Sequence[str], time_columns: Sequence[str | None] = ()
+) -> pd.DataFrame:
     if isinstance(data, pd.DataFrame):
         return data.reset_index(drop=True)
-    return read_table(data, dtype={c: str for c in id_columns})
+    times = [c for c in (*time_columns, *_TIME_COLUMNS) if c]
+    return read_table(data, dtype={c: str for c in id_columns}, text=times)
 
 
 def _require(df: pd.DataFrame | Sequence[str], columns: Sequence[str], src: str) -> None:
@@ -398,7 +406,7 @@ def load_taps(
     src = _source(data)
     id_cols = [c for c in (card_column, location_column, *TAP_ALIASES["card_id"]) if c]
     return _taps_from_frame(
-        _read(data, id_cols),
+        _read(data, id_cols, (time_column, date_column)),
         src,
         location_column=location_column,
         card_column=card_column,
@@ -553,12 +561,26 @@ def load_sequences(
         names = table_columns(data)
         if {"seq_id", "pos"}.issubset(names):
             _require(names, [loc], src)
-            table = read_arrow(data, wanted, strings=("seq_id", loc), dictionary=(loc,))
+            table = read_arrow(
+                data, wanted, strings=("seq_id", loc), dictionary=(loc,), text=("time",)
+            )
             cols = {c: table.column(c) for c in table.column_names}
             del table
             return _long_format(cols, loc, src, taxonomy, on_unknown, categorical=True)
         ids = ("seq_id", loc, location_column or "stop_id", tap_options.get("card_column"))
-        df = read_table(data, dtype={c: str for c in (*ids, *TAP_ALIASES["card_id"]) if c})
+        df = read_table(
+            data,
+            dtype={c: str for c in (*ids, *TAP_ALIASES["card_id"]) if c},
+            text=[
+                c
+                for c in (
+                    tap_options.get("time_column"),
+                    tap_options.get("date_column"),
+                    *_TIME_COLUMNS,
+                )
+                if c
+            ],
+        )
     stop_col = location_column or "stop_id"
     taps = _taps_from_frame(
         df,
@@ -960,7 +982,7 @@ def load_trips(
     ``count_columns`` (and a ``count`` column when present) must hold non-negative integers.
     """
     src = _source(data)
-    df = _read(data, [card_column] if card_column else [])
+    df = _read(data, [card_column] if card_column else [], (time_column, date_column))
     _require(df, [card_column] if card_column else [], src)
     _nonempty(df, src)
     out = df.copy()

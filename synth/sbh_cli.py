@@ -126,7 +126,9 @@ def _load(
         trips = (
             path
             if isinstance(path, pd.DataFrame)
-            else read_table(path, dtype={c: str for c in _ID_COLUMNS})
+            else read_table(
+                path, dtype={c: str for c in _ID_COLUMNS}, text=("on_time", "off_time", "date")
+            )
         )
         return load_trips(
             trips, card_column="card_id" if "card_id" in columns else None, timezone=timezone

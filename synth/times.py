@@ -7,7 +7,8 @@ Rules (the same in every engine; README "Data formats"):
   nothing is converted. With ``timezone`` (an IANA name such as ``America/Montreal``) a value with
   an offset is converted to that zone's wall clock and a value without one is taken as already in
   it (kept as written).
-* Numbers are unix seconds: UTC wall clock, or ``timezone``'s when given.
+* Numbers (and text of the form ``-?digits[.digits]``) are unix seconds: the UTC wall clock, or
+  ``timezone``'s when given.
 * Datetime columns (Parquet, pandas): naive ones as stored; zoned ones at their own zone's wall
   clock, or converted to ``timezone``.
 * :func:`times_of_day` also takes a clock time ``HH:MM[:SS[.f]]`` (no date) per value.
@@ -28,6 +29,8 @@ from synth.errors import ConfigError, InputError
 __all__ = [
     "CLOCK",
     "NO_DAY",
+    "OFFSET",
+    "SECONDS",
     "add_timezone_option",
     "check_timezone",
     "parse_times",
@@ -38,6 +41,8 @@ __all__ = [
 CLOCK = r"^\s*(\d{1,2}):(\d{2})(?::\d{2}(?:\.\d+)?)?\s*$"
 #: a UTC offset (or ``Z``) after the time part of an ISO 8601 timestamp; group 1 is the rest
 OFFSET = r"^(.*[T ]\d[^+-]*?)\s*(?:[Zz]|[+-]\d{2}(?::?\d{2})?)\s*$"
+#: unix seconds written as text (as a CSV file holds them)
+SECONDS = r"^\s*-?[0-9]+(?:\.[0-9]+)?\s*$"
 #: "no date in the input" (a clock time alone)
 NO_DAY = np.int64(np.iinfo(np.int64).min)
 
@@ -98,15 +103,16 @@ def _stamps(raw: pd.Series, timezone: str | None) -> pd.Series:
             raw = raw.dt.tz_convert(timezone)
         return (raw.dt.tz_localize(None) if zone is not None else raw).astype("datetime64[ns]")
     if pd.api.types.is_numeric_dtype(raw) and not pd.api.types.is_bool_dtype(raw):
-        stamps = pd.to_datetime(raw, unit="s")
-        if timezone is not None:
-            stamps = stamps.dt.tz_localize("UTC").dt.tz_convert(timezone).dt.tz_localize(None)
-        return stamps.astype("datetime64[ns]")
+        return _unix(raw, timezone)
     text = raw.astype(str).str.strip()
     zoned = text.str.match(OFFSET).to_numpy(dtype=bool)
+    seconds = text.str.match(SECONDS).to_numpy(dtype=bool)
     out = pd.Series(pd.NaT, index=text.index, dtype="datetime64[ns]")
-    if (~zoned).any():
-        out[~zoned] = _iso(text[~zoned], utc=False).astype("datetime64[ns]")
+    if seconds.any():
+        out[seconds] = _unix(pd.to_numeric(text[seconds]), timezone)
+    naive = ~zoned & ~seconds
+    if naive.any():
+        out[naive] = _iso(text[naive], utc=False).astype("datetime64[ns]")
     if zoned.any():
         given = text[zoned]
         if timezone is None:  # the wall clock as written: the offset is dropped
@@ -115,6 +121,14 @@ def _stamps(raw: pd.Series, timezone: str | None) -> pd.Series:
             wall = _iso(given, utc=True).dt.tz_convert(timezone).dt.tz_localize(None)
         out[zoned] = wall.astype("datetime64[ns]")
     return out
+
+
+def _unix(seconds: pd.Series, timezone: str | None) -> pd.Series:
+    """Unix seconds as the UTC wall clock, or ``timezone``'s."""
+    stamps = pd.to_datetime(seconds, unit="s")
+    if timezone is not None:
+        stamps = stamps.dt.tz_localize("UTC").dt.tz_convert(timezone).dt.tz_localize(None)
+    return stamps.astype("datetime64[ns]")
 
 
 def _iso(text: pd.Series, *, utc: bool) -> pd.Series:

@@ -47,7 +47,7 @@ from synth.engines.base import (
 from synth.errors import ConfigError, InputError
 from synth.io import CSV_NA_VALUES, DOT_ZERO, ID_SPACE
 from synth.records import OFF_VALUES, UnknownLocationWarning
-from synth.times import CLOCK, OFFSET
+from synth.times import CLOCK, OFFSET, SECONDS
 
 __all__ = ["DuckDBEngine", "DuckDBPrefixCounter"]
 
@@ -76,7 +76,10 @@ def _stamp_sql(text: str) -> str:
     """A timestamp per value, as :func:`synth.times.parse_times` without a time zone: the wall
     clock as written (a UTC offset is dropped); NULL when it does not parse."""
     stripped = f"regexp_replace({text}, {_quote(f'^{_SPACE}+|{_SPACE}+$')}, '', 'g')"
-    return f"TRY_CAST(regexp_replace({stripped}, {_quote(OFFSET)}, '\\1') AS TIMESTAMP)"
+    iso = f"TRY_CAST(regexp_replace({stripped}, {_quote(OFFSET)}, '\\1') AS TIMESTAMP)"
+    micros = f"CAST(round(TRY_CAST({stripped} AS DOUBLE) * 1000000) AS BIGINT)"
+    unix = f"regexp_matches({text}, {_quote(SECONDS)})"  # unix seconds, as UTC
+    return f"CASE WHEN {unix} THEN make_timestamp({micros}) ELSE {iso} END"
 
 
 def _clock_sql(text: str) -> tuple[str, str]:
