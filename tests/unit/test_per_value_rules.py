@@ -361,3 +361,35 @@ def test_timezone_reaches_the_releases(tmp_path: Path) -> None:
     assert not plain.equals(utc)
     with pytest.raises(ConfigError, match="timezone"):
         OpalRelease(timezone="Nowhere/Land").fit(path)
+
+
+def test_duckdb_strips_padded_ids_as_memory_does(tmp_path: Path, tax: Taxonomy) -> None:
+    """Old DuckDB: ' a ' and 'a' were two sequences and ' 1 ' an unknown location, while the
+    memory engine stripped them."""
+    frame = pd.DataFrame(
+        {"seq_id": [" a ", "a", "b", "b "], "pos": [0, 1, 0, 1], "location": [" 1 ", "2", "3", "1"]}
+    )
+    for path in (tmp_path / "pad.csv", tmp_path / "pad.parquet"):
+        frame.to_csv(path, index=False) if path.suffix == ".csv" else frame.to_parquet(path)
+        ref = _engine_tree(path, tax, "memory", None)
+        assert ref.loc[ref["depth"] == 1, "noisy_count"].sum() == 2
+        pd.testing.assert_frame_equal(_engine_tree(path, tax, "duckdb", None), ref)
+
+
+@pytest.mark.slow  # a JVM start-up and a local Spark session: tens of seconds
+@pytest.mark.filterwarnings("ignore:The copy keyword is deprecated")
+@pytest.mark.filterwarnings("ignore:PySpark does not yet fully support pandas")
+def test_spark_reads_edge_values_as_memory(tmp_path: Path, tax: Taxonomy) -> None:
+    """Spark reads long-format files itself: the same tree, and 1.5 positions refused (old Spark
+    truncated 1.5 to 1 and kept padded ids apart)."""
+    from synth.engines.spark_engine import spark_available
+
+    reason = spark_available()
+    if reason is not None:
+        pytest.skip(f"Spark engine not available: {reason}")
+    for path in _edge_files(tmp_path):
+        ref = _engine_tree(path, tax, "memory", None)
+        pd.testing.assert_frame_equal(_engine_tree(path, tax, "spark", None), ref)
+    for path in _bad_positions(tmp_path):
+        with pytest.raises(InputError, match=r"column 'pos'"):
+            _engine_tree(path, tax, "spark", None)
