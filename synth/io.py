@@ -198,8 +198,9 @@ def read_arrow(
         use = [raw[c] for c in dict.fromkeys(columns) if c in raw]
         if fmt == "csv":
             ids = {raw[c]: str for c in strings if c in raw}
-            plain = {raw[c]: "string" for c in text if c in raw and c not in strings}
-            df = pd.read_csv(p, usecols=use, dtype=ids | plain, engine="pyarrow")
+            kinds: dict[str, Any] = {raw[c]: "string" for c in text if c in raw}
+            kinds |= ids
+            df = pd.read_csv(p, usecols=use, dtype=kinds, engine="pyarrow")
             df = _csv_ids(p, df, ids)
             table = pa.Table.from_pandas(df, preserve_index=False)
         else:

@@ -485,11 +485,9 @@ def sequences_from_taps(
     _require(taps, [card_column, time_column, location_column], src)
     if boardings_only and "tap" in taps.columns:
         taps = taps[taps["tap"].astype(str) != "off"]
-    time = pd.to_datetime(taps[time_column]) if len(taps) else taps[time_column]
-    if len(taps) and time.isna().any():
-        raise InputError(
-            f"{src}: column '{time_column}', row {_first_row(time.isna())}: empty time"
-        )
+    time = taps[time_column]
+    if len(taps):  # each value on its own (loaded taps are wall-clock datetimes already)
+        time = parse_times(time, column=time_column, source=src)
     seq = _arrow_strings(taps[card_column].astype(str))
     if per_day:  # format each distinct day once
         day_codes, days = pd.factorize(time.dt.normalize())
@@ -1012,7 +1010,8 @@ def bound_trips(
         raise ConfigError(f"k (trips per card) must be an integer >= 1, got {k!r}")
     _require(trips, [card_column, time_column], "trips")
     codes = pd.factorize(trips[card_column])[0]
-    t = pd.to_datetime(trips[time_column]).to_numpy(dtype="datetime64[ns]").view(np.int64)
+    stamps = parse_times(trips[time_column], column=time_column, source="trips")
+    t = stamps.to_numpy(dtype="datetime64[ns]").view(np.int64)
     order = np.lexsort((t, codes))
     rank = np.empty(len(trips), dtype=np.int64)
     rank[order] = _group_positions(codes[order])
