@@ -296,7 +296,7 @@ def release_sequences(
             "taxonomy": spec,
             "location_column": location_column,
             "on_unknown": on_unknown,
-            "timezone": timezone,
+            "timezone": timezone or "wall clock as written",
         }
         if "max_nodes" in params:
             parameters["max_nodes"] = params["max_nodes"]

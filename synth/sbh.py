@@ -1057,6 +1057,7 @@ class OpalRelease:
             "days": None if self.days is None else [_day_label(d) for d in self.grid_.days],
             "privacy_unit": self.privacy_unit or self.row_kind_,
             "max_contributions": int(self.max_contributions),
+            "timezone": self.timezone or "wall clock as written",
             "tables": self.error_bounds(),
         }
 

@@ -393,3 +393,23 @@ def test_spark_reads_edge_values_as_memory(tmp_path: Path, tax: Taxonomy) -> Non
     for path in _bad_positions(tmp_path):
         with pytest.raises(InputError, match=r"column 'pos'"):
             _engine_tree(path, tax, "spark", None)
+
+
+def test_timezone_flag_on_the_commands(tmp_path: Path, tax: Taxonomy) -> None:
+    """``--timezone`` on ``sequences`` and ``marginals``: recorded in the manifest; a bad zone is
+    one line and exit 2."""
+    from synth.cli import main
+
+    taps = _edge_taps(tmp_path)
+    edges = tax.to_csv(tmp_path / "tax.csv")  # NA and None are node ids
+    common = ["--seed", "1", "--quiet"]
+    runs = {
+        "m": ["marginals", str(taps), "--epsilon", "8", "--delta", "1e-6", "--bin", "60"],
+        "s": ["sequences", str(taps), "--taxonomy", str(edges), "--epsilon", "1", "--height", "2"],
+    }
+    for name, argv in runs.items():
+        assert main([*argv, "--out", str(tmp_path / name), "--timezone", "UTC", *common]) == 0
+        manifest = json.loads((tmp_path / name / "manifest.json").read_text())
+        assert manifest["parameters"]["timezone"] == "UTC"
+        assert main([*argv, "--out", str(tmp_path / f"{name}2"), "--timezone", "Nowhere/X"]) == 2
+        assert not (tmp_path / f"{name}2").exists()
