@@ -60,25 +60,41 @@ def _ident(name: str) -> str:
     return '"' + str(name).replace('"', '""') + '"'
 
 
-#: :data:`synth.io.ID_SPACE` as a regular expression class (RE2 and Java spell it alike)
-_SPACE = r"[ \t\n\r\f\x0B]"
+#: :data:`synth.io.ID_SPACE` as a DuckDB string (for ``trim(text, characters)``)
+_CHARS = "(" + " || ".join(f"chr({ord(c)})" for c in ID_SPACE) + ")"
+
+
+def _trimmed(expr: str) -> str:
+    return f"trim(CAST({expr} AS VARCHAR), {_CHARS})"
 
 
 def _id_sql(expr: str) -> str:
     """An identifier normalised per value, as :func:`synth.io.id_strings`: surrounding white
-    space stripped, ``-?digits.0+`` -> ``-?digits`` (the column must be text or integers)."""
-    text = f"CAST({expr} AS VARCHAR)"
-    stripped = f"regexp_replace({text}, {_quote(f'^{_SPACE}+|{_SPACE}+$')}, '', 'g')"
-    return f"regexp_replace({stripped}, {_quote(DOT_ZERO)}, '\\1')"
+    space stripped, ``-?digits.0+`` -> ``-?digits`` (the column must be text or integers; the
+    regular expression only runs on values ending in ``.0...``)."""
+    t = _trimmed(expr)
+    dot_zero = (
+        f"suffix({t}, '0') AND contains({t}, '.') AND regexp_full_match({t}, {_quote(DOT_ZERO)})"
+    )
+    return f"CASE WHEN {dot_zero} THEN regexp_replace({t}, {_quote(DOT_ZERO)}, '\\1') ELSE {t} END"
 
 
 def _stamp_sql(text: str) -> str:
-    """A timestamp per value, as :func:`synth.times.parse_times` without a time zone: the wall
-    clock as written (a UTC offset is dropped); NULL when it does not parse."""
-    stripped = f"regexp_replace({text}, {_quote(f'^{_SPACE}+|{_SPACE}+$')}, '', 'g')"
-    iso = f"TRY_CAST(regexp_replace({stripped}, {_quote(OFFSET)}, '\\1') AS TIMESTAMP)"
-    micros = f"CAST(round(TRY_CAST({stripped} AS DOUBLE) * 1000000) AS BIGINT)"
-    unix = f"regexp_matches({text}, {_quote(SECONDS)})"  # unix seconds, as UTC
+    """A timestamp per value, as :func:`synth.times.parse_times` without a time zone: unix
+    seconds (UTC), else ISO 8601 at the wall clock as written (a UTC offset is dropped); NULL
+    when it does not parse. Regular expressions only run on the values that may need them."""
+    t = _trimmed(text)
+    after_date = f"substr({t}, 11)"
+    zoned = (
+        f"(suffix({t}, 'Z') OR suffix({t}, 'z') OR contains({after_date}, '+') "
+        f"OR contains({after_date}, '-'))"
+    )
+    iso = (
+        f"CASE WHEN {zoned} THEN TRY_CAST(regexp_replace({t}, {_quote(OFFSET)}, '\\1') AS "
+        f"TIMESTAMP) ELSE TRY_CAST({t} AS TIMESTAMP) END"
+    )
+    micros = f"CAST(round(TRY_CAST({t} AS DOUBLE) * 1000000) AS BIGINT)"
+    unix = f"NOT contains({t}, ':') AND regexp_full_match({t}, {_quote(SECONDS)})"
     return f"CASE WHEN {unix} THEN make_timestamp({micros}) ELSE {iso} END"
 
 
@@ -362,17 +378,45 @@ class DuckDBEngine(Engine):
         )
         self.con.unregister("_locations")
         loc_expr = _id_sql(_ident(loc))
-        minute = "NULL"
+        minute, stamp = "NULL", "NULL"
         if with_time or kind == "taps":
             minute, stamp = self._minute_expr(
                 "time", types.get("time", "VARCHAR"), clock=kind == "sequences"
             )
         # one pass for every check, by location value: rows with an id, with a time (when used),
         # with an integer pos >= 0 (sequences); locations empty or unknown
-        sid = _id_sql(_ident(id_col))
-        number = _pos_sql("pos")
+        # every value normalised once, in one projection over the file
+        kept = (["tap"] if kind == "taps" and "tap" in columns else []) + (
+            ["file_row_number"] if fmt == "parquet" else []
+        )
+        raw_sid, raw_loc = (f"CAST({_ident(c)} AS VARCHAR)" for c in (id_col, loc))
+        minute_sql, stamp_sql = minute, stamp
+
+        def projection(sid_expr: str, loc_sql: str, *extra: str) -> str:
+            cols = [
+                f"{_ident(id_col)} IS NULL AS _no_id",
+                f"{sid_expr} AS _sid",
+                f"{loc_sql} AS _loc",
+                f"{_pos_sql('pos') if kind == 'sequences' else 'NULL'} AS _num",
+                f"{minute_sql} AS _minute",
+                f"{stamp_sql if kind == 'taps' else 'NULL'} AS _stamp",
+                *(_ident(c) for c in kept),
+                *extra,
+            ]
+            return f"(SELECT {', '.join(cols)} FROM {file})"
+
+        file = src
+        src = projection(
+            _id_sql(_ident(id_col)),
+            loc_expr,
+            f"{raw_sid} IS DISTINCT FROM {_id_sql(_ident(id_col))} AS _sid_changed",
+            f"{raw_loc} IS DISTINCT FROM {loc_expr} AS _loc_changed",
+        )
+        loc_expr, stamp = "_loc", "_stamp"
+        minute = "_minute" if minute != "NULL" else minute
+        sid, number = "_sid", "_num"
         pos = f"CAST({number} AS BIGINT)"
-        no_id = f"{_ident(id_col)} IS NULL OR {sid} = ''"
+        no_id = f"_no_id OR {sid} = ''"
         no_time = f"{minute} IS NULL" if minute != "NULL" else "FALSE"
         bad_pos = (
             f"{number} IS NULL OR {number} < 0 OR {number} <> floor({number})"
@@ -381,9 +425,16 @@ class DuckDBEngine(Engine):
         )
         per_location = self.sql(
             f"SELECT {loc_expr} AS v, count(*), count(*) FILTER (WHERE {no_id}), "
-            f"count(*) FILTER (WHERE {no_time}), count(*) FILTER (WHERE {bad_pos}) "
+            f"count(*) FILTER (WHERE {no_time}), count(*) FILTER (WHERE {bad_pos}), "
+            "bool_or(_sid_changed), bool_or(_loc_changed) "
             f"FROM {src} GROUP BY v"
         ).fetchall()
+        # the later passes normalise only the columns where normalising changes a value (the
+        # same values either way: the rule is per value, this only skips work)
+        src = projection(
+            _id_sql(_ident(id_col)) if any(r[5] for r in per_location) else raw_sid,
+            _id_sql(_ident(loc)) if any(r[6] for r in per_location) else raw_loc,
+        )
         n_rows, n_no_id, n_no_time, n_bad_pos = (
             sum(int(r[j]) for r in per_location) for j in range(1, 5)
         )
@@ -478,9 +529,12 @@ class DuckDBEngine(Engine):
         text = f"CAST({col} AS VARCHAR)"
         stamp = _stamp_sql(text)
         minute = f"hour({stamp}) * 60 + minute({stamp})"
-        if clock:
+        if clock:  # a clock time is never a timestamp: its regular expression runs on the others
             is_clock, clock_minutes = _clock_sql(text)
-            minute = f"CASE WHEN {is_clock} THEN ({clock_minutes}) % 1440 ELSE {minute} END"
+            minute = (
+                f"CASE WHEN {stamp} IS NOT NULL THEN {minute} WHEN {is_clock} THEN "
+                f"({clock_minutes}) % 1440 END"
+            )
         return f"({minute})", stamp
 
     def _memory_limit_bytes(self) -> float:
@@ -673,8 +727,7 @@ def _day_sql(stamp: str) -> str:
 def _off_sql(column: str) -> str:
     """A tap-off, per value, as :mod:`synth.records` reads the ``tap`` column (missing: on)."""
     text = f"coalesce(CAST({_ident(column)} AS VARCHAR), '')"
-    stripped = f"regexp_replace({text}, {_quote(f'^{_SPACE}+|{_SPACE}+$')}, '', 'g')"
-    return f"lower({stripped}) IN {_OFF}"
+    return f"lower({_trimmed(text)}) IN {_OFF}"
 
 
 _NO_DAY = int(np.iinfo(np.int64).min)
