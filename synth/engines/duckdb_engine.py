@@ -1145,8 +1145,8 @@ def _sbh_scan(
             minute = f"hour({stamp}) * 60 + minute({stamp})"
             if tcol == "off_time":
                 is_clock, clock = _clock_sql(text)
-                minute = f"CASE WHEN {is_clock} THEN CASE WHEN {clock} < 1440 THEN {clock} END "
-                minute += f"ELSE {minute} END"
+                of_clock = f"CASE WHEN {clock} < 1440 THEN {clock} END"
+                minute = f"CASE WHEN {is_clock} THEN {of_clock} ELSE {minute} END"
                 day = f"CASE WHEN {is_clock} THEN {_NO_DAY} ELSE {_day_sql(stamp)} END"
         if "date" in types:
             day = "date_diff('day', DATE '1970-01-01', TRY_CAST(CAST(date AS VARCHAR) AS DATE))"

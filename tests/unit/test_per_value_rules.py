@@ -413,3 +413,27 @@ def test_timezone_flag_on_the_commands(tmp_path: Path, tax: Taxonomy) -> None:
         assert manifest["parameters"]["timezone"] == "UTC"
         assert main([*argv, "--out", str(tmp_path / f"{name}2"), "--timezone", "Nowhere/X"]) == 2
         assert not (tmp_path / f"{name}2").exists()
+
+
+def test_sbh_trips_csv_read_alike(tmp_path: Path) -> None:
+    """Trips CSV read by DuckDB itself and by the loaders: mixed offsets, unix seconds, clock
+    tap-off times, NA-like stops (ids) and NA tap-off times (missing: no tap-off)."""
+    rows = []
+    for i in range(40):
+        rows += [
+            (f"{i}", "2019-11-27T08:15:00+01:00", "1.0", "09:05", " 2 "),
+            (f"{i}", "2019-11-27 08:40Z", "NA", "NA", "3"),
+            (f"{i}", "1574845200", "None", "2019-11-27T10:10:00-03:00", "NA"),
+            (f"{i}", "2019-11-27T11:00:00", "2", "", ""),
+        ]
+    frame = pd.DataFrame(rows, columns=["card_id", "on_time", "on_stop", "off_time", "off_stop"])
+    path = tmp_path / "trips.csv"
+    frame.to_csv(path, index=False)
+    params = {"bin_minutes": 30, "random_state": ZeroNoise()}
+    ref = OpalRelease(**params).fit(path)  # type: ignore[arg-type]
+    got = OpalRelease(**params, engine="duckdb").fit(path)  # type: ignore[arg-type]
+    assert set(ref.tables_["on_location"]["location"]) == {"1", "2", "NA", "None"}
+    assert set(ref.tables_["off_location"]["location"]) == {"2", "NA"}
+    assert set(ref.tables_["off_time"]["day"]) == {"all", "2019-11-27"}  # clock: no day
+    for table, expected in ref.tables_.items():
+        pd.testing.assert_frame_equal(got.tables_[table], expected, obj=table)
