@@ -105,6 +105,10 @@ def _stamps(raw: pd.Series, timezone: str | None) -> pd.Series:
     if pd.api.types.is_numeric_dtype(raw) and not pd.api.types.is_bool_dtype(raw):
         return _unix(raw, timezone)
     text = raw.astype(str).str.strip()
+    codes, uniques = pd.factorize(text)
+    if len(uniques) < len(text):  # each distinct value once
+        once = _stamps(pd.Series(uniques, dtype=object), timezone)
+        return pd.Series(once.to_numpy()[codes], index=raw.index, dtype="datetime64[ns]")
     zoned = text.str.match(OFFSET).to_numpy(dtype=bool)
     seconds = text.str.match(SECONDS).to_numpy(dtype=bool)
     out = pd.Series(pd.NaT, index=text.index, dtype="datetime64[ns]")
@@ -129,6 +133,12 @@ def _unix(seconds: pd.Series, timezone: str | None) -> pd.Series:
     if timezone is not None:
         stamps = stamps.dt.tz_localize("UTC").dt.tz_convert(timezone).dt.tz_localize(None)
     return stamps.astype("datetime64[ns]")
+
+
+def _is_text(values: pd.Series) -> bool:
+    return not (
+        pd.api.types.is_datetime64_any_dtype(values) or pd.api.types.is_numeric_dtype(values)
+    )
 
 
 def _iso(text: pd.Series, *, utc: bool) -> pd.Series:
@@ -164,8 +174,19 @@ def times_of_day(
     day = np.full(n, NO_DAY, dtype=np.int64)
     if raw.isna().any():
         raise _error(source, column, rows, _row(raw.isna()), "missing time")
+    if _is_text(raw):  # each distinct value once
+        codes, uniques = pd.factorize(raw)
+        if len(uniques) < n:
+            try:
+                m, d = times_of_day(
+                    pd.Series(uniques, dtype=object), timezone=timezone, column=column
+                )
+            except InputError:
+                pass  # read the whole column below: the message names the row
+            else:
+                return m[codes], d[codes]
     clock = np.zeros(n, dtype=bool)
-    if not (pd.api.types.is_datetime64_any_dtype(raw) or pd.api.types.is_numeric_dtype(raw)):
+    if _is_text(raw):
         text = raw.astype(str)
         hm = text.str.extract(CLOCK)
         clock = hm[0].notna().to_numpy(dtype=bool)
