@@ -764,8 +764,11 @@ class ArchetypeSynthesizer:
         return np.arange(len(ind_arch)), np.arange(len(trip_arch)), True
 
     # -- reporting ---------------------------------------------------------------------------------
-    def manifest(self, inputs: Sequence[str | Path] | None = None) -> dict[str, Any]:
-        """The ledger's release manifest with this synthesizer's parameters."""
+    def manifest(
+        self, public_inputs: Mapping[str, str | os.PathLike[str]] | None = None
+    ) -> dict[str, Any]:
+        """The ledger's release manifest with this synthesizer's parameters; ``public_inputs``
+        (role -> file: public trips, schema) are fingerprinted, the private trips never."""
         params: dict[str, Any] = {
             "generator": "archetypes",
             "n_archetypes": self.n_archetypes,
@@ -787,4 +790,4 @@ class ArchetypeSynthesizer:
                 **self.stand_in_.to_dict(),
                 "kept_cells": list(self.stand_in_cells_),
             }
-        return self.ledger_.to_dict(parameters=params, inputs=list(inputs) if inputs else None)
+        return self.ledger_.to_dict(parameters=params, public_inputs=public_inputs)
