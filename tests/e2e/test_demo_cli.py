@@ -46,6 +46,12 @@ def test_demo_writes_the_release_directories(
         folder = out / "releases" / name
         manifest = json.loads((folder / "manifest.json").read_text())
         assert manifest["spent"]["epsilon"] > 0 and manifest["privacy_unit"]
+        # nothing of the private inputs: no hash, no name (only the public Tuesday file)
+        assert manifest["inputs"]["private"].startswith("not recorded")
+        public = [p["file"] for p in manifest["inputs"]["public"]]
+        assert public == (["martes_trx.parquet"] if name == "trips-sube" else [])
+        text = (folder / "manifest.json").read_text()
+        assert "miercoles" not in text and "chicago_taxi" not in text
         assert len(pd.read_csv(folder / data)) > 0
         # only DP data files and the manifest: no report, no evaluation
         assert all(p.suffix in (".csv", ".json") for p in folder.iterdir())
