@@ -32,25 +32,30 @@ PRIVATE_PREFIX = "private-"
 EVALUATION_SUFFIX = "evaluation-private"
 
 
-def _has_release_child(folder: Path) -> bool:
+def _holds_only_releases(folder: Path, extra: str | None = None) -> bool:
+    """Whether every entry of ``folder`` (hidden ones aside) is a release directory, apart from
+    one file named ``extra``, and there is at least one release."""
     try:
-        return any((child / "manifest.json").is_file() for child in folder.iterdir())
+        entries = [e for e in folder.iterdir() if not e.name.startswith(".")]
     except OSError:
         return False
+    releases = [e for e in entries if e.is_dir() and (e / "manifest.json").is_file()]
+    rest = [e for e in entries if e not in releases]
+    return bool(releases) and all(e.name == extra and e.is_file() for e in rest)
 
 
 def is_publishable(folder: str | os.PathLike[str]) -> bool:
     """Whether ``folder`` is (part of) what a user publishes: a release directory (it holds a
-    ``manifest.json``), a ``transit-synth run`` output (``config.toml`` beside release
-    directories) or the demo's ``releases/`` folder."""
+    ``manifest.json``), a ``transit-synth run`` output (``config.toml`` and release directories,
+    nothing else) or the demo's ``releases/`` folder (release directories only)."""
     path = Path(folder)
     if not path.is_dir():
         return False
     if (path / "manifest.json").is_file():
         return True
-    return ((path / "config.toml").is_file() or path.name == "releases") and _has_release_child(
-        path
-    )
+    if (path / "config.toml").is_file():
+        return _holds_only_releases(path, "config.toml")
+    return path.name == "releases" and _holds_only_releases(path)
 
 
 def publishable_root(folder: str | os.PathLike[str]) -> Path | None:
