@@ -303,7 +303,7 @@ def release_trips(
             (stage / "schema.json").write_text(json.dumps(synthesizer.schema_.to_dict(), indent=2))
             (stage / "manifest.json").write_text(json.dumps(manifest, indent=2, default=str))
     if provenance is not None:
-        write_provenance(out, provenance_key or b"", provenance, command="trips")
+        write_provenance(out, provenance, command="trips")
     ledger = synthesizer.ledger_
     return (
         f"transit-synth trips: {len(trips)} synthetic trips of "

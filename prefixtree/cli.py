@@ -304,7 +304,7 @@ def release_sequences(
                 stage / "manifest.json", parameters=parameters, public_inputs=public_inputs
             )
     if provenance is not None:
-        write_provenance(out, provenance_key or b"", provenance, command="sequences")
+        write_provenance(out, provenance, command="sequences")
     n_seq = int(synth.tree_["ending"].sum())
     return (
         f"sequences: {n_seq} synthetic sequences ({n_rows} rows) from a tree of "

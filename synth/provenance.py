@@ -129,7 +129,6 @@ def private_inputs(key: bytes, inputs: Mapping[str, object]) -> list[dict[str, A
 
 def write_provenance(
     out: str | os.PathLike[str],
-    key: bytes,
     inputs: Sequence[dict[str, Any]],
     *,
     command: str,

@@ -415,7 +415,7 @@ def run_config(
             if not quiet:
                 progress.write(summaries[-1])
     if provenance is not None:
-        write_provenance(out, provenance_key or b"", provenance, command="run")
+        write_provenance(out, provenance, command="run")
     return summaries
 
 

@@ -213,7 +213,7 @@ def release_marginals(
         public = {} if taxonomy is None or not Path(taxonomy).exists() else {"taxonomy": taxonomy}
         written = release.save(out, format=format, public_inputs=public)
     if provenance is not None:
-        write_provenance(out, provenance_key or b"", provenance, command="marginals")
+        write_provenance(out, provenance, command="marginals")
     cells = sum(len(release.tables_[t]) for t in TABLES)
     return (
         f"marginals ({release.mode}): {cells} cells in {len(TABLES)} tables, epsilon "
