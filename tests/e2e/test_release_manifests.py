@@ -174,15 +174,19 @@ def test_run_config_outputs_are_identical_on_neighbouring_inputs(
             f'[sequences]\ninput = "taps.csv"\ntaxonomy = "{root / "tax.csv"}"\n'
             "[sequences.parameters]\nepsilon = 1.0\nheight = 3\n\n"
             f'[marginals]\ninput = "taps.csv"\ntaxonomy = "{root / "tax.csv"}"\n'
-            "[marginals.parameters]\nepsilon = 4.0\ndelta = 1e-6\nbin_minutes = 60\n"
+            "[marginals.parameters]\nepsilon = 4.0\ndelta = 1e-6\nbin_minutes = 60\n\n"
+            f'[trips]\nprivate = "trips.csv"\npublic = "{root / "public.csv"}"\n'
+            '[trips.parameters]\nid_column = "card"\nkey_columns = ["hour", "zone"]\n'
+            'category_column = "mode"\nn_archetypes = 2\nepsilon = 1.0\ndelta = 1e-5\n'
         )
         out = tmp_path / which
         assert main(["run", str(config), "--out", str(out), "--seed", "3", "--quiet"]) == 0
         outs.append(out)
     published = sorted(p.relative_to(outs[0]) for p in outs[0].rglob("*") if p.is_file())
     assert published == sorted(p.relative_to(outs[1]) for p in outs[1].rglob("*") if p.is_file())
+    assert {p.parts[0] for p in published} == {"config.toml", "sequences", "marginals", "trips"}
     for rel in published:
-        if rel.name in ("manifest.json", "config.toml"):
+        if rel.name in ("manifest.json", "config.toml", "schema.json"):
             assert (outs[0] / rel).read_bytes() == (outs[1] / rel).read_bytes(), rel
 
 
