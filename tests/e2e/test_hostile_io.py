@@ -253,3 +253,17 @@ def test_audit_flags_edited_epsilons(sbh_release, tmp_path, capsys) -> None:
     assert main(["audit", str(low), "--out", str(tmp_path / "a2"), "--quiet"]) == 0
     found = json.loads((tmp_path / "a2" / "audit.json").read_text())["findings"]
     assert any(f["severity"] == "high" and "threshold" in f["title"] for f in found)
+
+
+def test_na_like_station_ids_are_codes(tmp_path, capsys) -> None:
+    """Issue 18 (rule by p15-loaders): station ids NA, None, null are codes, not missing."""
+    stops = ["NA", "None", "null", "nan"]
+    taxonomy = "child,parent\n" + "".join(f"{s},line:1\n" for s in stops) + "line:1,root\n"
+    (tmp_path / "tax.csv").write_text(taxonomy)
+    (tmp_path / "taps.csv").write_text(_taps(stops, 80))
+    out = tmp_path / "out"
+    argv = ["sequences", str(tmp_path / "taps.csv"), "--taxonomy", str(tmp_path / "tax.csv")]
+    argv += ["--epsilon", "50", "--height", "2", "--out", str(out), "--seed", "1", "--quiet"]
+    assert main(argv) == 0, capsys.readouterr().err
+    released = pd.read_csv(out / "sequences.csv", dtype=str, keep_default_na=False)
+    assert set(released["location"]) <= set(stops) and len(released)
