@@ -19,7 +19,7 @@ from typing import Any
 
 from synth.errors import InputError
 
-__all__ = ["consistency_findings", "validate_manifest"]
+__all__ = ["consistency_findings", "consistency_summary", "validate_manifest"]
 
 _LAPLACE = ("discrete_laplace", "laplace", "discrete_laplace_threshold", "threshold_histogram")
 _GAUSSIAN = ("discrete_gaussian", "gaussian")
@@ -253,20 +253,19 @@ def _gaussian_findings(
 
 
 def consistency_findings(manifest: dict[str, Any]) -> list[dict[str, Any]]:
-    """Findings on whether each spend's (epsilon, delta, threshold) agree with its scale and
-    sensitivity; an ``info`` finding when all do."""
+    """Findings where a spend's (epsilon, delta, threshold) disagree with its scale and
+    sensitivity (none when all agree: :func:`consistency_summary` says how many were checked)."""
     spends = [s for s in manifest.get("spends") or [] if isinstance(s, dict)]
-    out = [f for spend in spends for f in _spend_findings(manifest, spend)]
+    return [f for spend in spends for f in _spend_findings(manifest, spend)]
+
+
+def consistency_summary(manifest: dict[str, Any], findings: list[dict[str, Any]]) -> dict[str, Any]:
+    """How many spends could be checked (they state a scale and a sensitivity) and disagreed."""
+    spends = [s for s in manifest.get("spends") or [] if isinstance(s, dict)]
     checked = sum(s.get("scale") is not None and s.get("sensitivity") is not None for s in spends)
-    if not out:
-        out.append(
-            _finding(
-                "info",
-                "Every spend's epsilon, delta and threshold agree with its noise",
-                f"{checked} of {len(spends)} spends state a scale and a sensitivity; for each, "
-                "the claimed budget is what the noise gives.",
-                "None needed.",
-                checked=checked,
-            )
-        )
-    return out
+    return {
+        "spends": len(spends),
+        "checked": checked,
+        "high": sum(f["severity"] == "high" for f in findings),
+        "medium": sum(f["severity"] == "medium" for f in findings),
+    }

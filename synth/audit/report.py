@@ -21,7 +21,7 @@ import pandas as pd
 
 from synth import __version__
 from synth.audit.differencing import difference_tables
-from synth.audit.manifest import consistency_findings
+from synth.audit.manifest import consistency_findings, consistency_summary
 from synth.audit.release import AuditedRelease, load_release
 from synth.audit.scale import Model, fit_scale, named_pairs, paired_counts, route_pairs
 from synth.audit.zeros import check_zeros
@@ -387,6 +387,7 @@ def audit_release(
             "scale": scale,
             "zeros": zeros,
             "differencing": diff,
+            "consistency": consistency_summary(release.manifest, f4),
         }
     )
     return add_findings(report, f1 + f2 + f3 + f4)
