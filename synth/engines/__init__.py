@@ -73,8 +73,8 @@ def check_memory_size(value: object) -> str:
     match = _SIZE.fullmatch(str(value)) if isinstance(value, str | int) else None
     if match is None or isinstance(value, bool) or float(match.group(1)) <= 0:
         raise ConfigError(
-            "--engine-memory-limit (engine_options memory_limit) must be a positive size such as "
-            f"2GB, 512MiB or 4g, got {value!r}"
+            "invalid engine options: --engine-memory-limit (memory_limit) must be a positive "
+            f"size such as 2GB, 512MiB or 4g, got {value!r}"
         )
     return str(value).strip()
 
