@@ -768,6 +768,8 @@ class ArchetypeSynthesizer:
         """The ledger's release manifest with this synthesizer's parameters."""
         params: dict[str, Any] = {
             "generator": "archetypes",
+            "id_column": self.id_column,
+            "order_column": self.order_column,
             "n_archetypes": self.n_archetypes,
             "key_columns": list(self.key_columns),
             "category_column": self.category_column,
