@@ -385,7 +385,8 @@ def _differencing_section(
                         f"{coarse} is the sum of {fine}: nothing to recover",
                         f"Every one of the {len(g)} counts of {what} equals the sum of the "
                         "released fine cells, so differencing reveals nothing about suppressed "
-                        "cells (the consistent release Culnane et al. 2017, section 4, ask for).",
+                        "cells (the consistent release that Culnane et al. 2017, section 4, "
+                        "recommend).",
                         "None needed.",
                         **{k: v for k, v in info.items() if k != "flagged_rows"},
                     )
@@ -490,6 +491,7 @@ body{font-family:system-ui,sans-serif;margin:2em auto;max-width:70em;color:#222}
 table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #bbb;padding:.3em .6em}
 th{background:#eee}.high{background:#f8d0d0}.medium{background:#fbe8c8}.low{background:#eef3d6}
 .info{background:#e4eef8}img{max-width:100%}code{background:#f4f4f4;padding:0 .2em}
+code span{white-space:nowrap}td:last-child{min-width:20em}
 """
 
 
@@ -570,8 +572,10 @@ def _findings_table(findings: list[dict[str, Any]]) -> str:
     rows = []
     for f in findings:
         remedy = e(str(f["remedy"]))
-        if f.get("command"):
-            remedy += f"<br><code>{e(str(f['command']))}</code>"
+        if f.get("command"):  # one unbreakable span per word: wraps between words only
+            words = shlex.split(str(f["command"]))
+            spans = " ".join(f"<span>{e(shlex.quote(w))}</span>" for w in words)
+            remedy += f"<br><code>{spans}</code>"
         cells = [e(str(f[k])) for k in ("severity", "check", "title", "detail")] + [remedy]
         tds = "".join(f"<td>{c}</td>" for c in cells)
         rows.append(f'<tr class="{e(str(f["severity"]))}">{tds}</tr>')
