@@ -84,7 +84,7 @@ h1{font-size:1.6em}h2{margin-top:1.6em;border-bottom:2px solid #ddd;padding-bott
 table{border-collapse:collapse;margin:.6em 0}
 td,th{border:1px solid #bbb;padding:.25em .6em;text-align:right;vertical-align:top}
 th{background:#eee}td:first-child,th:first-child{text-align:left}td.text,th.text{text-align:left}
-table.summary td,table.summary th{text-align:left}img{max-width:100%}
+table.summary td,table.summary th,table.params td{text-align:left}img{max-width:100%}
 details{margin:.5em 0;background:#f7f7f7;padding:.3em .8em;border-radius:4px}
 summary{cursor:pointer;font-weight:600}p.note{color:#444;font-size:.92em}
 p.glossary{font-size:.88em;color:#333;background:#f4f7fb;padding:.6em .8em;border-radius:4px}
@@ -273,10 +273,13 @@ def summary_section(entries: Sequence[ReleaseEntry]) -> str:
         if line is None and e.results is not None and e.key is not None:
             line = verdict(e.results, e.key)
         what = f"<b>{html.escape(e.title)}</b><br>{html.escape(release_description(e.manifest))}"
+        unit, privacy = _unit(e.manifest), privacy_in_words(e.manifest)
+        if e.manifest is None and e.name.startswith(NO_PRIVACY_PREFIX):
+            what = "<b>the original, truncated</b><br>for comparison: not a release"
+            unit, privacy = "-", "none (epsilon = infinity): the truncated ceiling, see below"
         rows.append(
             f"<tr><td><b>{html.escape(e.name)}</b></td><td>{what}</td>"
-            f"<td>{html.escape(_unit(e.manifest))}</td>"
-            f"<td>{html.escape(privacy_in_words(e.manifest))}</td>"
+            f"<td>{html.escape(unit)}</td><td>{html.escape(privacy)}</td>"
             f'<td class="verdict">{html.escape(line or "not evaluated")}</td></tr>'
         )
     head = "".join(
@@ -500,7 +503,7 @@ def manifest_section(name: str, manifest: Mapping[str, Any]) -> str:
         parts.append(f'<p class="note">Accounting: {html.escape(str(manifest["accounting"]))}.</p>')
     params = manifest.get("parameters") or {}
     if params:
-        parts.append(_table(["parameter", "value"], _parameter_rows(params)))
+        parts.append(_table(["parameter", "value"], _parameter_rows(params), cls="params"))
     parts.append("</details>")
     return "".join(parts)
 
@@ -596,7 +599,8 @@ def render_report(
     entries = [
         ReleaseEntry(
             name=name,
-            title=f"{results['kind']} release" if name in manifests else f"{results['kind']} table",
+            title=f"synthetic {results['kind']}"
+            + ("" if name in manifests else " (no manifest.json beside the table)"),
             manifest=manifests.get(name),
             results=results,
             key=name,

@@ -21,13 +21,15 @@ from synth.cli import add_quiet_option
 from synth.errors import ConfigError, InputError
 from synth.evaluate.suite import PAPER_KS, evaluate_sequences, evaluate_trips
 from synth.io import CSV_SUFFIXES, PARQUET_SUFFIXES, read_table, release_dir, table_format
-from synth.records import load_sequences
+from synth.records import load_sequences, truncate_sequences
 from synth.report import INTERNAL_NOTICE, REPORT_FILE, RESULTS_FILE, write_report
 from synth.taxonomy import Taxonomy
 
 #: What each generator of a manifest (``parameters.generator`` / ``.release``) releases.
 KINDS = {"prefixtree": "sequences", "archetypes": "trips"}
 DEFAULT_HEIGHT = 12
+#: Name of the non-private baseline: the original truncated to the workload's height.
+BASELINE = "eps=inf (truncated)"
 
 
 def register(subparsers: Any) -> None:
@@ -66,6 +68,13 @@ def register(subparsers: Any) -> None:
         default=None,
         help=f"h of the count-query workload (default: the release's height, else "
         f"{DEFAULT_HEIGHT})",
+    )
+    seq.add_argument(
+        "--no-baseline",
+        dest="baseline",
+        action="store_false",
+        help=f"leave out '{BASELINE}', the original cut to h locations without noise (the best "
+        "any release of height h can score)",
     )
     seq.add_argument(
         "--queries", type=int, default=40_000, help="queries per workload (default 40000)"
@@ -218,15 +227,17 @@ def _evaluate_sequences(
         stated = _from_manifests(manifests, "location_column")
         location = stated if stated and stated in _columns(args.original) else None
     original = load_sequences(args.original, location_column=location)
+    height = args.height or _from_manifests(manifests, "height") or DEFAULT_HEIGHT
+    if int(height) < 1:
+        raise ConfigError(f"--height must be at least 1, got {height}")
     synthetic = {n: load_sequences(t) for n, t in tables.items()}
+    if args.baseline:  # the truncated ceiling: what a release of this height could reach
+        synthetic = {BASELINE: truncate_sequences(original, int(height)), **synthetic}
     taxonomy = args.taxonomy
     if taxonomy is None:
         stated = _from_manifests(manifests, "taxonomy")
         taxonomy = stated if isinstance(stated, str) and Path(stated).exists() else None
     universe = Taxonomy.from_spec(taxonomy).leaves() if taxonomy else None
-    height = args.height or _from_manifests(manifests, "height") or DEFAULT_HEIGHT
-    if int(height) < 1:
-        raise ConfigError(f"--height must be at least 1, got {height}")
     ks = sorted({k for k in PAPER_KS if k <= args.top_k} | {args.top_k})
     return evaluate_sequences(
         original,

@@ -53,7 +53,8 @@ def test_evaluate_sequences_writes_json_and_report(
     assert next(iter(results)) == "notice" and results["notice"].startswith(
         "INTERNAL - NOT PRIVATE"
     )
-    assert set(results["releases"]) == {"release", "simple"}
+    assert set(results["releases"]) == {"eps=inf (truncated)", "release", "simple"}
+    assert results["releases"]["eps=inf (truncated)"]["patterns"][0]["tp"] == 20
     assert results["releases"]["release"]["patterns"][0]["k"] == 20
     parser = _Images()
     parser.feed((out / "private-report.html").read_text(encoding="utf-8"))
@@ -61,6 +62,12 @@ def test_evaluate_sequences_writes_json_and_report(
     assert all(s.startswith("data:image/png;base64,") for s in parser.srcs)
     printed = capsys.readouterr().out
     assert "release: relative error" in printed and "simple:" in printed
+    page = (out / "private-report.html").read_text(encoding="utf-8")
+    # a loose table has no manifest: no guarantee is claimed for it
+    assert "unknown: the release has no privacy manifest" in page
+    assert main([*argv, "--queries", "400", "--top-k", "20", "--no-baseline", "--quiet"]) == 0
+    results = json.loads((out / "private-evaluation.json").read_text())
+    assert set(results["releases"]) == {"release", "simple"}
 
 
 def test_query_universe_from_a_public_taxonomy(tmp_path: Path) -> None:
