@@ -564,12 +564,13 @@ def table_section(title: str, header: list[str], rows: list[list[Any]]) -> str:
 
 
 # --------------------------------------------------------------------------- pages
-def render_page(title: str, sections: Sequence[str], *, internal: bool = True) -> str:
-    """A self-contained HTML page; an internal one opens with :data:`INTERNAL_NOTICE`."""
-    notice = f'<h1 class="internal">{html.escape(INTERNAL_NOTICE)}</h1>' if internal else ""
+def render_page(title: str, sections: Sequence[str], *, notice: str | None = None) -> str:
+    """A self-contained HTML page; ``notice`` (for an internal page :data:`INTERNAL_NOTICE`) is its
+    first heading, above the title."""
+    banner = "" if notice is None else f'<h1 class="internal">{html.escape(notice)}</h1>'
     return (
         f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
-        f"<style>{_STYLE}</style></head><body>{notice}<h1>{html.escape(title)}</h1>"
+        f"<style>{_STYLE}</style></head><body>{banner}<h1>{html.escape(title)}</h1>"
         f'<p class="note">transit-synth {__version__}.</p>'
         + "\n".join(sections)
         + "</body></html>\n"
@@ -588,13 +589,17 @@ def render_demo(
     for heading, body in details:
         sections.append(f"<h2>{html.escape(heading)}</h2>")
         sections.extend(body)
-    return render_page(title, sections)
+    return render_page(title, sections, notice=INTERNAL_NOTICE)
 
 
 def render_report(
-    results: Mapping[str, Any], manifests: Mapping[str, Mapping[str, Any]] | None = None
+    results: Mapping[str, Any],
+    manifests: Mapping[str, Mapping[str, Any]] | None = None,
+    *,
+    notice: str = INTERNAL_NOTICE,
 ) -> str:
-    """HTML text of the report of ``evaluate_sequences`` / ``evaluate_trips`` results."""
+    """HTML text of the report of ``evaluate_sequences`` / ``evaluate_trips`` results (internal:
+    it compares with the original, so ``notice`` heads it)."""
     manifests = manifests or {}
     entries = [
         ReleaseEntry(
@@ -614,7 +619,7 @@ def render_report(
         *evaluation_sections(results),
         *(manifest_section(n, m) for n, m in manifests.items()),
     ]
-    return render_page(f"transit-synth evaluation ({kind})", sections)
+    return render_page(f"transit-synth evaluation ({kind})", sections, notice=notice)
 
 
 def write_html(text: str, path: str | os.PathLike[str]) -> Path:
@@ -630,6 +635,7 @@ def write_report(
     path: str | os.PathLike[str],
     *,
     manifests: Mapping[str, Mapping[str, Any]] | None = None,
+    notice: str = INTERNAL_NOTICE,
 ) -> Path:
-    """Write the report atomically to ``path``."""
-    return write_html(render_report(results, manifests), path)
+    """Write the report atomically to ``path`` (``notice``: its first heading)."""
+    return write_html(render_report(results, manifests, notice=notice), path)

@@ -109,7 +109,8 @@ def test_report_opens_with_notice_and_summary(
     rows = {r[0]: r for r in page.rows if r}
     assert sorted(rows) == sorted(RELEASES)
     for name in RELEASES:
-        manifest = json.loads((out / name / "manifest.json").read_text())
+        [path] = list(out.rglob(f"{name}/manifest.json"))  # wherever the layout puts it
+        manifest = json.loads(path.read_text())
         _, what, unit, privacy, verdict = rows[name]
         assert unit.startswith(f"{manifest['privacy_unit']}: add or remove one")
         assert privacy.startswith(f"epsilon = {manifest['cap']['epsilon']:g}")
