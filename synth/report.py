@@ -160,7 +160,7 @@ def _share(x: float) -> str:
 def _cap(manifest: Mapping[str, Any]) -> tuple[float, float, float]:
     """(epsilon, delta) guaranteed (the cap) and the epsilon actually spent."""
     spent = manifest.get("spent") or {}
-    cap = manifest.get("cap") or spent
+    cap = manifest.get("guarantee") or manifest.get("cap") or spent
     return (
         float(cap.get("epsilon", math.nan)),
         float(cap.get("delta", 0.0)),
@@ -176,7 +176,7 @@ def privacy_in_words(manifest: Mapping[str, Any] | None) -> str:
     factor = math.exp(eps)
     text = f"epsilon = {eps:g}"
     if spent < eps * (1 - 1e-9):
-        text += f" (the cap; {spent:.3g} of it spent)"
+        text += f" (the budget asked, which is the guarantee; {spent:.3g} spent)"
     shown = f"{factor:.2f}" if factor < 10 else f"{factor:,.0f}"
     text += f": one unit changes the chance of any output by at most a factor of {shown}; "
     if delta == 0:

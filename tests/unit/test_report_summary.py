@@ -164,7 +164,7 @@ def test_privacy_in_words_states_the_cap_and_what_was_spent() -> None:
         "spent": {"epsilon": 0.375, "delta": 1e-5},
     }
     words = privacy_in_words(manifest)
-    assert words.startswith("epsilon = 1 (the cap; 0.375 of it spent)")
+    assert words.startswith("epsilon = 1 (the budget asked, which is the guarantee; 0.375 spent)")
     assert "factor of 2.72" in words and "1-in-100,000" in words
 
 
