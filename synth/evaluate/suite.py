@@ -1,6 +1,6 @@
 """The whole evaluation of one original table against one or more synthetic releases.
 
-:func:`evaluate_sequences` runs the KDD 2012 utility measures (paper 004, sections 3.3 and 5.1):
+:func:`evaluate_sequences` runs the utility measures of Chen et al. 2012 (sections 3.3, 5.1):
 count queries on the uniform and popularity workloads, and TP / FP / FD of the top-k sequential
 patterns for several k (Table 3). :func:`evaluate_trips` runs the marginal measures of trip tables.
 Both return plain JSON-ready dictionaries that :mod:`synth.report` renders; several releases are
