@@ -361,18 +361,38 @@ def _sequence_sections(results: Mapping[str, Any]) -> list[str]:
 
 
 # --------------------------------------------------------------------------- trips
-def _trip_panels(results: Mapping[str, Any]) -> Figure | None:
+def _panels(results: Mapping[str, Any]) -> tuple[list[str], list[str]]:
+    """The trip panels worth a plot, and a sentence for each one that would be a single point."""
+    first = next(iter(results["releases"].values()))
+    label = (results["parameters"].get("time_axis") or {}).get("label", "time")
+    panels, notes = ["one_way"], []
+    sizes = {
+        "time_of_day": len(first["time_of_day"]["values"]) if "time_of_day" in first else 0,
+        "trips_per_individual": len(first["trips_per_individual"]["values"])
+        if "trips_per_individual" in first
+        else 0,
+        "od": len(first.get("od") or []),
+    }
+    what = {
+        "time_of_day": f"Trips by {label}: every trip has the same value, nothing to plot.",
+        "trips_per_individual": "Trips per individual: every individual has the same number of "
+        "trips in both tables, nothing to plot.",
+        "od": f"Origin-destination matrix: a single {label} value, so one figure: TV distance "
+        f"{(first.get('od') or [{'tv': 0.0}])[0]['tv']:.3f}.",
+    }
+    for panel, size in sizes.items():
+        if size > 1:
+            panels.append(panel)
+        elif size == 1:
+            notes.append(what[panel])
+    return panels, notes
+
+
+def _trip_panels(results: Mapping[str, Any], panels: Sequence[str]) -> Figure:
     releases: Mapping[str, Any] = results["releases"]
+    first = releases[next(iter(releases))]
     names = list(releases)
-    first = releases[names[0]]
     axis = results["parameters"].get("time_axis") or {}
-    panels = ["one_way"]
-    if "time_of_day" in first and len(first["time_of_day"]["values"]) > 1:
-        panels.append("time_of_day")
-    if "trips_per_individual" in first and len(first["trips_per_individual"]["values"]) > 1:
-        panels.append("trips_per_individual")
-    if first.get("od") and len(first["od"]) > 1:
-        panels.append("od")
     fig, axes = _figure("Trip distributions", len(panels))
     for ax, panel in zip(axes, panels, strict=True):
         if panel == "one_way":
@@ -434,10 +454,9 @@ def _trip_sections(results: Mapping[str, Any]) -> list[str]:
         f"{html.escape(', '.join(results['parameters']['columns']))}.</p>",
         _table(header, rows),
     ]
-    fig = _trip_panels(results)
-    if fig is not None:
-        out.append(_png(fig))
-    skipped = results.get("skipped") or []
+    panels, notes = _panels(results)
+    out.append(_png(_trip_panels(results, panels)))
+    skipped = [*(results.get("skipped") or []), *notes]
     if skipped:
         out.append(
             '<ul class="note">'

@@ -22,7 +22,7 @@ from synth.errors import ConfigError, InputError
 from synth.evaluate.suite import PAPER_KS, evaluate_sequences, evaluate_trips
 from synth.io import CSV_SUFFIXES, PARQUET_SUFFIXES, read_table, release_dir, table_format
 from synth.records import load_sequences, truncate_sequences
-from synth.report import INTERNAL_NOTICE, REPORT_FILE, RESULTS_FILE, write_report
+from synth.report import INTERNAL_NOTICE, REPORT_FILE, RESULTS_FILE, verdict, write_report
 from synth.taxonomy import Taxonomy
 
 #: What each generator of a manifest (``parameters.generator`` / ``.release``) releases.
@@ -199,24 +199,8 @@ def _columns(path: str) -> set[str]:
 
 
 def _summary(results: dict[str, Any]) -> list[str]:
-    lines = []
-    for name, rel in results["releases"].items():
-        if results["kind"] == "sequences":
-            cq = rel["count_queries"]
-            errs = ", ".join(
-                f"{w} " + "/".join(f"{s['mean_relative_error']:.3f}" for s in r["by_subset"])
-                for w, r in cq.items()
-            )
-            tps = ", ".join(f"k={p['k']}: {p['tp']}" for p in rel["patterns"])
-            lines.append(f"{name}: relative error by max|Q| subset: {errs}; TP {tps}")
-        else:
-            m = rel["marginals"]
-            two_way = "-" if m["mean_two_way"] is None else f"{m['mean_two_way']:.4f}"
-            lines.append(
-                f"{name}: k-marginal score {rel['k_marginal']['score']:.1f}, mean TV 1-way "
-                f"{m['mean_one_way']:.4f}, 2-way {two_way}"
-            )
-    return lines
+    """One verdict line per release (the baseline, when shown, is what privacy costs)."""
+    return [f"{name}: {verdict(results, name)}" for name in results["releases"] if name != BASELINE]
 
 
 def _evaluate_sequences(

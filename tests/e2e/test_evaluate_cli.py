@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -61,7 +62,10 @@ def test_evaluate_sequences_writes_json_and_report(
     assert len(parser.srcs) == 1  # error per subset (both workloads) and TP vs k: one row
     assert all(s.startswith("data:image/png;base64,") for s in parser.srcs)
     printed = capsys.readouterr().out
-    assert "release: relative error" in printed and "simple:" in printed
+    assert re.search(
+        r"^release: top-20 travel patterns: \d+ found, 20 possible without", printed, re.M
+    )
+    assert "simple: top-20" in printed and "eps=inf" not in printed
     page = (out / "private-report.html").read_text(encoding="utf-8")
     # a loose table has no manifest: no guarantee is claimed for it
     assert "unknown: the release has no privacy manifest" in page

@@ -202,3 +202,27 @@ def test_trip_report_says_in_words_what_does_not_apply() -> None:
     assert re.search(r"k-marginal score 1000 of 1000", page.row("archetypes")["verdict"])
     assert page.images == 1  # one row of panels: distance per column and trips by shift
     assert_clean(page)
+
+
+def test_a_single_value_is_said_not_plotted() -> None:
+    """One shift value only: no one-point time plot, a sentence instead."""
+    frame = pd.DataFrame(
+        {
+            "card": [f"c{i // 2}" for i in range(200)],
+            "shift": 7,
+            "zone": [f"z{i % 5}" for i in range(200)],
+        }
+    )
+    results = evaluate_trips(
+        frame,
+        {"release": frame},
+        id_column="card",
+        time_column="shift",
+        origin="zone",
+        destination=None,
+    )
+    assert len(results["releases"]["release"]["time_of_day"]["values"]) == 1
+    page = Page(render_report(results))
+    assert "Trips by shift: every trip has the same value, nothing to plot." in page.visible
+    assert "Trips per individual: every individual has the same number of trips" in page.visible
+    assert_clean(page)
