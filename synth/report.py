@@ -178,7 +178,9 @@ def privacy_in_words(manifest: Mapping[str, Any] | None) -> str:
     if spent < eps * (1 - 1e-9):
         text += f" (the budget asked, which is the guarantee; {spent:.3g} spent)"
     shown = f"{factor:.2f}" if factor < 10 else f"{factor:,.0f}"
-    text += f": one unit changes the chance of any output by at most a factor of {shown}; "
+    unit = str(manifest.get("privacy_unit") or "unit")
+    text += f": adding or removing one {unit} changes the chance of any output by at most a "
+    text += f"factor of {shown}; "
     if delta == 0:
         text += "delta = 0 (pure differential privacy)"
     else:
@@ -191,6 +193,9 @@ def _unit(manifest: Mapping[str, Any] | None) -> str:
         return "unknown"
     unit = str(manifest.get("privacy_unit") or "unknown")
     neighbouring = manifest.get("neighbouring")
+    height = (manifest.get("parameters") or {}).get("height")
+    if neighbouring and height is not None:  # the prefix tree's "first h locations"
+        neighbouring = str(neighbouring).replace(" first h ", f" first {height} ")
     return f"{unit}: {neighbouring}" if neighbouring else unit
 
 
@@ -548,6 +553,8 @@ def reference_section(tables: Mapping[str, Any], beta: float = 0.05) -> str:
                     r.tvd,
                     r.error_bound,
                     f"{int(r.outside_bound):,} ({share:.1%})",
+                    getattr(r, "release_total", None),
+                    getattr(r, "microdata_total", None),
                 ]
             )
         missing = sorted(set(frame["table"]) - set(compared["table"]))
@@ -561,7 +568,8 @@ def reference_section(tables: Mapping[str, Any], beta: float = 0.05) -> str:
         f"cell by cell; a cell of the release is within its error bound of the truth with "
         f"probability {1 - beta:.0%} (Asghar et al. 2018, Theorem 6), so more than about "
         f"{beta:.0%} of cells outside it means the synthetic data disagree with the private "
-        "data.</p>"
+        "data. The release suppresses cells below its threshold, so its totals can be far below "
+        "the data's, and distances (TV) are large even where the cells agree.</p>"
         + _table(
             [
                 "compared",
@@ -570,6 +578,8 @@ def reference_section(tables: Mapping[str, Any], beta: float = 0.05) -> str:
                 "TV distance",
                 "error bound (count)",
                 "cells outside it",
+                "total in the release",
+                "total in the data compared",
             ],
             rows,
         )

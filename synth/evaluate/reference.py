@@ -88,7 +88,9 @@ def against_reference(
     summed (the public domain size, or the locations seen in either table when it is not public).
 
     Returns one row per table: ``table, compared, cells, tvd, error_bound, outside_bound,
-    outside_fraction, max_abs_error`` (``error_bound`` is the largest per-cell bound used).
+    outside_fraction, max_abs_error, release_total, microdata_total`` (``error_bound`` is the
+    largest per-cell bound used; the totals are the sums of the compared cells: a release that
+    suppresses small cells holds less than the data).
     """
     tables, params, tax = _load(release, taxonomy)
     truth = marginal_tables(
@@ -141,6 +143,8 @@ def against_reference(
                 "outside_bound": outside,
                 "outside_fraction": outside / len(merged) if len(merged) else 0.0,
                 "max_abs_error": float(diff.max()) if diff.size else 0.0,
+                "release_total": float(merged["count_release"].sum()),
+                "microdata_total": float(merged["count_synthetic"].sum()),
             }
         )
     return pd.DataFrame(rows)

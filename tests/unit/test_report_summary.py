@@ -131,6 +131,7 @@ def test_summary_states_unit_epsilon_delta_and_a_verdict(
     page, manifest = sequences_report
     row = page.row("hybrid")
     assert row["unit"].startswith(f"{manifest['privacy_unit']}: add or remove one")
+    assert "first 4 locations" in row["unit"]  # the height, not the letter h
     assert row["privacy"].startswith(f"epsilon = {manifest['cap']['epsilon']:g}")
     assert "delta = 0 (pure differential privacy)" in row["privacy"]
     assert "Chen et al. 2012" in row["what"] and "height 4" in row["what"]
