@@ -35,6 +35,7 @@ __all__ = [
     "RESULTS_FILE",
     "ReleaseEntry",
     "evaluation_sections",
+    "glossary",
     "manifest_section",
     "privacy_in_words",
     "reference_section",
@@ -61,21 +62,52 @@ RESULTS_FILE = "private-evaluation.json"
 #: Name the demo gives the non-private baseline of a prefix-tree release.
 NO_PRIVACY_PREFIX = "eps=inf"
 
-GLOSSARY = (
-    "<b>Truncated ceiling</b> (the line <i>eps=inf (truncated)</i>): the original cut to the "
-    "first h locations of each sequence with no noise, i.e. epsilon = infinity; the best any "
-    "release of height h can score, so the gap to it is the price of privacy. "
-    "<b>TP</b> (true positives): of the k most frequent travel patterns of the original, how "
-    "many are also among the k most frequent of the release. <b>FD</b> (false drops): those "
-    "missing (k - TP). <b>Count query</b>: how many passengers' sequences contain a given "
-    "sequence of locations; the error is relative to the true count. "
-    "<b>k-marginal score</b>: 1000 x (1 - average total-variation distance) over random "
-    "2-column distributions (NIST temporal map challenge); 1000 means identical distributions. "
-    "<b>TV distance</b> (total variation): half the summed absolute difference of two "
-    "distributions; 0 = identical, 1 = disjoint. <b>Epsilon, delta</b>: adding or removing one "
-    "privacy unit changes the probability of any output by at most a factor e<sup>epsilon</sup>, "
-    "except with probability delta."
-)
+#: The glossary line's terms: (kinds of evaluation they belong to, HTML text).
+GLOSSARY: dict[str, tuple[frozenset[str], str]] = {
+    "Truncated ceiling": (
+        frozenset({"sequences"}),
+        "(the line <i>eps=inf (truncated)</i>): the original cut to the first h locations of "
+        "each sequence with no noise, i.e. epsilon = infinity; the best any release of height h "
+        "can score, so the gap to it is the price of privacy.",
+    ),
+    "TP": (
+        frozenset({"sequences"}),
+        "(true positives): of the k most frequent travel patterns of the original, how many are "
+        "also among the k most frequent of the release.",
+    ),
+    "FD": (frozenset({"sequences"}), "(false drops): those missing (k - TP)."),
+    "Count query": (
+        frozenset({"sequences"}),
+        ": how many passengers' sequences contain a given set of locations; the error is "
+        "relative to the true count.",
+    ),
+    "k-marginal score": (
+        frozenset({"trips"}),
+        ": 1000 x (1 - average TV distance) over random 2-column distributions (NIST temporal "
+        "map challenge); 1000 means identical distributions.",
+    ),
+    "TV distance": (
+        frozenset({"trips", "marginals"}),
+        "(total variation): half the summed absolute difference of two distributions; "
+        "0 = identical, 1 = disjoint.",
+    ),
+    "Epsilon, delta": (
+        frozenset({"sequences", "trips", "marginals"}),
+        ": adding or removing one privacy unit changes the probability of any output by at most "
+        "a factor e<sup>epsilon</sup>, except with probability delta.",
+    ),
+}
+
+
+def glossary(kinds: set[str]) -> str:
+    """The glossary line: the terms of the evaluations of ``kinds`` (sequences, trips,
+    marginals)."""
+    return " ".join(
+        f"<b>{term}</b> {text}".replace("</b> :", "</b>:")
+        for term, (used, text) in GLOSSARY.items()
+        if used & kinds
+    )
+
 
 _STYLE = """
 body{font-family:system-ui,sans-serif;margin:1.5em auto;max-width:84em;color:#222;line-height:1.35}
@@ -273,6 +305,7 @@ def reference_verdict(table: Any, beta: float = 0.05) -> str:
 def summary_section(entries: Sequence[ReleaseEntry]) -> str:
     """The opening table: per release, what it is, unit, epsilon/delta in words, verdict."""
     rows = []
+    kinds = {str(e.results["kind"]) if e.results else "marginals" for e in entries}
     for e in entries:
         line = e.verdict
         if line is None and e.results is not None and e.key is not None:
@@ -294,7 +327,7 @@ def summary_section(entries: Sequence[ReleaseEntry]) -> str:
     return (
         "<h2>Summary</h2>"
         f'<table class="summary"><tr>{head}</tr>{"".join(rows)}</table>'
-        f'<p class="glossary">{GLOSSARY}</p>'
+        f'<p class="glossary">{glossary(kinds)}</p>'
     )
 
 

@@ -129,6 +129,13 @@ def test_report_opens_with_notice_and_summary(
     assert not re.search(r"\bnan\b", text, re.IGNORECASE)
     assert '{"' not in text and not re.search(r"paper 00\d", text)
     assert "need '" not in text and "Trips per individual: not applicable" in text
+    for term in (
+        "Truncated ceiling",
+        "TP (true positives)",
+        "FD (false drops)",
+        "k-marginal score",
+    ):
+        assert term in text  # the glossary line
     assert page.images == 4  # one row of panels per evaluated release
 
 

@@ -153,8 +153,9 @@ def test_manifest_once_collapsed_as_a_table_and_glossary(
     assert [d for d in page.details if d.startswith("Privacy manifest of")] == [
         f"Privacy manifest of hybrid: {len(manifest['spends'])} noisy step(s), epsilon 1, delta 0"
     ]
-    for term in ("Truncated ceiling", "TP", "FD", "k-marginal score", "eps=inf (truncated)"):
+    for term in ("Truncated ceiling", "TP", "FD", "Count query", "eps=inf (truncated)"):
         assert term in page.visible
+    assert "k-marginal score" not in page.visible  # the glossary has this page's terms only
     assert "discrete_laplace" in page.visible  # the spends' mechanisms, as table cells
     assert_clean(page)
 
@@ -202,6 +203,7 @@ def test_trip_report_says_in_words_what_does_not_apply() -> None:
     assert "Origin-destination matrices: not measured: the trips record no destination" in text
     assert re.search(r"k-marginal score 1000 of 1000", page.row("archetypes")["verdict"])
     assert page.images == 1  # one row of panels: distance per column and trips by shift
+    assert "1000 x (1 - average TV distance)" in text and "Truncated ceiling" not in text
     assert_clean(page)
 
 
