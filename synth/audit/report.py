@@ -86,6 +86,8 @@ def marginals_command(release: AuditedRelease, kind: str) -> str:
     argv = ["transit-synth", "marginals", "INPUT", f"--{kind}"]
     argv += ["--epsilon", _number(p.get("epsilon_per_partition"), "EPSILON") if opal else "EPSILON"]
     argv += ["--delta", _number(p.get("delta_per_partition"), "DELTA") if opal else "DELTA"]
+    if opal and p.get("location_column"):
+        argv += ["--location-column", str(p["location_column"])]
     if opal and p.get("bin_minutes"):
         argv += ["--bin", str(int(p["bin_minutes"]))]
     if opal and p.get("taxonomy"):
