@@ -206,14 +206,15 @@ def _summary(results: dict[str, Any]) -> list[str]:
 def _evaluate_sequences(
     args: argparse.Namespace, tables: dict[str, Path], manifests: Sequence[dict[str, Any] | None]
 ) -> dict[str, Any]:
+    height = args.height if args.height is not None else _from_manifests(manifests, "height")
+    height = DEFAULT_HEIGHT if height is None else height
+    if int(height) < 1:
+        raise ConfigError(f"--height must be at least 1, got {height}")
     location = args.location_column
     if location is None:
         stated = _from_manifests(manifests, "location_column")
         location = stated if stated and stated in _columns(args.original) else None
     original = load_sequences(args.original, location_column=location)
-    height = args.height or _from_manifests(manifests, "height") or DEFAULT_HEIGHT
-    if int(height) < 1:
-        raise ConfigError(f"--height must be at least 1, got {height}")
     synthetic = {n: load_sequences(t) for n, t in tables.items()}
     if args.baseline:  # the truncated ceiling: what a release of this height could reach
         synthetic = {BASELINE: truncate_sequences(original, int(height)), **synthetic}

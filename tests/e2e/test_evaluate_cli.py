@@ -147,6 +147,7 @@ def test_kind_height_and_taxonomy_come_from_the_manifest(tmp_path: Path) -> None
     assert results["parameters"]["universe_size"] == len(metro.leaves())
     assert main([*argv, "--height", "5", "--queries", "200", "--top-k", "20", "--quiet"]) == 0
     assert json.loads((out / "private-evaluation.json").read_text())["parameters"]["height"] == 5
+    assert main([*argv, "--height", "0", "--quiet"]) == 2
 
 
 def _trip_table(n: int, seed: int) -> pd.DataFrame:
