@@ -22,8 +22,13 @@ publishing all of them would cost the sum: the demo compares them, an agency wou
   and marginal distances.
 * **Reference check**: the synthetic SUBE sequences and trips against the SBH release.
 
-Everything goes to one release directory, written atomically, with the internal report
-``private-report.html`` (it compares with the original data: not for publication).
+Layout of ``--out DIR`` (written atomically as a whole):
+
+* ``DIR/releases/<name>/``: the releases, what may be published: each holds its DP data files and
+  ``manifest.json``, nothing else;
+* ``DIR/evaluation-private/``: ``private-report.html`` and ``private-evaluation.json``, the
+  comparisons with the original data. They contain exact statistics of the private data: NOT
+  private, for the data holder only, never to be published (each says so at its top).
 """
 
 from __future__ import annotations
@@ -68,6 +73,10 @@ TRIPS_EPSILON = 1.0
 SUBE_DELTA = 1e-5
 TAXI_DELTA = 2.5e-5
 SUBE_DAY = "2019-11-28"
+DEFAULT_OUT = "transit-synth-demo"
+#: the publishable releases, and the internal evaluation, under --out
+RELEASES_DIR = "releases"
+EVALUATION_DIR = "evaluation-private"
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -78,7 +87,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--out", default="demo-release", help="release directory (demo-release)")
+    parser.add_argument(
+        "--out",
+        default=DEFAULT_OUT,
+        help=f"output folder: releases/ (publishable) and {EVALUATION_DIR}/ (internal, NOT "
+        f"private) (default {DEFAULT_OUT})",
+    )
     add_seed_option(parser)
     add_quiet_option(parser)
     parser.set_defaults(func=run)
@@ -119,7 +133,7 @@ class _TripRun:
     delta: float
     params: dict[str, Any]
     evaluate: dict[str, Any]
-    inputs: list[Path]
+    public_inputs: dict[str, Path]
 
 
 def _seed(base: int | None, offset: int) -> int | None:
@@ -145,7 +159,6 @@ def _prefix_tree(
     height: int,
     seed: int | None,
     step: _Steps,
-    inputs: list[Path],
     location: str,
     params: dict[str, Any],
 ) -> dict[str, Any]:
@@ -166,7 +179,7 @@ def _prefix_tree(
     folder.mkdir()
     write_table(synthetic, folder / "sequences.csv")
     manifest = synthesizer.ledger_.to_dict(
-        parameters={**synthesizer.parameters(), "location_column": location}, inputs=inputs
+        parameters={**synthesizer.parameters(), "location_column": location}
     )
     (folder / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True))
     releases = {
@@ -204,7 +217,6 @@ def _sequences(stage: Path, taps: Any, seed: int | None, step: _Steps) -> dict[s
             height=SEQUENCE_HEIGHT,
             seed=_seed(seed, 0),
             step=step,
-            inputs=[datasets.path("sube_wednesday")],
             location="id_linea",
             params=SUBE_SEQUENCE_PARAMS,
         ),
@@ -216,7 +228,6 @@ def _sequences(stage: Path, taps: Any, seed: int | None, step: _Steps) -> dict[s
             height=SIMULATED_HEIGHT,
             seed=_seed(seed, 1),
             step=step,
-            inputs=[],
             location="station (simulated)",
             params=MONTREAL_SEQUENCE_PARAMS,
         ),
@@ -226,7 +237,6 @@ def _sequences(stage: Path, taps: Any, seed: int | None, step: _Steps) -> dict[s
 def _marginals(stage: Path, taps: Any, seed: int | None, step: _Steps) -> tuple[Any, Any]:
     """The Opal-style SBH release of the SUBE Wednesday taps (the reference output), and the taps
     it was made from (to measure the release's own error against them)."""
-    from synth import datasets
     from synth.records import load_taps
     from synth.sbh import OpalRelease
 
@@ -244,7 +254,7 @@ def _marginals(stage: Path, taps: Any, seed: int | None, step: _Steps) -> tuple[
         max_contributions=OPAL_CONTRIBUTIONS,
         random_state=_seed(seed, 10),
     ).fit(taps)
-    release.save(stage / "marginals", inputs=[datasets.path("sube_wednesday")])
+    release.save(stage / "marginals")
     step("marginals: SBH release (consistent mode) written")
     return release, taps
 
@@ -294,7 +304,7 @@ def _trips(stage: Path, seed: int | None, step: _Steps) -> dict[str, Any]:
                 destination=None,
                 exclude=("lat", "lon"),
             ),
-            inputs=[datasets.path("sube_wednesday"), datasets.path("sube_tuesday")],
+            public_inputs={"public": datasets.path("sube_tuesday")},
         ),
         "trips-taxi": _TripRun(
             private=taxi_private,
@@ -321,7 +331,7 @@ def _trips(stage: Path, seed: int | None, step: _Steps) -> dict[str, Any]:
                 origin="pickup_community_area",
                 destination="dropoff_community_area",
             ),
-            inputs=[datasets.path("chicago_taxi")],
+            public_inputs={},  # one file holds the public and the private years
         ),
     }
     out: dict[str, Any] = {}
@@ -340,7 +350,7 @@ def _trips(stage: Path, seed: int | None, step: _Steps) -> dict[str, Any]:
             folder = stage / name
             folder.mkdir()
             write_table(synthetic, folder / "trips.csv")
-            manifest = synthesizer.manifest(inputs=cfg.inputs)
+            manifest = synthesizer.manifest(public_inputs=cfg.public_inputs)
             (folder / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True))
             part("evaluate")
             results = evaluate_trips(cfg.private, {"archetypes": synthetic}, **cfg.evaluate)
@@ -405,8 +415,8 @@ def _report(
     )
     intro = (
         "<p>Each release below is differentially private on its own, and each is a separate use "
-        "of the same private data: an agency would publish one of them (publishing several "
-        "costs the sum of their epsilons and deltas).</p>"
+        "of the same private data: an agency would publish one of them from <code>releases/</code> "
+        "(publishing several costs the sum of their epsilons and deltas).</p>"
     )
     return render_demo(entries, details, intro=intro)
 
@@ -427,14 +437,18 @@ def _run(args: argparse.Namespace, step: _Steps) -> None:
     import pandas as pd
 
     from synth.evaluate import against_reference
+    from synth.internal import INTERNAL_NOTICE
     from synth.io import release_dir
-    from synth.report import INTERNAL_NOTICE, REPORT_FILE, RESULTS_FILE, write_html
+    from synth.report import REPORT_FILE, RESULTS_FILE, write_html
 
     with release_dir(args.out) as stage:
+        releases, internal = stage / RELEASES_DIR, stage / EVALUATION_DIR
+        releases.mkdir()
+        internal.mkdir()
         taps = _wednesday_taps(step)
-        sequences = _sequences(stage, taps, args.seed, step)
-        opal, opal_taps = _marginals(stage, taps, args.seed, step)
-        trips = _trips(stage, args.seed, step)
+        sequences = _sequences(releases, taps, args.seed, step)
+        opal, opal_taps = _marginals(releases, taps, args.seed, step)
+        trips = _trips(releases, args.seed, step)
         synthetic_trips = trips["trips-sube"]["synthetic"]
         sube_trips = pd.DataFrame(  # the synthetic boardings as taps, to match the SBH tables
             {
@@ -458,20 +472,20 @@ def _run(args: argparse.Namespace, step: _Steps) -> None:
             "trips": {name: t["results"] for name, t in trips.items()},
             "reference": {k: v.to_dict(orient="records") for k, v in reference.items()},
         }
-        (stage / RESULTS_FILE).write_text(
-            json.dumps(summary, indent=2, sort_keys=False, default=str)
-        )
+        (internal / RESULTS_FILE).write_text(json.dumps(summary, indent=2, default=str))
         opal_manifest = opal.ledger_.to_dict(parameters=opal.parameters())
-        write_html(_report(sequences, trips, opal_manifest, reference), stage / REPORT_FILE)
+        write_html(_report(sequences, trips, opal_manifest, reference), internal / REPORT_FILE)
     step.close()
     _summary(Path(args.out), sequences, trips, args.quiet)
 
 
 def _summary(out: Path, sequences: dict[str, Any], trips: dict[str, Any], quiet: bool) -> None:
     """Where everything went, and the headline figures."""
-    from synth.report import REPORT_FILE
-
-    print(f"release written to {out}/ (internal report, do not publish: {out / REPORT_FILE})")
+    print(f"releases written to {out / RELEASES_DIR}/ (publishable: data and manifest.json only)")
+    print(
+        f"internal evaluation (NOT private, do not publish): "
+        f"{out / EVALUATION_DIR / 'private-report.html'}"
+    )
     if quiet:
         return
     for data, q in sequences.items():

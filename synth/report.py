@@ -26,6 +26,7 @@ from typing import Any
 from matplotlib.figure import Figure
 
 from synth import __version__
+from synth.internal import INTERNAL_NOTICE, PRIVATE_PREFIX
 from synth.io import atomic_path
 
 __all__ = [
@@ -51,14 +52,10 @@ __all__ = [
     "write_report",
 ]
 
-#: First heading (and first JSON key) of every internal, non-private file.
-INTERNAL_NOTICE = (
-    "INTERNAL - NOT PRIVATE: contains exact statistics of the original data; for the data holder "
-    "only; do not publish."
-)
-#: File names of the internal report and results (agreed names: ``private-`` prefix).
-REPORT_FILE = "private-report.html"
-RESULTS_FILE = "private-evaluation.json"
+#: File names of the internal report and results (``private-`` prefix; their first heading / first
+#: JSON key is :data:`synth.internal.INTERNAL_NOTICE`).
+REPORT_FILE = f"{PRIVATE_PREFIX}report.html"
+RESULTS_FILE = f"{PRIVATE_PREFIX}evaluation.json"
 #: Name the demo gives the non-private baseline of a prefix-tree release.
 NO_PRIVACY_PREFIX = "eps=inf"
 

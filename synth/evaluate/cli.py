@@ -4,7 +4,10 @@ Compares one or more synthetic releases (files, or release directories holding `
 ``trips.*`` and ``manifest.json``) with the original. What a release is (sequences or trips), the
 height of its prefix tree, its location, id and time columns are read from its manifest; flags
 override them. Writes ``private-evaluation.json`` and ``private-report.html`` into DIR atomically
-and prints a summary. Both files hold exact statistics of the original: internal, never publish.
+and prints a summary. Both hold exact statistics of the original (NOT private, for the data holder
+only, and say so at their top), so DIR is never a release directory: by default
+``<release>-evaluation-private/`` beside the first release
+(:func:`synth.internal.default_evaluation_dir`); an ``--out`` inside a release is refused.
 """
 
 from __future__ import annotations
@@ -20,9 +23,10 @@ import pandas as pd
 from synth.cli import add_quiet_option
 from synth.errors import ConfigError, InputError
 from synth.evaluate.suite import PAPER_KS, evaluate_sequences, evaluate_trips
+from synth.internal import INTERNAL_NOTICE, check_outside_releases, default_evaluation_dir
 from synth.io import CSV_SUFFIXES, PARQUET_SUFFIXES, read_table, release_dir, table_format
 from synth.records import load_sequences, truncate_sequences
-from synth.report import INTERNAL_NOTICE, REPORT_FILE, RESULTS_FILE, verdict, write_report
+from synth.report import REPORT_FILE, RESULTS_FILE, verdict, write_report
 from synth.taxonomy import Taxonomy
 
 #: What each generator of a manifest (``parameters.generator`` / ``.release``) releases.
@@ -54,7 +58,12 @@ def register(subparsers: Any) -> None:
         help="long-format sequences (count queries, patterns) or trip tables (marginals) "
         "(default: from the release's manifest, else the table's name, else sequences)",
     )
-    p.add_argument("--out", metavar="DIR", help="output directory (default: the first release's)")
+    p.add_argument(
+        "--out",
+        metavar="DIR",
+        help="output directory for the internal (NOT private) evaluation; never a release "
+        "directory (default: <release>-evaluation-private beside the first release)",
+    )
     seq = p.add_argument_group("sequences")
     seq.add_argument(
         "--taxonomy",
@@ -258,6 +267,8 @@ def _evaluate_trips(
 
 def run(args: argparse.Namespace) -> int:
     """Evaluate, write the JSON and the HTML report, print the summary."""
+    if args.out:
+        check_outside_releases(args.out)
     releases = [_release(a, args.kind) for a in args.synthetic]
     kind = _resolve_kind(args, [r[3] for r in releases])
     names: list[str] = []
@@ -275,10 +286,12 @@ def run(args: argparse.Namespace) -> int:
         "inputs": {"original": str(args.original), **{n: str(t) for n, t in tables.items()}},
     }
     manifests = {n: m for n, m in zip(names, manifest_list, strict=True) if m is not None}
-    out = Path(args.out) if args.out else releases[0][1].parent
+    out = Path(args.out) if args.out else default_evaluation_dir(args.synthetic[0])
+    check_outside_releases(out)
     with release_dir(out) as stage:
-        (stage / RESULTS_FILE).write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
-        write_report(results, stage / REPORT_FILE, manifests=manifests)
+        text = json.dumps(results, indent=2)  # the notice is its first key
+        (stage / RESULTS_FILE).write_text(text + "\n", encoding="utf-8")
+        write_report(results, stage / REPORT_FILE, manifests=manifests, notice=INTERNAL_NOTICE)
     if not args.quiet:
         print("\n".join(_summary(results)))
         print(f"wrote {out / RESULTS_FILE} and {out / REPORT_FILE} (internal: do not publish)")

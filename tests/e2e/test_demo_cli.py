@@ -1,4 +1,5 @@
-"""``transit-synth demo --out DIR`` in a subprocess: releases, manifests, report with images.
+"""``transit-synth demo --out DIR`` in a subprocess: releases (``DIR/releases/``), manifests, and
+the internal report with images (``DIR/evaluation-private/``).
 
 One run (about 15 s) is shared by the tests of this module.
 """
@@ -41,14 +42,30 @@ def test_demo_writes_the_release_directories(
     demo: tuple[Path, subprocess.CompletedProcess],
 ) -> None:
     out, done = demo
+    assert sorted(p.name for p in out.iterdir()) == ["evaluation-private", "releases"]
+    assert sorted(p.name for p in (out / "releases").iterdir()) == sorted(RELEASES)
     for name, data in RELEASES.items():
-        folder = out / name
+        folder = out / "releases" / name
         manifest = json.loads((folder / "manifest.json").read_text())
         assert manifest["spent"]["epsilon"] > 0 and manifest["privacy_unit"]
+        # nothing of the private inputs: no hash, no name (only the public Tuesday file)
+        assert manifest["inputs"]["private"].startswith("not recorded")
+        public = [p["file"] for p in manifest["inputs"]["public"]]
+        assert public == (["martes_trx.parquet"] if name == "trips-sube" else [])
+        text = (folder / "manifest.json").read_text()
+        assert "miercoles" not in text and "chicago_taxi" not in text
         assert len(pd.read_csv(folder / data)) > 0
-    assert [p.name for p in out.rglob("private-evaluation.json")] == ["private-evaluation.json"]
+        # only DP data files and the manifest: no report, no evaluation
+        assert all(p.suffix in (".csv", ".json") for p in folder.iterdir())
+        assert not [p for p in folder.iterdir() if "report" in p.name or "eval" in p.name]
+    internal = out / "evaluation-private"
+    assert sorted(p.name for p in internal.iterdir()) == [
+        "private-evaluation.json",
+        "private-report.html",
+    ]
     assert [p.name for p in out.parent.iterdir() if ".stage-" in p.name] == []
-    assert f"release written to {out}/" in done.stdout
+    assert f"releases written to {out / 'releases'}/" in done.stdout
+    assert "NOT private" in done.stdout
 
 
 class _Report(HTMLParser):
@@ -108,6 +125,8 @@ def test_report_opens_with_notice_and_summary(
     )
     rows = {r[0]: r for r in page.rows if r}
     assert sorted(rows) == sorted(RELEASES)
+    text = (out / "evaluation-private" / "private-evaluation.json").read_text()
+    assert page.headings[0] in text.splitlines()[1]  # the JSON's first key: the notice
     for name in RELEASES:
         [path] = list(out.rglob(f"{name}/manifest.json"))  # wherever the layout puts it
         manifest = json.loads(path.read_text())
