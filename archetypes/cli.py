@@ -15,7 +15,6 @@ the schema (``--schema``; for ``chicago-taxi`` the challenge domains with compan
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from collections.abc import Mapping
@@ -30,7 +29,7 @@ from archetypes.synthesizer import ArchetypeSynthesizer
 from synth.cli import add_quiet_option, add_seed_option, warn_if_seeded
 from synth.config import check_params, load_config
 from synth.errors import ConfigError
-from synth.io import read_table, release_dir, write_table
+from synth.io import read_table
 from synth.privacy import check_budget
 from synth.progress import Progress
 from synth.provenance import (
@@ -39,6 +38,7 @@ from synth.provenance import (
     provenance_key,
     write_provenance,
 )
+from synth.release import check_format, write_release
 
 __all__ = ["check_inputs", "normalize_params", "register", "release_trips", "run"]
 
@@ -280,8 +280,7 @@ def release_trips(
     if missing:
         raise ConfigError(f"trips: {missing[0]} is required")
     check_budget(params["epsilon"], params["delta"], need_delta=True)
-    if format not in ("csv", "parquet"):
-        raise ConfigError(f"format must be 'csv' or 'parquet', got {format!r}")
+    check_format(format)
     provenance = (
         None if provenance_key is None else private_inputs(provenance_key, {"private": private})
     )
@@ -298,10 +297,10 @@ def release_trips(
         trips = synthesizer.sample()
         step("write")
         manifest = synthesizer.manifest(public_inputs=_public_inputs(public, inputs, base, schema))
-        with release_dir(out) as stage:
-            write_table(trips, stage / f"trips.{format}")
-            (stage / "schema.json").write_text(json.dumps(synthesizer.schema_.to_dict(), indent=2))
-            (stage / "manifest.json").write_text(json.dumps(manifest, indent=2, default=str))
+        with write_release(out) as release:
+            release.table(trips, "trips", format)
+            release.json("schema.json", synthesizer.schema_.to_dict())
+            release.manifest(manifest)
     if provenance is not None:
         write_provenance(out, provenance, command="trips")
     ledger = synthesizer.ledger_

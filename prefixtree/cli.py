@@ -35,7 +35,7 @@ from synth.cli import (
     warn_if_seeded,
 )
 from synth.errors import ConfigError, InputError
-from synth.io import read_table, release_dir, table_format
+from synth.io import read_table, table_format
 from synth.progress import Progress
 from synth.provenance import (
     add_provenance_option,
@@ -44,6 +44,8 @@ from synth.provenance import (
     write_provenance,
 )
 from synth.records import load_sequences
+from synth.release import check_format
+from synth.release import write_release as write_release_dir
 from synth.taxonomy import Taxonomy
 from synth.times import add_timezone_option, check_timezone
 
@@ -268,8 +270,7 @@ def release_sequences(
     if locations is not None and not is_fanout:
         raise ConfigError("--locations is only used with a fanout:N taxonomy")
     public = read_locations(str(locations)) if locations is not None else None
-    if format not in ("csv", "parquet"):
-        raise ConfigError(f"format must be 'csv' or 'parquet', got {format!r}")
+    check_format(format)
     recorded = source if source is not None else input
     provenance = (
         None if provenance_key is None else private_inputs(provenance_key, {"input": recorded})
@@ -315,11 +316,9 @@ def release_sequences(
         if "max_nodes" in params:
             parameters["max_nodes"] = params["max_nodes"]
         name = f"sequences.{format}"
-        with release_dir(out) as stage:  # streamed chunk by chunk: never held whole
-            n_rows = write_release(synth.iter_sample(), stage / name)
-            synth.ledger_.to_json(
-                stage / "manifest.json", parameters=parameters, public_inputs=public_inputs
-            )
+        with write_release_dir(out) as release:  # streamed chunk by chunk: never held whole
+            n_rows = write_release(synth.iter_sample(), release.file(name))
+            release.manifest(synth.ledger_.to_dict(parameters, public_inputs))
     if provenance is not None:
         write_provenance(out, provenance, command="sequences")
     n_seq = int(synth.tree_["ending"].sum())

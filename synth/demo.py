@@ -166,8 +166,8 @@ def _prefix_tree(
     tuning), evaluated beside the non-private truncation (epsilon = infinity)."""
     from prefixtree import PrefixTreeSynthesizer
     from synth.evaluate import evaluate_sequences
-    from synth.io import write_table
     from synth.records import truncate_sequences
+    from synth.release import ReleaseWriter
 
     synthesizer = PrefixTreeSynthesizer(
         epsilon=SEQUENCE_EPSILON, height=height, taxonomy=taxonomy, random_state=seed, **params
@@ -175,13 +175,12 @@ def _prefix_tree(
     with step.progress.counter(f"{name} tree levels", unit="level") as levels:
         synthesizer.fit(original, progress=levels)
     synthetic = synthesizer.sample()
-    folder = stage / name
-    folder.mkdir()
-    write_table(synthetic, folder / "sequences.csv")
+    release = ReleaseWriter(stage / name)
+    release.table(synthetic, "sequences")
     manifest = synthesizer.ledger_.to_dict(
         parameters={**synthesizer.parameters(), "location_column": location}
     )
-    (folder / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True))
+    release.manifest(manifest)
     releases = {
         "eps=inf (truncated)": truncate_sequences(original, height),
         params["variant"]: synthetic,
@@ -270,7 +269,7 @@ def _trips(stage: Path, seed: int | None, step: _Steps) -> dict[str, Any]:
     )
     from synth import datasets
     from synth.evaluate import evaluate_trips
-    from synth.io import write_table
+    from synth.release import ReleaseWriter
 
     sube_public = sube_trips(datasets.sube_taps("tuesday"))
     sube_private = sube_trips(datasets.sube_taps("wednesday"))  # drops taps without a card
@@ -347,11 +346,10 @@ def _trips(stage: Path, seed: int | None, step: _Steps) -> dict[str, Any]:
             ).fit(cfg.private, cfg.public)
             part("sample")
             synthetic = synthesizer.sample()
-            folder = stage / name
-            folder.mkdir()
-            write_table(synthetic, folder / "trips.csv")
+            release = ReleaseWriter(stage / name)
+            release.table(synthetic, "trips")
             manifest = synthesizer.manifest(public_inputs=cfg.public_inputs)
-            (folder / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True))
+            release.manifest(manifest)
             part("evaluate")
             results = evaluate_trips(cfg.private, {"archetypes": synthetic}, **cfg.evaluate)
         out[name] = {"results": results, "manifest": manifest, "synthetic": synthetic}
@@ -438,7 +436,7 @@ def _run(args: argparse.Namespace, step: _Steps) -> None:
 
     from synth.evaluate import against_reference
     from synth.internal import INTERNAL_NOTICE
-    from synth.io import release_dir
+    from synth.outdir import release_dir
     from synth.report import REPORT_FILE, RESULTS_FILE, write_html
 
     with release_dir(args.out) as stage:

@@ -70,6 +70,7 @@ import pandas as pd
 
 from synth.errors import ConfigError, InputError
 from synth.io import atomic_path, id_strings, read_table, release_dir, write_table
+from synth.release import open_release
 
 __all__ = [
     "DEFAULT_GAP",
@@ -140,14 +141,6 @@ class Release:
         return int((self.steps["mode"].to_numpy() == "pt").sum())
 
 
-def _data_file(directory: Path, stem: str) -> Path | None:
-    found = [directory / f"{stem}.{ext}" for ext in ("csv", "parquet")]
-    found = [p for p in found if p.is_file()]
-    if len(found) > 1:
-        raise InputError(f"{directory}: both {found[0].name} and {found[1].name}; keep one")
-    return found[0] if found else None
-
-
 def read_release(
     directory: str | os.PathLike[str],
     *,
@@ -166,37 +159,9 @@ def read_release(
     without destination, the trip chain of ``location_column``. Column options do not apply to
     sequences.
     """
-    d = Path(directory)
-    if not d.is_dir():
-        raise InputError(f"{d}: release directory not found")
-    mpath = d / "manifest.json"
-    if not mpath.is_file():
-        raise InputError(f"{d}: no manifest.json (not a release directory)")
-    try:
-        manifest = json.loads(mpath.read_text(encoding="utf-8"))
-    except (ValueError, OSError) as exc:
-        raise InputError(f"{mpath}: cannot read the manifest ({exc})") from exc
-    if not isinstance(manifest, dict):
-        raise InputError(f"{mpath}: not a release manifest (a JSON object is expected)")
-    params = manifest.get("parameters") or {}
-    generator = params.get("generator")
-    kinds = {"prefixtree": "sequences", "archetypes": "trips"}
-    if generator in kinds:
-        kind = kinds[generator]
-        path = _data_file(d, kind)
-        if path is None:
-            raise InputError(
-                f"{d}: the manifest describes a {generator} release but {kind}.csv "
-                f"or {kind}.parquet is missing"
-            )
-    else:
-        present = {k: p for k in ("sequences", "trips") if (p := _data_file(d, k)) is not None}
-        if len(present) != 1:
-            raise InputError(
-                f"{d}: expected sequences.csv|parquet or trips.csv|parquet "
-                f"(generator {generator!r} in the manifest)"
-            )
-        kind, path = next(iter(present.items()))
+    release = open_release(directory)
+    kind = release.data_kind(what="export")
+    path, manifest = release.data_file(kind), release.manifest
     if kind == "sequences":
         given = [
             n

@@ -1070,21 +1070,18 @@ class OpalRelease:
         format: Literal["csv", "parquet"] = "csv",
         public_inputs: Mapping[str, str | os.PathLike[str]] | None = None,
     ) -> Path:
-        """Write one file per table and ``manifest.json`` atomically (``synth.io.release_dir``);
+        """Write one file per table and ``manifest.json`` atomically (:mod:`synth.release`);
         ``public_inputs`` (role -> file, e.g. the taxonomy) are fingerprinted in the manifest,
         nothing of the private input is."""
-        from synth.io import release_dir, write_table
+        from synth.release import check_format, write_release
 
         self._fitted()
-        if format not in ("csv", "parquet"):
-            raise ConfigError(f"format must be 'csv' or 'parquet', got {format!r}")
-        with release_dir(out_dir) as stage:
+        check_format(format)
+        with write_release(out_dir) as release:
             for name, df in self.tables_.items():
-                write_table(df, stage / f"{name}.{format}")
-            self.ledger_.to_json(
-                stage / "manifest.json",
-                parameters=self.parameters(),
-                public_inputs=public_inputs,
+                release.table(df, name, format)
+            release.manifest(
+                self.ledger_.to_dict(parameters=self.parameters(), public_inputs=public_inputs)
             )
         return Path(out_dir)
 

@@ -8,7 +8,6 @@ the consistent mode), else the spend whose label is the table's name.
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,9 +15,8 @@ from typing import Any
 
 import pandas as pd
 
-from synth.audit.manifest import validate_manifest
-from synth.errors import InputError
-from synth.io import read_table, table_columns, table_format
+from synth.io import read_table, table_columns
+from synth.release import open_release
 
 __all__ = ["AuditedRelease", "TableNoise", "load_release", "zeros_perturbed"]
 
@@ -126,29 +124,12 @@ class AuditedRelease:
         )
 
 
-def _columns(path: Path, fmt: str) -> list[str]:
-    """Column names of a table file, read from its header only (InputError if unreadable)."""
-    return table_columns(path)
-
-
 def load_release(path: str | os.PathLike[str]) -> AuditedRelease:
     """Read ``DIR/manifest.json`` and every count table (CSV / Parquet with a ``count`` column)."""
-    root = Path(path)
-    if not root.is_dir():
-        raise InputError(f"{root}: not a release directory")
-    manifest_path = root / "manifest.json"
-    if not manifest_path.is_file():
-        raise InputError(f"{root}: no manifest.json (every release writes one)")
-    try:
-        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InputError(f"{manifest_path}: not a readable JSON manifest ({exc})") from exc
-    validate_manifest(manifest, str(manifest_path))
+    release = open_release(path)
     tables: dict[str, pd.DataFrame] = {}
-    for f in sorted(root.iterdir()):
-        fmt = table_format(f)
-        if f.is_file() and not f.name.startswith(".") and fmt is not None:
-            if "count" in _columns(f, fmt):  # count tables only: microdata is not audited here
-                keys = {c: str for c in ("mode", "day", "time", "location")}
-                tables[f.name.split(".")[0]] = read_table(f, dtype=keys)
-    return AuditedRelease(root, manifest, tables)
+    for f in release.table_files():
+        if "count" in table_columns(f):  # count tables only: microdata is not audited here
+            keys = {c: str for c in ("mode", "day", "time", "location")}
+            tables[f.name.split(".")[0]] = read_table(f, dtype=keys)
+    return AuditedRelease(release.path, release.manifest, tables)

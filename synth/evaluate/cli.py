@@ -24,13 +24,12 @@ from synth.cli import add_quiet_option
 from synth.errors import ConfigError, InputError
 from synth.evaluate.suite import PAPER_KS, evaluate_sequences, evaluate_trips
 from synth.internal import INTERNAL_NOTICE, check_outside_releases, default_evaluation_dir
-from synth.io import CSV_SUFFIXES, PARQUET_SUFFIXES, read_table, release_dir, table_format
+from synth.io import read_table, release_dir, table_format
 from synth.records import load_sequences, truncate_sequences
+from synth.release import DATA_KINDS, Release, read_manifest
 from synth.report import REPORT_FILE, RESULTS_FILE, verdict, write_report
 from synth.taxonomy import Taxonomy
 
-#: What each generator of a manifest (``parameters.generator`` / ``.release``) releases.
-KINDS = {"prefixtree": "sequences", "archetypes": "trips"}
 DEFAULT_HEIGHT = 12
 #: Name of the non-private baseline: the original truncated to the workload's height.
 BASELINE = "eps=inf (truncated)"
@@ -130,47 +129,24 @@ def register(subparsers: Any) -> None:
     p.set_defaults(func=run)
 
 
-def _read_manifest(path: Path) -> dict[str, Any] | None:
-    if not path.is_file():
-        return None
-    try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
-    except ValueError as exc:
-        raise InputError(f"{path}: not valid JSON: {exc}") from None
-    if not isinstance(manifest, dict):
-        raise InputError(f"{path}: not a release manifest (expected a JSON object)")
-    return manifest
-
-
-def _manifest_kind(manifest: dict[str, Any] | None, where: Path) -> str | None:
-    params = (manifest or {}).get("parameters") or {}
-    generator = params.get("generator") or params.get("release")
-    if generator == "opal-marginals":
-        raise InputError(
-            f"{where}: a marginal-table release (transit-synth marginals): evaluate compares "
-            "synthetic sequences or trips; check a marginal release with transit-synth audit"
-        )
-    return KINDS.get(str(generator)) if generator else None
+def _manifest(directory: Path) -> dict[str, Any] | None:
+    """The validated manifest of a release directory (None when it has none)."""
+    return read_manifest(directory, required=False) or None
 
 
 def _release(arg: str, kind: str | None) -> tuple[str, Path, dict[str, Any] | None, str | None]:
     """(name, table, manifest, kind from the manifest) of a table file or release directory."""
     path = Path(arg)
     if path.is_dir():
-        manifest = _read_manifest(path / "manifest.json")
-        stated = _manifest_kind(manifest, path)
-        kinds = [kind or stated] if (kind or stated) else ["sequences", "trips"]
-        tables = [path / f"{k}{ext}" for k in kinds for ext in (*CSV_SUFFIXES, *PARQUET_SUFFIXES)]
-        found = [t for t in tables if t.is_file()]
-        if not found:
-            names = " or ".join(f"{k}.csv, {k}.parquet" for k in kinds)
-            raise InputError(f"{path}: release directory has no {names}")
-        return path.name, found[0], manifest, stated or found[0].name.split(".")[0]
+        release = Release(path, read_manifest(path, required=False))
+        stated = release.data_kind(what="evaluate") if release.kind else None
+        chosen = release.data_kind([kind] if kind else DATA_KINDS, what="evaluate")
+        return path.name, release.data_file(chosen), release.manifest or None, stated or chosen
     stem = path.name.split(".")[0]
-    if stem not in KINDS.values():  # a loose table: no manifest of its own
+    if stem not in DATA_KINDS:  # a loose table: no manifest of its own
         return path.stem, path, None, None
-    manifest = _read_manifest(path.parent / "manifest.json")
-    stated = _manifest_kind(manifest, path.parent)
+    manifest = _manifest(path.parent)
+    stated = Release(path.parent, manifest).data_kind(what="evaluate") if manifest else None
     return path.parent.name or path.stem, path, manifest, stated or stem
 
 
