@@ -13,6 +13,7 @@ import importlib
 import sys
 import warnings
 from collections.abc import Sequence
+from typing import Any
 
 from synth import __version__
 from synth.errors import TransitSynthError
@@ -50,6 +51,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "synth.export_cli",
         "OD matrices per time bin or MATSim population plans from a release",
     ),
+    "configs": (
+        "synth.configs_cli",
+        "list the shipped configs, or copy one to edit (configs NAME --out FILE)",
+    ),
 }
 
 SEEDED_WARNING = (
@@ -64,13 +69,18 @@ def add_seed_option(parser: argparse.ArgumentParser) -> None:
         "--seed",
         type=int,
         default=None,
-        help="seed the noise for reproducible runs; the output is then NOT private",
+        help="seed the noise for reproducible runs (tests, debugging); a seeded release is NOT "
+        "differentially private and must not be published",
     )
 
 
 def add_quiet_option(parser: argparse.ArgumentParser) -> None:
     """Add ``--quiet`` (no progress bars or summaries on stderr)."""
-    parser.add_argument("--quiet", action="store_true", help="print no progress or summary")
+    parser.add_argument(
+        "--quiet",
+        action="store_true",
+        help="print errors only: no progress, summary, note or warning",
+    )
 
 
 def warn_if_seeded(seed: int | None) -> None:
@@ -79,15 +89,48 @@ def warn_if_seeded(seed: int | None) -> None:
         print(SEEDED_WARNING, file=sys.stderr)
 
 
+class HelpFormatter(argparse.HelpFormatter):
+    """``--help`` of every command: each option's default shown (unless its help already states
+    it, or it has none), and descriptions written on several lines (docstrings) kept as written."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        default = action.default
+        if (
+            not action.option_strings
+            or default in (None, False, argparse.SUPPRESS)
+            or default == []
+            or "default" in text
+        ):
+            return action.help
+        shown = " ".join(map(str, default)) if isinstance(default, list | tuple) else default
+        return f"{text} (default: {str(shown).replace('%', '%%')})"
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        if "\n" in text.strip():
+            return "".join(indent + line for line in text.splitlines(keepends=True))
+        return super()._fill_text(text, width, indent)
+
+
+class CommandParser(argparse.ArgumentParser):
+    """The parser of ``transit-synth`` and its commands: always :class:`HelpFormatter`."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs["formatter_class"] = HelpFormatter
+        super().__init__(*args, **kwargs)
+
+
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The top-level parser; ``command``'s module registers its full subparser, the others are
     listed by name and help only (their modules are not imported)."""
-    parser = argparse.ArgumentParser(
+    parser = CommandParser(
         prog="transit-synth",
         description="Differentially private synthetic public-transport data.",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    subparsers = parser.add_subparsers(
+        dest="command", metavar="COMMAND", parser_class=CommandParser
+    )
     subparsers.required = True
     for name, (module, summary) in COMMANDS.items():
         if name == command:

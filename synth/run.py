@@ -45,7 +45,7 @@ from synth.cli import add_quiet_option, add_seed_option, warn_if_seeded
 from synth.config import check_params, load_config
 from synth.errors import ConfigError, InputError
 
-__all__ = ["KINDS", "Planned", "plan", "register", "run", "run_config"]
+__all__ = ["KINDS", "Planned", "check_table", "plan", "register", "run", "run_config"]
 
 #: release kind -> (keys of its table other than name/parameters: "path", "spec" or a type/choices).
 KINDS: dict[str, dict[str, Any]] = {
@@ -157,6 +157,7 @@ def _check_io(
     section: str,
     base: Path,
     check_files: bool = True,
+    required: tuple[str, ...] = (),
 ) -> tuple[dict[str, Any], dict[str, str]]:
     """The IO keys of a release table: known, well typed, paths resolved and present; and which
     keys named an embedded file."""
@@ -200,13 +201,15 @@ def _check_io(
             if check_files and not Path(value).exists():
                 raise InputError(f"{source}: key {where}: {value}: file not found")
         io[key] = value
-    missing = [k for k in _REQUIRED[kind] if k not in io]
+    missing = [k for k in required if k not in io]
     if missing:
         raise ConfigError(f"{source}: missing key '{missing[0]}' in [{section}]")
     return io, embedded
 
 
-def _check_parameters(kind: str, params: Any, *, source: Path, section: str) -> dict[str, Any]:
+def _check_parameters(
+    kind: str, params: Any, *, source: Path, section: str, partial: bool = False
+) -> dict[str, Any]:
     """The ``parameters`` sub-table against the constructor (exact key names, TOML types)."""
     if not isinstance(params, dict):
         raise ConfigError(f"{source}: key 'parameters' in [{section}] must be a table")
@@ -220,7 +223,7 @@ def _check_parameters(kind: str, params: Any, *, source: Path, section: str) -> 
         and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
     ]
     missing = [name for name in required if name not in checked]
-    if missing:
+    if missing and not partial:
         raise ConfigError(f"{source}: missing key '{missing[0]}' in [{section}]")
     if kind == "sequences":  # TOML table keys are strings; the tree wants level numbers
         for key in ("budget_split", "thresholds"):
@@ -244,6 +247,46 @@ def _check_parameters(kind: str, params: Any, *, source: Path, section: str) -> 
     return checked
 
 
+def check_table(
+    kind: str,
+    table: Mapping[str, Any],
+    *,
+    source: Path,
+    section: str,
+    base: Path,
+    check_files: bool = True,
+    partial: bool = False,
+) -> Planned:
+    """Check one release table of a config (its IO keys and its ``parameters`` sub-table).
+
+    ``partial=True`` (a ``transit-synth trips --config`` file, whose command line gives the
+    inputs and the budget) does not require the inputs nor the constructor's required parameters.
+    """
+    io, embedded = _check_io(
+        kind,
+        table,
+        source=source,
+        section=section,
+        base=base,
+        check_files=check_files,
+        required=() if partial else _REQUIRED[kind],
+    )
+    params = _check_parameters(
+        kind,
+        table.get("parameters", {}),
+        source=source,
+        section=section.replace(kind, f"{kind}.parameters", 1),
+        partial=partial,
+    )
+    if not partial and kind == "trips" and "public" not in io and not params.get("public_stand_in"):
+        raise ConfigError(
+            f"{source}: missing key 'public' in [{section}] "
+            "(or set public_stand_in in its parameters)"
+        )
+    name = table.get("name", kind)
+    return Planned(kind=kind, name=str(name), io=io, params=params, embedded=embedded)
+
+
 def plan(path: str | os.PathLike[str], *, check_files: bool = True) -> list[Planned]:
     """Read and check a run config; returns its releases in file order (nothing is run).
 
@@ -254,7 +297,8 @@ def plan(path: str | os.PathLike[str], *, check_files: bool = True) -> list[Plan
     unknown = [key for key in config if key not in KINDS]
     if unknown:
         hint = (
-            " (this looks like a `transit-synth trips --config` file)"
+            " (this is the old `transit-synth trips --config` form: write it as a [trips] table "
+            "with a [trips.parameters] sub-table)"
             if set(config) & {"input", "archetypes"}
             else ""
         )
@@ -281,21 +325,11 @@ def plan(path: str | os.PathLike[str], *, check_files: bool = True) -> list[Plan
             if any(r.name == name for r in releases) or name == "config.toml":
                 raise ConfigError(f"{source}: key 'name' in [{kind}]: {name!r} is used twice")
             section = kind if single else f"{kind}, name = {name!r}"
-            io, embedded = _check_io(
+            planned = check_table(
                 kind, table, source=source, section=section, base=base, check_files=check_files
             )
-            params = _check_parameters(
-                kind,
-                table.get("parameters", {}),
-                source=source,
-                section=f"{kind}.parameters" if single else f"{kind}.parameters, name = {name!r}",
-            )
-            if kind == "trips" and "public" not in io and not params.get("public_stand_in"):
-                raise ConfigError(
-                    f"{source}: missing key 'public' in [{section}] "
-                    "(or set public_stand_in in its parameters)"
-                )
-            releases.append(Planned(kind=kind, name=name, io=io, params=params, embedded=embedded))
+            planned.name = name
+            releases.append(planned)
     if not releases:
         raise ConfigError(f"{source}: no release ([sequences], [trips] or [marginals]) in the file")
     return releases
