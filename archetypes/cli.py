@@ -31,7 +31,7 @@ import pandas as pd
 from archetypes.datasets import chicago_taxi_schema, chicago_taxi_trips, sube_schema, sube_trips
 from archetypes.schema import TripSchema
 from archetypes.synthesizer import ArchetypeSynthesizer
-from synth.cli import add_quiet_option, add_seed_option, warn_if_seeded
+from synth.cli import add_quiet_option, add_seed_option, warn_if_seeded, warn_if_underspent
 from synth.config import check_params, load_config
 from synth.errors import ConfigError
 from synth.io import read_table, release_dir, write_table
@@ -340,6 +340,7 @@ def release_trips(
             (stage / "schema.json").write_text(json.dumps(synthesizer.schema_.to_dict(), indent=2))
             (stage / "manifest.json").write_text(json.dumps(manifest, indent=2, default=str))
     ledger = synthesizer.ledger_
+    warn_if_underspent(ledger, str(out))
     return (
         f"transit-synth trips: {len(trips)} synthetic trips of "
         f"{trips[synthesizer.id_column].nunique()} individuals in {out}; "

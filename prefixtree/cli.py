@@ -33,6 +33,7 @@ from synth.cli import (
     add_seed_option,
     engine_params,
     warn_if_seeded,
+    warn_if_underspent,
 )
 from synth.errors import ConfigError, InputError
 from synth.io import read_table, release_dir, table_format
@@ -286,12 +287,19 @@ def release_sequences(
         if "max_nodes" in params:
             parameters["max_nodes"] = params["max_nodes"]
         name = f"sequences.{format}"
+        written = {"sequences": 0}
+
+        def counted(chunks: Iterable[pd.DataFrame]) -> Iterable[pd.DataFrame]:
+            for chunk in chunks:  # whole sequences per chunk: the summary counts what is written
+                written["sequences"] += int(chunk["seq_id"].nunique())
+                yield chunk
+
         with release_dir(out) as stage:  # streamed chunk by chunk: never held whole
-            n_rows = write_release(synth.iter_sample(), stage / name)
+            n_rows = write_release(counted(synth.iter_sample()), stage / name)
             synth.ledger_.to_json(stage / "manifest.json", parameters=parameters, inputs=inputs)
-    n_seq = int(synth.tree_["ending"].sum())
+    warn_if_underspent(synth.ledger_, str(out))
     return (
-        f"sequences: {n_seq} synthetic sequences ({n_rows} rows) from a tree of "
+        f"sequences: {written['sequences']} synthetic sequences ({n_rows} rows) from a tree of "
         f"{len(synth.tree_)} nodes, epsilon {synth.ledger_.spent_epsilon:g} "
         f"-> {Path(out) / name} ({time.perf_counter() - started:.1f} s)"
     )

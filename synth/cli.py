@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import re
 import sys
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from synth import __version__
@@ -58,7 +59,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 SEEDED_WARNING = (
-    "warning: --seed makes the noise reproducible; a seeded release is NOT differentially private "
+    "--seed makes the noise reproducible; a seeded release is NOT differentially private "
     "and must not be published"
 )
 
@@ -84,9 +85,9 @@ def add_quiet_option(parser: argparse.ArgumentParser) -> None:
 
 
 def warn_if_seeded(seed: int | None) -> None:
-    """Print the not-private warning on stderr when a seed was given."""
+    """Warn (on stderr, as ``warning: ...``; silenced by ``--quiet``) when a seed was given."""
     if seed is not None:
-        print(SEEDED_WARNING, file=sys.stderr)
+        warnings.warn(SEEDED_WARNING, UserWarning, stacklevel=2)
 
 
 class HelpFormatter(argparse.HelpFormatter):
@@ -120,6 +121,77 @@ class CommandParser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
 
 
+#: Python parameter names whose command-line flag is not simply the name with dashes.
+FLAG_ALIASES: dict[str, str] = {
+    "bin_minutes": "--bin",
+    "time_bins": "--time-bin",
+    "coarse_time_bins": "--coarse-time-bin",
+    "n_archetypes": "--archetypes",
+    "use_stations": "--gtfs-stations",
+}
+
+
+def flag_names(message: str, parser: argparse.ArgumentParser) -> str:
+    """``message`` with the Python names of ``parser``'s options written as the user types them
+    (``on_unknown='drop'`` -> ``--on-unknown drop``, ``origin_column`` -> ``--origin-column``).
+    Messages about config keys (``key '...'``) keep the keys' names."""
+    if "key '" in message:
+        return message
+    flags = {
+        action.dest: max(action.option_strings, key=len)
+        for action in parser._actions
+        if action.option_strings and action.dest != "help"
+    }
+    flags.update({k: v for k, v in FLAG_ALIASES.items() if v in flags.values()})
+    names = sorted((n for n in flags if "_" in n or n in FLAG_ALIASES), key=len, reverse=True)
+    if not names:
+        return message
+    alternatives = "|".join(map(re.escape, names))
+    message = re.sub(
+        rf"(?<![\w-])({alternatives})=(['\"]?)([^'\"\s,;)]+)\2",
+        lambda m: f"{flags[m.group(1)]} {m.group(3)}",
+        message,
+    )
+    return re.sub(
+        rf"(['`]?)(?<![\w-])({alternatives})(?![\w-])\1",
+        lambda m: flags[m.group(2)],
+        message,
+    )
+
+
+#: commands whose messages name config keys, not flags
+NO_FLAGS = ("run", "demo", "configs")
+
+
+def _speaking_flags(
+    parser: argparse.ArgumentParser,
+    func: Callable[[argparse.Namespace], int],
+    *,
+    translate: bool = True,
+) -> Callable[[argparse.Namespace], int]:
+    """``func`` run as the command line wants: no warning with ``--quiet``, and user errors that
+    name ``parser``'s flags as typed (:func:`flag_names`; unless ``translate`` is false)."""
+
+    def run(args: argparse.Namespace) -> int:
+        if getattr(args, "quiet", False):  # --quiet: errors only
+            warnings.simplefilter("ignore")
+        try:
+            return func(args)
+        except TransitSynthError as exc:
+            if translate and exc.args:
+                exc.args = (flag_names(str(exc), parser), *exc.args[1:])
+            raise
+
+    return run
+
+
+def warn_if_underspent(ledger: Any, what: str) -> None:
+    """Warn when a release's ledger spent less than its cap (the guarantee stays the cap)."""
+    note = ledger.underspent_note()
+    if note is not None:
+        warnings.warn(f"{what}: {note}", UserWarning, stacklevel=2)
+
+
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The top-level parser; ``command``'s module registers its full subparser, the others are
     listed by name and help only (their modules are not imported)."""
@@ -135,6 +207,10 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     for name, (module, summary) in COMMANDS.items():
         if name == command:
             importlib.import_module(module).register(subparsers)
+            sub = subparsers.choices[name]
+            func = sub.get_default("func")
+            if func is not None:
+                sub.set_defaults(func=_speaking_flags(sub, func, translate=name not in NO_FLAGS))
         else:
             subparsers.add_parser(name, help=summary)
     return parser

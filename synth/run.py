@@ -34,6 +34,7 @@ from __future__ import annotations
 import argparse
 import inspect
 import os
+import re
 import shutil
 import sys
 from collections.abc import Callable, Mapping
@@ -427,6 +428,8 @@ def run_config(
                 planned, stage / planned.name, None if seed is None else seed + i, progress
             )
             summary = summary.replace(str(stage), str(out))  # name the final place, not the stage
+            # "NAME: summary", without the subcommand's own "KIND: " prefix
+            summary = re.sub(rf"^(transit-synth )?{planned.kind}:\s*", "", summary)
             summaries.append(f"{planned.name}: {summary}")
             if not quiet:
                 progress.write(summaries[-1])

@@ -22,6 +22,7 @@ from synth.cli import (
     add_seed_option,
     engine_params,
     warn_if_seeded,
+    warn_if_underspent,
 )
 from synth.errors import ConfigError
 from synth.io import read_table, table_format
@@ -199,6 +200,7 @@ def release_marginals(
         recorded = source if source is not None else input
         inputs = [] if isinstance(recorded, pd.DataFrame) else [Path(recorded)]
         written = release.save(out, format=format, inputs=inputs)
+    warn_if_underspent(release.ledger_, str(out))
     cells = sum(len(release.tables_[t]) for t in TABLES)
     return (
         f"marginals ({release.mode}): {cells} cells in {len(TABLES)} tables, epsilon "

@@ -240,7 +240,7 @@ def test_without_public_data_with_the_stand_in(
     # no public data and no stand-in: a one-line user error, nothing written
     assert main(argv) == 2
     err = capsys.readouterr().err
-    assert "no public data" in err and "public_stand_in" in err
+    assert "no public data" in err and "--public-stand-in" in err  # the flag, as typed
     assert not out.exists()
     # the stand-in needs its budget share first in budget_split (default split has two)
     assert main([*argv, "--public-stand-in"]) == 2
