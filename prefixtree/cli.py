@@ -39,7 +39,7 @@ from synth.errors import ConfigError, InputError
 from synth.io import read_table, release_dir, table_format
 from synth.progress import Progress
 from synth.records import load_sequences
-from synth.taxonomy import Taxonomy
+from synth.taxonomy import Taxonomy, taxonomy_note
 
 __all__ = ["read_locations", "register", "release_sequences", "run", "write_release"]
 
@@ -181,6 +181,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default="error",
         help="input locations missing from the taxonomy: fail, or drop those rows",
     )
+    p.add_argument(
+        "--gtfs-stations",
+        action="store_true",
+        help="with a GTFS zip taxonomy: the parent stations are the locations (the taps name "
+        "stations), not the platforms",
+    )
     add_seed_option(p)
     add_quiet_option(p)
     add_engine_options(p)
@@ -211,6 +217,7 @@ def run(args: argparse.Namespace) -> int:
         location_column=args.location_column,
         locations=args.locations,
         on_unknown=args.on_unknown,
+        gtfs_stations=args.gtfs_stations,
         format=args.format,
         seed=args.seed,
         progress=Progress(args.quiet),
@@ -229,6 +236,7 @@ def release_sequences(
     location_column: str | None = None,
     locations: str | os.PathLike[str] | None = None,
     on_unknown: str = "error",
+    gtfs_stations: bool = False,
     format: str = "csv",
     seed: int | None = None,
     progress: Progress | None = None,
@@ -240,7 +248,8 @@ def release_sequences(
     manifest for a frame).
     ``taxonomy`` is a taxonomy spec (CSV edge list, GTFS zip or ``fanout:N`` with ``locations``);
     ``params`` are :class:`~prefixtree.PrefixTreeSynthesizer` keyword parameters other than
-    ``taxonomy`` and ``random_state`` (``seed``). What ``transit-synth sequences`` and
+    ``taxonomy`` and ``random_state`` (``seed``); ``gtfs_stations``: a GTFS taxonomy's parent
+    stations as the locations. What ``transit-synth sequences`` and
     ``transit-synth run`` both call.
     """
     started = time.perf_counter()
@@ -254,7 +263,7 @@ def release_sequences(
         raise ConfigError(f"format must be 'csv' or 'parquet', got {format!r}")
     with progress.steps("sequences", 4) as step:
         step("taxonomy")
-        tax = Taxonomy.from_spec(spec, locations=public)
+        tax = Taxonomy.from_spec(spec, locations=public, use_stations=gtfs_stations)
         synth = PrefixTreeSynthesizer(**params, taxonomy=tax, random_state=seed)
         synth.check_params()  # fail on bad parameters before reading the data
         step("load")
@@ -283,6 +292,8 @@ def release_sequences(
             "taxonomy": spec,
             "location_column": location_column,
             "on_unknown": on_unknown,
+            **({"gtfs_stations": True} if gtfs_stations else {}),
+            **taxonomy_note(tax),
         }
         if "max_nodes" in params:
             parameters["max_nodes"] = params["max_nodes"]

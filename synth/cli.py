@@ -143,15 +143,17 @@ def flag_names(message: str, parser: argparse.ArgumentParser) -> str:
         if action.option_strings and action.dest != "help"
     }
     flags.update({k: v for k, v in FLAG_ALIASES.items() if v in flags.values()})
+    everyone = "|".join(map(re.escape, sorted(flags, key=len, reverse=True)))
+    message = re.sub(  # name='value' (any option) -> --flag value
+        rf"(?<![\w-])({everyone})=(['\"]?)([^'\"\s,;)]+)\2",
+        lambda m: f"{flags[m.group(1)]} {m.group(3)}",
+        message,
+    )
+    # bare names: only those that cannot be ordinary words (with an underscore, or aliased)
     names = sorted((n for n in flags if "_" in n or n in FLAG_ALIASES), key=len, reverse=True)
     if not names:
         return message
     alternatives = "|".join(map(re.escape, names))
-    message = re.sub(
-        rf"(?<![\w-])({alternatives})=(['\"]?)([^'\"\s,;)]+)\2",
-        lambda m: f"{flags[m.group(1)]} {m.group(3)}",
-        message,
-    )
     return re.sub(
         rf"(['`]?)(?<![\w-])({alternatives})(?![\w-])\1",
         lambda m: flags[m.group(2)],

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import tomllib
 from importlib import resources
 from importlib.resources.abc import Traversable
 from pathlib import Path
@@ -42,7 +43,12 @@ def _describe(text: str) -> tuple[str, str]:
     """(the command that reads a config, its first comment line)."""
     comments = [line.lstrip("#").strip() for line in text.splitlines() if line.startswith("#")]
     first = next((c for c in comments if c), "")
-    command = "trips --config" if "[archetypes]" in text else "run"
+    try:
+        config = tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        config = {}
+    single_trips = set(config) == {"trips"} and isinstance(config["trips"], dict)
+    command = "run, trips --config" if single_trips else "run"
     return command, first
 
 
@@ -65,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
             raise ConfigError("--out needs a NAME (transit-synth configs NAME --out FILE)")
         for name, file in shipped().items():
             command, first = _describe(file.read_text(encoding="utf-8"))
-            print(f"{name:<22} {command:<15} {first}")
+            print(f"{name:<20} {command:<20} {first}")
         print(
             "\ncopy one to edit: transit-synth configs NAME --out FILE; run it: transit-synth "
             "run FILE (or trips ... --config FILE)",

@@ -4,12 +4,13 @@ A config holds one or more releases, each a table named after the subcommand tha
 
 * ``[sequences]`` (prefix tree): ``input`` (taps or long-format sequences), ``taxonomy`` (CSV edge
   list, GTFS zip or ``fanout:N``), optional ``location_column``, ``locations`` (the public list for
-  ``fanout:N``), ``on_unknown`` (``error`` | ``drop``), ``format`` (``csv`` | ``parquet``);
+  ``fanout:N``), ``on_unknown`` (``error`` | ``drop``), ``gtfs_stations`` (``true``: a GTFS zip's
+  parent stations as the locations), ``format`` (``csv`` | ``parquet``);
 * ``[trips]`` (GMM archetypes): ``private``, ``public`` (unless ``parameters.public_stand_in``),
   optional ``input_format`` (``trips`` | ``chicago-taxi`` | ``sube-taps``), ``public_years``,
   ``private_years``, ``metadata``, ``schema``, ``format``;
 * ``[marginals]`` (SBH / Opal): ``input`` (trips or taps), optional ``taxonomy``,
-  ``location_column`` (default ``stop_id``), ``format``;
+  ``location_column`` (default ``stop_id``), ``on_unknown``, ``gtfs_stations``, ``format``;
 
 each with a sub-table ``parameters`` of the generator's constructor parameters
 (:class:`~prefixtree.PrefixTreeSynthesizer`, :class:`~archetypes.ArchetypeSynthesizer`,
@@ -56,6 +57,7 @@ KINDS: dict[str, dict[str, Any]] = {
         "location_column": str,
         "locations": "path",
         "on_unknown": ("error", "drop"),
+        "gtfs_stations": bool,
         "format": ("csv", "parquet"),
     },
     "trips": {
@@ -72,6 +74,8 @@ KINDS: dict[str, dict[str, Any]] = {
         "input": "path",
         "taxonomy": "spec",
         "location_column": str,
+        "on_unknown": ("error", "drop"),
+        "gtfs_stations": bool,
         "format": ("csv", "parquet"),
     },
 }
@@ -83,7 +87,7 @@ _REQUIRED = {
 _EXCLUDED = {
     "sequences": ("taxonomy", "random_state"),
     "trips": ("schema", "random_state"),
-    "marginals": ("taxonomy", "random_state"),
+    "marginals": ("taxonomy", "random_state", "on_unknown"),
 }
 EMBEDDED = "embedded:"
 
@@ -175,6 +179,11 @@ def _check_io(
             )
         rule = allowed[key]
         where = f"'{key}' in [{section}]"
+        if rule is bool and not isinstance(value, bool):
+            raise ConfigError(
+                f"{source}: key {where} has the wrong type ({type(value).__name__} {value!r}; "
+                "expected true or false)"
+            )
         if rule in ("path", "spec") or rule is str:
             if not isinstance(value, str) or not value.strip():
                 raise ConfigError(
@@ -363,6 +372,7 @@ def _release(planned: Planned, out: Path, seed: int | None, progress: Any) -> st
             location_column=io.get("location_column"),
             locations=io.get("locations"),
             on_unknown=io.get("on_unknown", "error"),
+            gtfs_stations=io.get("gtfs_stations", False),
             format=io.get("format", "csv"),
             seed=seed,
             progress=progress,
@@ -397,8 +407,9 @@ def _release(planned: Planned, out: Path, seed: int | None, progress: Any) -> st
     return release_marginals(
         _input(planned),
         out,
-        params=planned.params,
+        params={**planned.params, "on_unknown": io.get("on_unknown", "error")},
         taxonomy=io.get("taxonomy"),
+        gtfs_stations=io.get("gtfs_stations", False),
         location_column=io.get("location_column", "stop_id"),
         format=io.get("format", "csv"),
         seed=seed,
