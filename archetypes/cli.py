@@ -49,7 +49,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``trips`` subcommand."""
     p = subparsers.add_parser(
         "trips",
-        help="synthetic trip microdata from GMM archetypes (GooseDP)",
+        help="synthetic trips from GMM archetypes (GooseDP, NIST 2020 challenge)",
         description="Differentially private synthetic trips: archetypes learnt on PUBLIC trips, "
         "two noisy histograms of the PRIVATE trips (discrete Gaussian, analytic calibration).",
     )

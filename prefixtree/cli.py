@@ -1,4 +1,6 @@
-"""``transit-synth sequences``: a differentially private release of passenger sequences (KDD 2012).
+"""``transit-synth sequences``: a differentially private release of passenger sequences.
+
+The hybrid-granularity noisy prefix tree of Chen et al. 2012 (KDD).
 
 ``transit-synth sequences INPUT --taxonomy TAX --epsilon E --height H --out DIR
 [--variant hybrid|simple] [--location-column COL] [--time-bin MINUTES] [--format csv|parquet]
@@ -101,8 +103,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``sequences`` subcommand."""
     p = subparsers.add_parser(
         "sequences",
-        help="DP synthetic passenger sequences (hybrid-granularity noisy prefix tree, KDD 2012)",
-        description=__doc__.split("\n\n")[0] if __doc__ else None,
+        help="DP synthetic passenger sequences (noisy prefix tree, Chen et al. 2012)",
+        description="\n\n".join(__doc__.split("\n\n")[:2]) if __doc__ else None,
     )
     p.add_argument("input", metavar="INPUT", help="taps or long-format sequences (CSV or Parquet)")
     p.add_argument(

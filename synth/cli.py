@@ -29,16 +29,19 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "run": (
         "synth.run",
-        "run the releases a TOML config describes (configs/ reproduces the papers)",
+        "run the releases a TOML config describes (transit-synth configs: the shipped ones)",
     ),
     "sequences": (
         "prefixtree.cli",
-        "DP synthetic passenger sequences (hybrid-granularity noisy prefix tree, KDD 2012)",
+        "DP synthetic passenger sequences (noisy prefix tree, Chen et al. 2012)",
     ),
-    "trips": ("archetypes.cli", "synthetic trip microdata from GMM archetypes (GooseDP)"),
+    "trips": (
+        "archetypes.cli",
+        "synthetic trips from GMM archetypes (GooseDP, NIST 2020 challenge)",
+    ),
     "marginals": (
         "synth.sbh_cli",
-        "SBH marginal release (Opal style): six noisy tables per mode x day",
+        "SBH marginal tables per mode x day (Opal, Asghar et al. 2018)",
     ),
     "evaluate": (
         "synth.evaluate.cli",
@@ -99,7 +102,9 @@ class HelpFormatter(argparse.HelpFormatter):
         default = action.default
         if (
             not action.option_strings
-            or default in (None, False, argparse.SUPPRESS)
+            or default is None
+            or default is False
+            or default is argparse.SUPPRESS
             or default == []
             or "default" in text
         ):

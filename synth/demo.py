@@ -80,7 +80,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--out", default="demo-release", help="release directory (demo-release)")
+    parser.add_argument("--out", default="demo-release", metavar="DIR", help="release directory")
     add_seed_option(parser)
     add_quiet_option(parser)
     parser.set_defaults(func=run)

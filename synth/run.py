@@ -107,7 +107,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``run`` subcommand."""
     p = subparsers.add_parser(
         "run",
-        help="run the releases a TOML config describes (configs/ reproduces the papers)",
+        help="run the releases a TOML config describes (transit-synth configs: the shipped ones)",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -39,7 +39,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``marginals`` subcommand."""
     p = subparsers.add_parser(
         "marginals",
-        help="SBH marginal release (Opal style): six noisy tables per mode x day",
+        help="SBH marginal tables per mode x day (Opal, Asghar et al. 2018)",
         description=(
             "Stability-based histogram release of the six Opal tables (tap-on/off time, location, "
             "time x location) per mode x day partition; --epsilon/--delta are per partition for a "

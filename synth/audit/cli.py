@@ -55,9 +55,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="noise model of the scale fit (default: from the manifest)",
     )
     p.add_argument("--min-count", type=int, metavar="N", help="use pairs with both counts >= N")
-    p.add_argument(
-        "--confidence", type=float, default=0.95, help="confidence of every interval (0.95)"
-    )
+    p.add_argument("--confidence", type=float, default=0.95, help="confidence of every interval")
     emp = p.add_argument_group("empirical DP (instead of, or besides, RELEASE_DIR)")
     emp.add_argument(
         "--empirical",
