@@ -41,7 +41,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "marginals",
         help="SBH marginal tables per mode x day (Opal, Asghar et al. 2018)",
         description=(
-            "Stability-based histogram release of the six Opal tables (tap-on/off time, location, "
+            "Stability-based histogram release (Asghar et al. 2018, the Opal release) of the six "
+            "tables (tap-on/off time, location, "
             "time x location) per mode x day partition; --epsilon/--delta are per partition for a "
             "row unit (parallel composition) and for the whole release with --privacy-unit, split "
             "1,1,1,1,2,2 (epsilon) and equally (delta) over the tables."
