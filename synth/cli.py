@@ -150,7 +150,7 @@ def flag_names(message: str, parser: argparse.ArgumentParser) -> str:
     flags.update({k: v for k, v in FLAG_ALIASES.items() if v in flags.values()})
     everyone = "|".join(map(re.escape, sorted(flags, key=len, reverse=True)))
     message = re.sub(  # name='value' (any option) -> --flag value
-        rf"(?<![\w-])({everyone})=(['\"]?)([^'\"\s,;)]+)\2",
+        rf"(?<![\w\-/.])({everyone})=(['\"]?)([^'\"\s,;)]+)\2",
         lambda m: f"{flags[m.group(1)]} {m.group(3)}",
         message,
     )
@@ -160,7 +160,7 @@ def flag_names(message: str, parser: argparse.ArgumentParser) -> str:
         return message
     alternatives = "|".join(map(re.escape, names))
     return re.sub(
-        rf"(['`]?)(?<![\w-])({alternatives})(?![\w-])\1",
+        rf"(['`]?)(?<![\w\-/.])({alternatives})(?![\w\-/])\1",
         lambda m: flags[m.group(2)],
         message,
     )

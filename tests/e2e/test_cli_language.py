@@ -108,6 +108,21 @@ def test_errors_name_flags_as_typed(
     assert not (tmp_path / "never").exists()
 
 
+def test_flag_names_leave_paths_config_keys_and_words_alone() -> None:
+    from synth.cli import flag_names
+
+    sub = _subparser("sequences")
+    text = flag_names("/d/on_unknown/x.csv: pass on_unknown='drop'; variant='hybrid'", sub)
+    assert text == "/d/on_unknown/x.csv: pass --on-unknown drop; --variant hybrid"
+    assert flag_names("c.toml: unknown key 'time_bins' in [sequences]", sub).endswith(
+        "'time_bins' in [sequences]"
+    )
+    assert flag_names("time_bins needs coarse_time_bins", sub) == (
+        "--time-bin needs --coarse-time-bin"
+    )
+    assert flag_names("the tree height and the variant", sub) == "the tree height and the variant"
+
+
 # ------------------------------------------------------------------ --quiet
 def test_quiet_prints_errors_only(
     montreal: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
