@@ -32,7 +32,7 @@ from archetypes.datasets import chicago_taxi_schema, chicago_taxi_trips, sube_sc
 from archetypes.schema import TripSchema
 from archetypes.synthesizer import ArchetypeSynthesizer
 from synth.cli import add_quiet_option, add_seed_option, warn_if_seeded, warn_if_underspent
-from synth.config import check_params, load_config
+from synth.config import TRIPS_TABLE, check_io, check_params, load_config
 from synth.errors import ConfigError
 from synth.io import read_table, release_dir, write_table
 from synth.privacy import check_budget
@@ -113,8 +113,6 @@ def _config_tables(path: str) -> tuple[dict[str, Any], dict[str, Any], Path]:
     """The IO keys and the parameters of a ``--config`` file: a ``[trips]`` table as in a
     ``transit-synth run`` config (its ``parameters`` sub-table the constructor's), or the old
     ``[input]`` / ``[archetypes]`` form (read with a deprecation note)."""
-    from synth.run import check_table
-
     source = Path(path)
     config = load_config(source)
     base = source.resolve().parent
@@ -145,8 +143,18 @@ def _config_tables(path: str) -> tuple[dict[str, Any], dict[str, Any], Path]:
             f"{source}: expected one [trips] table (as in a `transit-synth run` config) with a "
             f"[trips.parameters] sub-table; found {', '.join(sorted(config)) or 'nothing'}"
         )
-    planned = check_table("trips", table, source=source, section="trips", base=base, partial=True)
-    return planned.io, planned.params, base
+    io, _ = check_io(TRIPS_TABLE, table, source=source, section="trips", base=base)
+    parameters = table.get("parameters", {})
+    if not isinstance(parameters, dict):
+        raise ConfigError(f"{source}: key 'parameters' in [trips] must be a table")
+    params = check_params(
+        ArchetypeSynthesizer.__init__,
+        parameters,
+        source=source,
+        section="trips.parameters",
+        exclude=("schema", "random_state"),
+    )
+    return io, params, base
 
 
 def _settings(

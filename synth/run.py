@@ -44,10 +44,10 @@ from pathlib import Path
 from typing import Any
 
 from synth.cli import add_quiet_option, add_seed_option, warn_if_seeded
-from synth.config import check_params, load_config
-from synth.errors import ConfigError, InputError
+from synth.config import TRIPS_TABLE, check_io, check_params, load_config
+from synth.errors import ConfigError
 
-__all__ = ["KINDS", "Planned", "check_table", "plan", "register", "run", "run_config"]
+__all__ = ["KINDS", "Planned", "plan", "register", "run", "run_config"]
 
 #: release kind -> (keys of its table other than name/parameters: "path", "spec" or a type/choices).
 KINDS: dict[str, dict[str, Any]] = {
@@ -60,16 +60,7 @@ KINDS: dict[str, dict[str, Any]] = {
         "gtfs_stations": bool,
         "format": ("csv", "parquet"),
     },
-    "trips": {
-        "private": "path",
-        "public": "path",
-        "input_format": ("trips", "chicago-taxi", "sube-taps"),
-        "public_years": "years",
-        "private_years": "years",
-        "metadata": "path",
-        "schema": "path",
-        "format": ("csv", "parquet"),
-    },
+    "trips": TRIPS_TABLE,
     "marginals": {
         "input": "path",
         "taxonomy": "spec",
@@ -89,7 +80,6 @@ _EXCLUDED = {
     "trips": ("schema", "random_state"),
     "marginals": ("taxonomy", "random_state", "on_unknown"),
 }
-EMBEDDED = "embedded:"
 
 
 @dataclass
@@ -138,88 +128,7 @@ def _target(kind: str) -> Callable[..., Any]:
     return OpalRelease
 
 
-def _resolve(value: str, base: Path, source: Path, where: str) -> str:
-    """A path of the config: ``embedded:NAME``, absolute, or relative to the config's folder."""
-    if value.startswith(EMBEDDED):
-        from synth import datasets
-
-        name = value[len(EMBEDDED) :]
-        if name not in datasets.FILES:
-            raise ConfigError(
-                f"{source}: key {where}: unknown embedded file {name!r} "
-                f"(choose one of {', '.join(sorted(datasets.FILES))})"
-            )
-        return str(datasets.path(name))
-    path = Path(value).expanduser()
-    return str(path if path.is_absolute() else base / path)
-
-
-def _check_io(
-    kind: str,
-    table: Mapping[str, Any],
-    *,
-    source: Path,
-    section: str,
-    base: Path,
-    check_files: bool = True,
-    required: tuple[str, ...] = (),
-) -> tuple[dict[str, Any], dict[str, str]]:
-    """The IO keys of a release table: known, well typed, paths resolved and present; and which
-    keys named an embedded file."""
-    allowed = KINDS[kind]
-    io: dict[str, Any] = {}
-    embedded: dict[str, str] = {}
-    for key, value in table.items():
-        if key in ("name", "parameters"):
-            continue
-        if key not in allowed:
-            raise ConfigError(
-                f"{source}: unknown key '{key}' in [{section}] "
-                f"(allowed: {', '.join(sorted([*allowed, 'name', 'parameters']))})"
-            )
-        rule = allowed[key]
-        where = f"'{key}' in [{section}]"
-        if rule is bool and not isinstance(value, bool):
-            raise ConfigError(
-                f"{source}: key {where} has the wrong type ({type(value).__name__} {value!r}; "
-                "expected true or false)"
-            )
-        if rule in ("path", "spec") or rule is str:
-            if not isinstance(value, str) or not value.strip():
-                raise ConfigError(
-                    f"{source}: key {where} has the wrong type ({type(value).__name__} "
-                    f"{value!r}; expected a non-empty string)"
-                )
-        if rule == "years" and not (
-            isinstance(value, list)
-            and all(isinstance(v, int) and not isinstance(v, bool) for v in value)
-        ):
-            raise ConfigError(
-                f"{source}: key {where} has the wrong type ({type(value).__name__} {value!r}; "
-                "expected a list of years)"
-            )
-        if isinstance(rule, tuple) and value not in rule:
-            raise ConfigError(
-                f"{source}: key {where} must be one of {', '.join(rule)}, got {value!r}"
-            )
-        if rule == "spec" and not value.strip().lower().startswith("fanout:"):
-            rule = "path"
-        if rule == "path":
-            if value.startswith(EMBEDDED):
-                embedded[key] = value[len(EMBEDDED) :]
-            value = _resolve(value, base, source, where)
-            if check_files and not Path(value).exists():
-                raise InputError(f"{source}: key {where}: {value}: file not found")
-        io[key] = value
-    missing = [k for k in required if k not in io]
-    if missing:
-        raise ConfigError(f"{source}: missing key '{missing[0]}' in [{section}]")
-    return io, embedded
-
-
-def _check_parameters(
-    kind: str, params: Any, *, source: Path, section: str, partial: bool = False
-) -> dict[str, Any]:
+def _check_parameters(kind: str, params: Any, *, source: Path, section: str) -> dict[str, Any]:
     """The ``parameters`` sub-table against the constructor (exact key names, TOML types)."""
     if not isinstance(params, dict):
         raise ConfigError(f"{source}: key 'parameters' in [{section}] must be a table")
@@ -233,7 +142,7 @@ def _check_parameters(
         and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
     ]
     missing = [name for name in required if name not in checked]
-    if missing and not partial:
+    if missing:
         raise ConfigError(f"{source}: missing key '{missing[0]}' in [{section}]")
     if kind == "sequences":  # TOML table keys are strings; the tree wants level numbers
         for key in ("budget_split", "thresholds"):
@@ -257,44 +166,39 @@ def _check_parameters(
     return checked
 
 
-def check_table(
+def _check_table(
     kind: str,
     table: Mapping[str, Any],
     *,
     source: Path,
     section: str,
     base: Path,
-    check_files: bool = True,
-    partial: bool = False,
+    check_files: bool,
 ) -> Planned:
-    """Check one release table of a config (its IO keys and its ``parameters`` sub-table).
-
-    ``partial=True`` (a ``transit-synth trips --config`` file, whose command line gives the
-    inputs and the budget) does not require the inputs nor the constructor's required parameters.
-    """
-    io, embedded = _check_io(
-        kind,
+    """Check one release table of a config: its IO keys and its ``parameters`` sub-table."""
+    io, embedded = check_io(
+        KINDS[kind],
         table,
         source=source,
         section=section,
         base=base,
         check_files=check_files,
-        required=() if partial else _REQUIRED[kind],
+        required=_REQUIRED[kind],
     )
     params = _check_parameters(
         kind,
         table.get("parameters", {}),
         source=source,
         section=section.replace(kind, f"{kind}.parameters", 1),
-        partial=partial,
     )
-    if not partial and kind == "trips" and "public" not in io and not params.get("public_stand_in"):
+    if kind == "trips" and "public" not in io and not params.get("public_stand_in"):
         raise ConfigError(
             f"{source}: missing key 'public' in [{section}] "
             "(or set public_stand_in in its parameters)"
         )
-    name = table.get("name", kind)
-    return Planned(kind=kind, name=str(name), io=io, params=params, embedded=embedded)
+    return Planned(
+        kind=kind, name=str(table.get("name", kind)), io=io, params=params, embedded=embedded
+    )
 
 
 def plan(path: str | os.PathLike[str], *, check_files: bool = True) -> list[Planned]:
@@ -335,7 +239,7 @@ def plan(path: str | os.PathLike[str], *, check_files: bool = True) -> list[Plan
             if any(r.name == name for r in releases) or name == "config.toml":
                 raise ConfigError(f"{source}: key 'name' in [{kind}]: {name!r} is used twice")
             section = kind if single else f"{kind}, name = {name!r}"
-            planned = check_table(
+            planned = _check_table(
                 kind, table, source=source, section=section, base=base, check_files=check_files
             )
             planned.name = name
