@@ -176,8 +176,8 @@ def test_sequences_summary_counts_what_was_written(
 def test_a_release_that_spends_less_than_asked_says_so(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Sequences of one station under a tree of height 6: the tree stops after level 1 and
-    spends 1/6 of epsilon; stderr and the manifest say so, the guarantee stays the cap."""
+    """Sequences of one station under a tree of height 6: the tree stops after its first levels
+    and spends part of epsilon; stderr and the manifest say so, the guarantee stays the cap."""
     data = tmp_path / "short.csv"
     pd.DataFrame({"seq_id": np.arange(400), "pos": 0, "location": ["Berri-UQAM"] * 400}).to_csv(
         data, index=False
