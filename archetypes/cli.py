@@ -22,6 +22,7 @@ import argparse
 import json
 import os
 import sys
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -117,11 +118,12 @@ def _config_tables(path: str) -> tuple[dict[str, Any], dict[str, Any], Path]:
     config = load_config(source)
     base = source.resolve().parent
     if config and set(config) <= {"input", "archetypes"}:
-        print(
-            f"note: {source}: [input] / [archetypes] is the old `trips --config` form (still "
-            "read); write it as a [trips] table with a [trips.parameters] sub-table, as in a "
-            "`transit-synth run` config (transit-synth configs taxi-archetypes shows one)",
-            file=sys.stderr,
+        warnings.warn(  # on stderr as "warning: ..." (silenced by --quiet)
+            f"{source}: [input] / [archetypes] is the old `trips --config` form (still read, "
+            "deprecated); write it as a [trips] table with a [trips.parameters] sub-table, as in "
+            "a `transit-synth run` config (transit-synth configs taxi-archetypes shows one)",
+            FutureWarning,
+            stacklevel=2,
         )
         inputs = dict(config.get("input", {}))
         check_inputs(inputs, source=source, section="input")

@@ -173,6 +173,9 @@ def test_old_config_form_still_read_with_a_deprecation_note(
     assert "old `trips --config` form" not in capsys.readouterr().err
     a, b = (pd.read_csv(tmp_path / d / "trips.csv") for d in "ab")
     pd.testing.assert_frame_equal(a, b)
+    quiet = ["--out", str(tmp_path / "c"), "--config", str(old), "--seed", "1", "--quiet"]
+    assert main([*argv, *quiet]) == 0
+    assert capsys.readouterr().err == ""  # --quiet: errors only, the deprecation note too
     # the old form given to `run` names the new one
     assert main(["run", str(old), "--out", str(tmp_path / "never")]) == 2
     assert "[trips.parameters]" in capsys.readouterr().err
