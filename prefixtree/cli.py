@@ -42,6 +42,7 @@ from synth.io import read_table, release_dir, table_format
 from synth.progress import Progress
 from synth.records import load_sequences
 from synth.taxonomy import Taxonomy, taxonomy_note
+from synth.times import add_timezone_option, check_timezone
 
 __all__ = ["read_locations", "register", "release_sequences", "run", "write_release"]
 
@@ -189,6 +190,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="with a GTFS zip taxonomy: the parent stations are the locations (the taps name "
         "stations), not the platforms",
     )
+    add_timezone_option(p)
     add_seed_option(p)
     add_quiet_option(p)
     add_engine_options(p)
@@ -223,6 +225,7 @@ def run(args: argparse.Namespace) -> int:
         format=args.format,
         seed=args.seed,
         progress=Progress(args.quiet),
+        timezone=args.timezone,
     )
     if not args.quiet:
         print(summary, file=sys.stderr)
@@ -243,8 +246,11 @@ def release_sequences(
     seed: int | None = None,
     progress: Progress | None = None,
     source: str | os.PathLike[str] | None = None,
+    timezone: str | None = None,
 ) -> str:
     """Write a prefix-tree release of ``input`` into ``out`` (atomically); returns a summary line.
+
+    ``timezone``: how times are read (:mod:`synth.times`; default the wall clock as written).
 
     ``input`` is a file or a frame of taps or sequences (``source``: the file recorded in the
     manifest for a frame).
@@ -268,8 +274,9 @@ def release_sequences(
         tax = Taxonomy.from_spec(spec, locations=public, use_stations=gtfs_stations)
         synth = PrefixTreeSynthesizer(**params, taxonomy=tax, random_state=seed)
         synth.check_params()  # fail on bad parameters before reading the data
+        check_timezone(timezone)
         step("load")
-        if synth.engine != "memory" and not isinstance(input, pd.DataFrame):
+        if synth.engine != "memory" and not isinstance(input, pd.DataFrame) and timezone is None:
             seqs: pd.DataFrame | str | os.PathLike[str] = input  # the engine reads the file
         else:
             seqs = load_sequences(
@@ -277,10 +284,17 @@ def release_sequences(
                 taxonomy=tax,
                 on_unknown=on_unknown,
                 location_column=location_column,
+                timezone=timezone,
             )
         step("fit")
         with progress.counter("tree levels", unit="level") as levels:
-            synth.fit(seqs, progress=levels, on_unknown=on_unknown, location_column=location_column)
+            synth.fit(
+                seqs,
+                progress=levels,
+                on_unknown=on_unknown,
+                location_column=location_column,
+                timezone=timezone,
+            )
         del seqs  # the input is not needed for the release
         step("release")
         recorded = source if source is not None else input
@@ -296,6 +310,7 @@ def release_sequences(
             "on_unknown": on_unknown,
             **({"gtfs_stations": True} if gtfs_stations else {}),
             **taxonomy_note(tax),
+            "timezone": timezone or "wall clock as written",
         }
         if "max_nodes" in params:
             parameters["max_nodes"] = params["max_nodes"]

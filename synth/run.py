@@ -5,12 +5,14 @@ A config holds one or more releases, each a table named after the subcommand tha
 * ``[sequences]`` (prefix tree): ``input`` (taps or long-format sequences), ``taxonomy`` (CSV edge
   list, GTFS zip or ``fanout:N``), optional ``location_column``, ``locations`` (the public list for
   ``fanout:N``), ``on_unknown`` (``error`` | ``drop``), ``gtfs_stations`` (``true``: a GTFS zip's
-  parent stations as the locations), ``format`` (``csv`` | ``parquet``);
+  parent stations as the locations), ``format`` (``csv`` | ``parquet``), ``timezone`` (how times
+  are read, as ``--timezone``; default the wall clock as written);
 * ``[trips]`` (GMM archetypes): ``private``, ``public`` (unless ``parameters.public_stand_in``),
   optional ``input_format`` (``trips`` | ``chicago-taxi`` | ``sube-taps``), ``public_years``,
   ``private_years``, ``metadata``, ``schema``, ``format``;
 * ``[marginals]`` (SBH / Opal): ``input`` (trips or taps), optional ``taxonomy``,
-  ``location_column`` (default ``stop_id``), ``on_unknown``, ``gtfs_stations``, ``format``;
+  ``location_column`` (default ``stop_id``), ``on_unknown``, ``gtfs_stations``, ``format``,
+  ``timezone``;
 
 each with a sub-table ``parameters`` of the generator's constructor parameters
 (:class:`~prefixtree.PrefixTreeSynthesizer`, :class:`~archetypes.ArchetypeSynthesizer`,
@@ -59,6 +61,7 @@ KINDS: dict[str, dict[str, Any]] = {
         "on_unknown": ("error", "drop"),
         "gtfs_stations": bool,
         "format": ("csv", "parquet"),
+        "timezone": str,
     },
     "trips": TRIPS_TABLE,
     "marginals": {
@@ -68,6 +71,7 @@ KINDS: dict[str, dict[str, Any]] = {
         "on_unknown": ("error", "drop"),
         "gtfs_stations": bool,
         "format": ("csv", "parquet"),
+        "timezone": str,
     },
 }
 _REQUIRED = {
@@ -281,6 +285,7 @@ def _release(planned: Planned, out: Path, seed: int | None, progress: Any) -> st
             seed=seed,
             progress=progress,
             source=io["input"],
+            timezone=io.get("timezone"),
         )
     if planned.kind == "trips":
         from archetypes.cli import release_trips
@@ -308,10 +313,13 @@ def _release(planned: Planned, out: Path, seed: int | None, progress: Any) -> st
         )
     from synth.sbh_cli import release_marginals
 
+    params = dict(planned.params)
+    if "timezone" in io:
+        params.setdefault("timezone", io["timezone"])
     return release_marginals(
         _input(planned),
         out,
-        params={**planned.params, "on_unknown": io.get("on_unknown", "error")},
+        params={**params, "on_unknown": io.get("on_unknown", "error")},
         taxonomy=io.get("taxonomy"),
         gtfs_stations=io.get("gtfs_stations", False),
         location_column=io.get("location_column", "stop_id"),

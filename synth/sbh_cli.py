@@ -31,6 +31,7 @@ from synth.progress import Progress
 from synth.records import load_taps, load_trips
 from synth.sbh import TABLES, Mode, OpalRelease
 from synth.taxonomy import Taxonomy
+from synth.times import add_timezone_option
 
 _ID_COLUMNS = ("card_id", "on_stop", "off_stop", "mode")
 
@@ -104,6 +105,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="with --privacy-unit: events kept per card and side over all partitions (default 1)",
     )
     p.add_argument("--format", choices=("csv", "parquet"), default="csv", help="table file format")
+    add_timezone_option(p)
     add_seed_option(p)
     add_quiet_option(p)
     add_engine_options(p)
@@ -121,7 +123,9 @@ def _days(spec: str) -> list[str]:
         raise ConfigError(f"--days {spec!r}: expected ISO dates 'a,b' or 'FIRST:LAST'") from None
 
 
-def _load(path: Path | pd.DataFrame, location_column: str) -> pd.DataFrame:
+def _load(
+    path: Path | pd.DataFrame, location_column: str, timezone: str | None = None
+) -> pd.DataFrame:
     """Trips (an ``on_stop`` column) or taps, through :mod:`synth.records` (SUBE loads as is)."""
     if isinstance(path, pd.DataFrame):
         columns = set(path.columns)
@@ -137,10 +141,14 @@ def _load(path: Path | pd.DataFrame, location_column: str) -> pd.DataFrame:
         trips = (
             path
             if isinstance(path, pd.DataFrame)
-            else read_table(path, dtype={c: str for c in _ID_COLUMNS})
+            else read_table(
+                path, dtype={c: str for c in _ID_COLUMNS}, text=("on_time", "off_time", "date")
+            )
         )
-        return load_trips(trips, card_column="card_id" if "card_id" in columns else None)
-    taps = load_taps(path, location_column=location_column)
+        return load_trips(
+            trips, card_column="card_id" if "card_id" in columns else None, timezone=timezone
+        )
+    taps = load_taps(path, location_column=location_column, timezone=timezone)
     if location_column != "stop_id":
         taps = taps.drop(columns=["stop_id"], errors="ignore")
         taps = taps.rename(columns={location_column: "stop_id"})
@@ -167,6 +175,7 @@ def run(args: argparse.Namespace) -> int:
             "privacy_unit": args.privacy_unit,
             "max_contributions": args.max_contributions,
             "on_unknown": args.on_unknown,
+            "timezone": args.timezone,
             **engine_params(args),
         },
         taxonomy=args.taxonomy,
@@ -233,7 +242,11 @@ def release_marginals(
         if release.engine != "memory" and not isinstance(input, pd.DataFrame):
             data = input  # the engine reads the file (out of core when it can)
         else:
-            data = _load(input if isinstance(input, pd.DataFrame) else Path(input), location_column)
+            data = _load(
+                input if isinstance(input, pd.DataFrame) else Path(input),
+                location_column,
+                release.timezone,
+            )
         step("fit")
         release.fit(data, location_column=location_column)
         step("write")
