@@ -40,6 +40,12 @@ from synth.cli import (
 from synth.errors import ConfigError, InputError
 from synth.io import read_table, release_dir, table_format
 from synth.progress import Progress
+from synth.provenance import (
+    add_provenance_option,
+    private_inputs,
+    provenance_key,
+    write_provenance,
+)
 from synth.records import load_sequences
 from synth.taxonomy import Taxonomy, taxonomy_note
 from synth.times import add_timezone_option, check_timezone
@@ -194,6 +200,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_seed_option(p)
     add_quiet_option(p)
     add_engine_options(p)
+    add_provenance_option(p)
     p.set_defaults(func=run)
 
 
@@ -226,6 +233,7 @@ def run(args: argparse.Namespace) -> int:
         seed=args.seed,
         progress=Progress(args.quiet),
         timezone=args.timezone,
+        provenance_key=provenance_key(args.provenance_key_file),
     )
     if not args.quiet:
         print(summary, file=sys.stderr)
@@ -247,13 +255,15 @@ def release_sequences(
     progress: Progress | None = None,
     source: str | os.PathLike[str] | None = None,
     timezone: str | None = None,
+    provenance_key: bytes | None = None,
 ) -> str:
     """Write a prefix-tree release of ``input`` into ``out`` (atomically); returns a summary line.
 
     ``timezone``: how times are read (:mod:`synth.times`; default the wall clock as written).
-
-    ``input`` is a file or a frame of taps or sequences (``source``: the file recorded in the
-    manifest for a frame).
+    ``input`` is a file or a frame of taps or sequences (``source``: the file it came from, for
+    the provenance record). With ``provenance_key``, the operator-only record of
+    :mod:`synth.provenance` is written beside ``out`` (nothing about the private input goes into
+    the manifest).
     ``taxonomy`` is a taxonomy spec (CSV edge list, GTFS zip or ``fanout:N`` with ``locations``);
     ``params`` are :class:`~prefixtree.PrefixTreeSynthesizer` keyword parameters other than
     ``taxonomy`` and ``random_state`` (``seed``); ``gtfs_stations``: a GTFS taxonomy's parent
@@ -269,6 +279,10 @@ def release_sequences(
     public = read_locations(str(locations)) if locations is not None else None
     if format not in ("csv", "parquet"):
         raise ConfigError(f"format must be 'csv' or 'parquet', got {format!r}")
+    recorded = source if source is not None else input
+    provenance = (
+        None if provenance_key is None else private_inputs(provenance_key, {"input": recorded})
+    )
     with progress.steps("sequences", 4) as step:
         step("taxonomy")
         tax = Taxonomy.from_spec(spec, locations=public, use_stations=gtfs_stations)
@@ -297,12 +311,9 @@ def release_sequences(
             )
         del seqs  # the input is not needed for the release
         step("release")
-        recorded = source if source is not None else input
-        inputs = ([] if isinstance(recorded, pd.DataFrame) else [str(recorded)]) + (
-            [spec] if Path(spec).is_file() else []
-        )
+        public_inputs = {"taxonomy": spec} if Path(spec).exists() else {}
         if locations is not None:
-            inputs.append(str(locations))
+            public_inputs["locations"] = str(locations)
         parameters = {
             **synth.parameters(),
             "taxonomy": spec,
@@ -324,7 +335,11 @@ def release_sequences(
 
         with release_dir(out) as stage:  # streamed chunk by chunk: never held whole
             n_rows = write_release(counted(synth.iter_sample()), stage / name)
-            synth.ledger_.to_json(stage / "manifest.json", parameters=parameters, inputs=inputs)
+            synth.ledger_.to_json(
+                stage / "manifest.json", parameters=parameters, public_inputs=public_inputs
+            )
+    if provenance is not None:
+        write_provenance(out, provenance, command="sequences")
     warn_if_underspent(synth.ledger_, str(out))
     return (
         f"sequences: {written['sequences']} synthetic sequences ({n_rows} rows) from a tree of "

@@ -24,7 +24,13 @@ publishing all of them would cost the sum: the demo compares them, an agency wou
   with the k-marginal score and marginal distances.
 * **Reference check**: the synthetic SUBE sequences and trips against the SBH release.
 
-Everything goes to one release directory, written atomically, with ``report.html``.
+Layout of ``--out DIR`` (written atomically as a whole):
+
+* ``DIR/releases/<name>/``: the releases, what may be published: each holds its DP data files and
+  ``manifest.json``, nothing else;
+* ``DIR/evaluation-private/``: ``private-report.html`` and ``private-evaluation.json``, the
+  comparisons with the original data. They contain exact statistics of the private data: NOT
+  private, for the data holder only, never to be published (each says so at its top).
 """
 
 from __future__ import annotations
@@ -70,6 +76,10 @@ TRIPS_EPSILON = 1.0
 SUBE_DELTA = 1e-5
 TAXI_DELTA = 2.5e-5
 SUBE_DAY = "2019-11-28"
+DEFAULT_OUT = "transit-synth-demo"
+#: the publishable releases, and the internal evaluation, under --out
+RELEASES_DIR = "releases"
+EVALUATION_DIR = "evaluation-private"
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -80,7 +90,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--out", default="demo-release", metavar="DIR", help="release directory")
+    parser.add_argument(
+        "--out",
+        default=DEFAULT_OUT,
+        metavar="DIR",
+        help=f"output folder: releases/ (publishable) and {EVALUATION_DIR}/ (internal, NOT "
+        "private)",
+    )
     add_seed_option(parser)
     add_quiet_option(parser)
     parser.set_defaults(func=run)
@@ -121,7 +137,7 @@ class _TripRun:
     delta: float
     params: dict[str, Any]
     evaluate: dict[str, Any]
-    inputs: list[Path]
+    public_inputs: dict[str, Path]
 
 
 def _seed(base: int | None, offset: int) -> int | None:
@@ -147,7 +163,6 @@ def _prefix_tree(
     height: int,
     seed: int | None,
     step: _Steps,
-    inputs: list[Path],
     location: str,
     params: dict[str, Any],
 ) -> dict[str, Any]:
@@ -168,7 +183,7 @@ def _prefix_tree(
     folder.mkdir()
     write_table(synthetic, folder / "sequences.csv")
     manifest = synthesizer.ledger_.to_dict(
-        parameters={**synthesizer.parameters(), "location_column": location}, inputs=inputs
+        parameters={**synthesizer.parameters(), "location_column": location}
     )
     (folder / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True))
     releases = {
@@ -212,7 +227,6 @@ def _sequences(stage: Path, taps: Any, seed: int | None, step: _Steps) -> dict[s
             height=SEQUENCE_HEIGHT,
             seed=_seed(seed, 0),
             step=step,
-            inputs=[datasets.path("sube_wednesday")],
             location="id_linea",
             params=SUBE_SEQUENCE_PARAMS,
         ),
@@ -224,7 +238,6 @@ def _sequences(stage: Path, taps: Any, seed: int | None, step: _Steps) -> dict[s
             height=SIMULATED_HEIGHT,
             seed=_seed(seed, 1),
             step=step,
-            inputs=[],
             location="station (simulated)",
             params=MONTREAL_SEQUENCE_PARAMS,
         ),
@@ -234,7 +247,6 @@ def _sequences(stage: Path, taps: Any, seed: int | None, step: _Steps) -> dict[s
 def _marginals(stage: Path, taps: Any, seed: int | None, step: _Steps) -> tuple[Any, Any]:
     """The Opal-style SBH release of the SUBE Wednesday taps (the reference output), and the taps
     it was made from (to measure the release's own error against them)."""
-    from synth import datasets
     from synth.records import load_taps
     from synth.sbh import OpalRelease
 
@@ -252,7 +264,7 @@ def _marginals(stage: Path, taps: Any, seed: int | None, step: _Steps) -> tuple[
         max_contributions=OPAL_CONTRIBUTIONS,
         random_state=_seed(seed, 10),
     ).fit(taps)
-    release.save(stage / "marginals", inputs=[datasets.path("sube_wednesday")])
+    release.save(stage / "marginals")
     step("marginals: SBH release (consistent mode) written")
     return release, taps
 
@@ -302,7 +314,7 @@ def _trips(stage: Path, seed: int | None, step: _Steps) -> dict[str, Any]:
                 destination=None,
                 exclude=("lat", "lon"),
             ),
-            inputs=[datasets.path("sube_wednesday"), datasets.path("sube_tuesday")],
+            public_inputs={"public": datasets.path("sube_tuesday")},
         ),
         "trips-taxi": _TripRun(
             private=taxi_private,
@@ -329,7 +341,7 @@ def _trips(stage: Path, seed: int | None, step: _Steps) -> dict[str, Any]:
                 origin="pickup_community_area",
                 destination="dropoff_community_area",
             ),
-            inputs=[datasets.path("chicago_taxi")],
+            public_inputs={},  # one file holds the public and the private years
         ),
     }
     out: dict[str, Any] = {}
@@ -348,7 +360,7 @@ def _trips(stage: Path, seed: int | None, step: _Steps) -> dict[str, Any]:
             folder = stage / name
             folder.mkdir()
             write_table(synthetic, folder / "trips.csv")
-            manifest = synthesizer.manifest(inputs=cfg.inputs)
+            manifest = synthesizer.manifest(public_inputs=cfg.public_inputs)
             (folder / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True))
             part("evaluate")
             results = evaluate_trips(cfg.private, {"archetypes": synthetic}, **cfg.evaluate)
@@ -380,6 +392,7 @@ def _run(args: argparse.Namespace, step: _Steps) -> None:
     import pandas as pd
 
     from synth.evaluate import against_reference
+    from synth.internal import INTERNAL_NOTICE, PRIVATE_PREFIX
     from synth.io import release_dir
     from synth.report import (
         evaluation_sections,
@@ -390,10 +403,13 @@ def _run(args: argparse.Namespace, step: _Steps) -> None:
     )
 
     with release_dir(args.out) as stage:
+        releases, internal = stage / RELEASES_DIR, stage / EVALUATION_DIR
+        releases.mkdir()
+        internal.mkdir()
         taps = _wednesday_taps(step)
-        sequences = _sequences(stage, taps, args.seed, step)
-        opal, opal_taps = _marginals(stage, taps, args.seed, step)
-        trips = _trips(stage, args.seed, step)
+        sequences = _sequences(releases, taps, args.seed, step)
+        opal, opal_taps = _marginals(releases, taps, args.seed, step)
+        trips = _trips(releases, args.seed, step)
         synthetic_trips = trips["trips-sube"]["synthetic"]
         sube_trips = pd.DataFrame(  # the synthetic boardings as taps, to match the SBH tables
             {
@@ -421,13 +437,15 @@ def _run(args: argparse.Namespace, step: _Steps) -> None:
                 for r in reference
             ],
         }
-        (stage / "evaluation.json").write_text(
-            json.dumps(summary, indent=2, sort_keys=True, default=str)
+        (internal / f"{PRIVATE_PREFIX}evaluation.json").write_text(
+            json.dumps({"notice": INTERNAL_NOTICE, **summary}, indent=2, default=str)
         )
         sections = [
-            "<p>Every release below is differentially private on its own; each is a separate use "
-            "of the same private data (publishing several costs the sum of their budgets). Read "
-            "the manifests at the end for the exact privacy unit, epsilon and delta of each.</p>",
+            f"<p>The releases in <code>{RELEASES_DIR}/</code> are each differentially private on "
+            "their own, and each is a separate use of the same private data (publishing several "
+            "costs the sum of their budgets); read the manifests at the end for the exact privacy "
+            "unit, epsilon and delta of each. This report compares them with the original data: "
+            "its figures are NOT private.</p>",
         ]
         titles = {
             "sequences-sube": "Passenger sequences: prefix tree on SUBE Wednesday (real)",
@@ -453,14 +471,21 @@ def _run(args: argparse.Namespace, step: _Steps) -> None:
             **{name: t["manifest"] for name, t in trips.items()},
         }
         sections += [manifest_section(name, m) for name, m in manifests.items()]
-        write_html(render_page("transit-synth demo", sections), stage / "report.html")
+        write_html(
+            render_page("transit-synth demo", sections, notice=INTERNAL_NOTICE),
+            internal / f"{PRIVATE_PREFIX}report.html",
+        )
     step.close()
     _summary(Path(args.out), sequences, trips, args.quiet)
 
 
 def _summary(out: Path, sequences: dict[str, Any], trips: dict[str, Any], quiet: bool) -> None:
     """Where everything went, and the headline figures."""
-    print(f"release written to {out}/ (open {out / 'report.html'})")
+    print(f"releases written to {out / RELEASES_DIR}/ (publishable: data and manifest.json only)")
+    print(
+        f"internal evaluation (NOT private, do not publish): "
+        f"{out / EVALUATION_DIR / 'private-report.html'}"
+    )
     if quiet:
         return
     for data, q in sequences.items():

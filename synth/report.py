@@ -234,22 +234,27 @@ def table_section(title: str, header: list[str], rows: list[list[Any]]) -> str:
     return f"<h2>{html.escape(title)}</h2>" + _table(header, rows)
 
 
-def render_page(title: str, sections: list[str]) -> str:
-    """A self-contained HTML page from sections of HTML."""
+def render_page(title: str, sections: list[str], *, notice: str | None = None) -> str:
+    """A self-contained HTML page from sections of HTML; ``notice`` (e.g. the internal-only
+    sentence) is the first line of the body, above the title."""
+    banner = "" if notice is None else f"<p><strong>{html.escape(notice)}</strong></p>"
     return (
         f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
-        f"<style>{_STYLE}</style></head><body><h1>{html.escape(title)}</h1>"
+        f"<style>{_STYLE}</style></head><body>{banner}<h1>{html.escape(title)}</h1>"
         f"<p>transit-synth {__version__}.</p>" + "\n".join(sections) + "</body></html>\n"
     )
 
 
 def render_report(
-    results: dict[str, Any], manifests: Mapping[str, dict[str, Any]] | None = None
+    results: dict[str, Any],
+    manifests: Mapping[str, dict[str, Any]] | None = None,
+    *,
+    notice: str | None = None,
 ) -> str:
     """HTML text of the report of ``evaluate_sequences`` / ``evaluate_trips`` results."""
     sections = evaluation_sections(results)
     sections.extend(manifest_section(name, m) for name, m in (manifests or {}).items())
-    return render_page(f"transit-synth evaluation ({results['kind']})", sections)
+    return render_page(f"transit-synth evaluation ({results['kind']})", sections, notice=notice)
 
 
 def write_html(text: str, path: str | os.PathLike[str]) -> Path:
@@ -265,6 +270,7 @@ def write_report(
     path: str | os.PathLike[str],
     *,
     manifests: Mapping[str, dict[str, Any]] | None = None,
+    notice: str | None = None,
 ) -> Path:
-    """Write the report atomically to ``path``."""
-    return write_html(render_report(results, manifests), path)
+    """Write the report atomically to ``path`` (``notice``: a banner above the title)."""
+    return write_html(render_report(results, manifests, notice=notice), path)

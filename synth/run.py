@@ -48,6 +48,7 @@ from typing import Any
 from synth.cli import add_quiet_option, add_seed_option, warn_if_seeded
 from synth.config import TRIPS_TABLE, check_io, check_params, load_config
 from synth.errors import ConfigError
+from synth.provenance import add_provenance_option, provenance_key
 
 __all__ = ["KINDS", "Planned", "plan", "register", "run", "run_config"]
 
@@ -114,6 +115,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     add_seed_option(p)
     add_quiet_option(p)
+    add_provenance_option(p)
     p.set_defaults(func=run)
 
 
@@ -336,12 +338,28 @@ def run_config(
     *,
     seed: int | None = None,
     quiet: bool = True,
+    provenance_key: bytes | None = None,
 ) -> list[str]:
-    """Check ``config``, run its releases into ``out`` (atomically); returns the summary lines."""
+    """Check ``config``, run its releases into ``out`` (atomically); returns the summary lines.
+
+    With ``provenance_key``, one operator-only record of every release's private input is written
+    beside ``out`` (:mod:`synth.provenance`), never inside it."""
     from synth.io import release_dir
     from synth.progress import Progress
+    from synth.provenance import private_inputs, write_provenance
 
     releases = plan(config)
+    provenance = None
+    if provenance_key is not None:
+        provenance = private_inputs(
+            provenance_key,
+            {
+                f"{r.name}: {'private' if r.kind == 'trips' else 'input'}": r.io[
+                    "private" if r.kind == "trips" else "input"
+                ]
+                for r in releases
+            },
+        )
     progress = Progress(quiet)
     summaries: list[str] = []
     with release_dir(out) as stage:
@@ -356,6 +374,8 @@ def run_config(
             summaries.append(f"{planned.name}: {summary}")
             if not quiet:
                 progress.write(summaries[-1])
+    if provenance is not None:
+        write_provenance(out, provenance, command="run")
     return summaries
 
 
@@ -363,7 +383,13 @@ def run(args: argparse.Namespace) -> int:
     """``transit-synth run``."""
     warn_if_seeded(args.seed)
     out = Path(args.out) if args.out is not None else Path(f"{Path(args.config).stem}-release")
-    summaries = run_config(args.config, out, seed=args.seed, quiet=args.quiet)
+    summaries = run_config(
+        args.config,
+        out,
+        seed=args.seed,
+        quiet=args.quiet,
+        provenance_key=provenance_key(args.provenance_key_file),
+    )
     print(f"{len(summaries)} release(s) written to {out}/", file=sys.stdout)
     if not args.quiet and len(summaries) > 1:
         print(

@@ -1089,9 +1089,11 @@ class OpalRelease:
         out_dir: str | os.PathLike[str],
         *,
         format: Literal["csv", "parquet"] = "csv",
-        inputs: Sequence[str | os.PathLike[str]] | None = None,
+        public_inputs: Mapping[str, str | os.PathLike[str]] | None = None,
     ) -> Path:
-        """Write one file per table and ``manifest.json`` atomically (``synth.io.release_dir``)."""
+        """Write one file per table and ``manifest.json`` atomically (``synth.io.release_dir``);
+        ``public_inputs`` (role -> file, e.g. the taxonomy) are fingerprinted in the manifest,
+        nothing of the private input is."""
         from synth.io import release_dir, write_table
 
         self._fitted()
@@ -1103,7 +1105,7 @@ class OpalRelease:
             self.ledger_.to_json(
                 stage / "manifest.json",
                 parameters=self.parameters(),
-                inputs=None if inputs is None else [Path(p) for p in inputs],
+                public_inputs=public_inputs,
             )
         return Path(out_dir)
 

@@ -28,6 +28,12 @@ from synth.cli import (
 from synth.errors import ConfigError
 from synth.io import read_table, table_format
 from synth.progress import Progress
+from synth.provenance import (
+    add_provenance_option,
+    private_inputs,
+    provenance_key,
+    write_provenance,
+)
 from synth.records import load_taps, load_trips
 from synth.sbh import TABLES, Mode, OpalRelease
 from synth.taxonomy import Taxonomy
@@ -109,6 +115,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_seed_option(p)
     add_quiet_option(p)
     add_engine_options(p)
+    add_provenance_option(p)
     p.set_defaults(func=run)
 
 
@@ -184,6 +191,7 @@ def run(args: argparse.Namespace) -> int:
         format=args.format,
         seed=args.seed,
         progress=Progress(args.quiet),
+        provenance_key=provenance_key(args.provenance_key_file),
     )
     if not args.quiet:
         print(summary, file=sys.stderr)
@@ -222,15 +230,21 @@ def release_marginals(
     seed: int | None = None,
     progress: Progress | None = None,
     source: str | os.PathLike[str] | None = None,
+    provenance_key: bytes | None = None,
 ) -> str:
     """Fit an :class:`~synth.sbh.OpalRelease` on ``input`` and write it into ``out`` atomically;
     returns a summary line. ``input`` is a file or a frame of trips or taps (``source``: the file
-    recorded in the manifest for a frame); ``params`` are the release's keyword parameters other
-    than ``taxonomy`` (a spec here; ``gtfs_stations``: a GTFS zip's parent stations as its
+    it came from, for the operator-only provenance record written beside ``out`` with
+    ``provenance_key``, :mod:`synth.provenance`); ``params`` are the release's keyword parameters
+    other than ``taxonomy`` (a spec here; ``gtfs_stations``: a GTFS zip's parent stations as its
     leaves) and ``random_state`` (``seed``). What ``transit-synth
     marginals`` and ``transit-synth run`` both call.
     """
     progress = Progress(quiet=True) if progress is None else progress
+    recorded = source if source is not None else input
+    provenance = (
+        None if provenance_key is None else private_inputs(provenance_key, {"input": recorded})
+    )
     with progress.steps("marginals", 3) as step:
         step("load")
         if gtfs_stations and taxonomy is None:
@@ -250,9 +264,10 @@ def release_marginals(
         step("fit")
         release.fit(data, location_column=location_column)
         step("write")
-        recorded = source if source is not None else input
-        inputs = [] if isinstance(recorded, pd.DataFrame) else [Path(recorded)]
-        written = release.save(out, format=format, inputs=inputs)
+        public = {} if taxonomy is None or not Path(taxonomy).exists() else {"taxonomy": taxonomy}
+        written = release.save(out, format=format, public_inputs=public)
+    if provenance is not None:
+        write_provenance(out, provenance, command="marginals")
     warn_if_underspent(release.ledger_, str(out))
     _warn_if_few_locations(release, str(out))
     cells = sum(len(release.tables_[t]) for t in TABLES)

@@ -2,8 +2,11 @@
 DIR]``.
 
 Compares one or more synthetic releases (files, or release directories holding ``sequences.*`` /
-``trips.*`` and ``manifest.json``) with the original; writes ``evaluation.json`` and ``report.html``
-into DIR atomically (default: the first release's directory) and prints a summary.
+``trips.*`` and ``manifest.json``) with the original; writes ``private-evaluation.json`` and
+``private-report.html`` into DIR atomically and prints a summary. Both hold exact statistics of
+the original (NOT private, for the data holder only, and say so at their top), so DIR is never a
+release directory: by default ``<release>-evaluation-private/`` beside the first release
+(:func:`synth.internal.default_evaluation_dir`); an ``--out`` inside a release is refused.
 """
 
 from __future__ import annotations
@@ -18,13 +21,19 @@ import pandas as pd
 from synth.cli import add_quiet_option
 from synth.errors import InputError
 from synth.evaluate.suite import PAPER_KS, evaluate_sequences, evaluate_trips
+from synth.internal import (
+    INTERNAL_NOTICE,
+    PRIVATE_PREFIX,
+    check_outside_releases,
+    default_evaluation_dir,
+)
 from synth.io import CSV_SUFFIXES, PARQUET_SUFFIXES, read_table, release_dir
 from synth.records import load_sequences
 from synth.report import write_report
 from synth.taxonomy import Taxonomy
 
-RESULTS_FILE = "evaluation.json"
-REPORT_FILE = "report.html"
+RESULTS_FILE = f"{PRIVATE_PREFIX}evaluation.json"
+REPORT_FILE = f"{PRIVATE_PREFIX}report.html"
 
 
 def register(subparsers: Any) -> None:
@@ -48,7 +57,12 @@ def register(subparsers: Any) -> None:
         default="sequences",
         help="long-format sequences (count queries, patterns) or trip tables (marginals)",
     )
-    p.add_argument("--out", metavar="DIR", help="output directory (default: the first release's)")
+    p.add_argument(
+        "--out",
+        metavar="DIR",
+        help="output directory for the internal (NOT private) evaluation; never a release "
+        "directory (default: <release>-evaluation-private beside the first release)",
+    )
     p.add_argument(
         "--taxonomy",
         metavar="TAX",
@@ -117,6 +131,8 @@ def _summary(results: dict[str, Any]) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     """Evaluate, write the JSON and the HTML report, print the summary."""
+    if args.out:
+        check_outside_releases(args.out)
     releases = [_release(a, args.kind) for a in args.synthetic]
     names: list[str] = []
     for name, _, _ in releases:
@@ -150,10 +166,12 @@ def run(args: argparse.Namespace) -> int:
         **{n: str(t) for n, (_, t, _) in zip(names, releases, strict=True)},
     }
     manifests = {n: m for n, (_, _, m) in zip(names, releases, strict=True) if m is not None}
-    out = Path(args.out) if args.out else releases[0][1].parent
+    out = Path(args.out) if args.out else default_evaluation_dir(args.synthetic[0])
+    check_outside_releases(out)
     with release_dir(out) as stage:
-        (stage / RESULTS_FILE).write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
-        write_report(results, stage / REPORT_FILE, manifests=manifests)
+        text = json.dumps({"notice": INTERNAL_NOTICE, **results}, indent=2)
+        (stage / RESULTS_FILE).write_text(text + "\n", encoding="utf-8")
+        write_report(results, stage / REPORT_FILE, manifests=manifests, notice=INTERNAL_NOTICE)
     if not args.quiet:
         print("\n".join(_summary(results)))
         print(f"wrote {out / RESULTS_FILE} and {out / REPORT_FILE}")

@@ -1,4 +1,5 @@
-"""``transit-synth demo --out DIR`` in a subprocess: releases, manifests, report with images.
+"""``transit-synth demo --out DIR`` in a subprocess: releases (``DIR/releases/``), manifests, and
+the internal report with images (``DIR/evaluation-private/``).
 
 One run (about 15 s) is shared by the tests of this module.
 """
@@ -39,19 +40,39 @@ def test_demo_writes_the_release_directories(
     demo: tuple[Path, subprocess.CompletedProcess],
 ) -> None:
     out, done = demo
+    assert sorted(p.name for p in out.iterdir()) == ["evaluation-private", "releases"]
+    assert sorted(p.name for p in (out / "releases").iterdir()) == sorted(RELEASES)
     for name, data in RELEASES.items():
-        folder = out / name
+        folder = out / "releases" / name
         manifest = json.loads((folder / "manifest.json").read_text())
         assert manifest["spent"]["epsilon"] > 0 and manifest["privacy_unit"]
+        # nothing of the private inputs: no hash, no name (only the public Tuesday file)
+        assert manifest["inputs"]["private"].startswith("not recorded")
+        public = [p["file"] for p in manifest["inputs"]["public"]]
+        assert public == (["martes_trx.parquet"] if name == "trips-sube" else [])
+        text = (folder / "manifest.json").read_text()
+        assert "miercoles" not in text and "chicago_taxi" not in text
         assert len(pd.read_csv(folder / data)) > 0
-    assert (out / "evaluation.json").is_file()
+        # only DP data files and the manifest: no report, no evaluation
+        assert all(p.suffix in (".csv", ".json") for p in folder.iterdir())
+        assert not [p for p in folder.iterdir() if "report" in p.name or "eval" in p.name]
+    internal = out / "evaluation-private"
+    assert sorted(p.name for p in internal.iterdir()) == [
+        "private-evaluation.json",
+        "private-report.html",
+    ]
     assert [p.name for p in out.parent.iterdir() if ".stage-" in p.name] == []
-    assert f"release written to {out}/" in done.stdout
+    assert f"releases written to {out / 'releases'}/" in done.stdout
+    assert "NOT private" in done.stdout
 
 
 def test_report_has_images_and_manifests(demo: tuple[Path, subprocess.CompletedProcess]) -> None:
     out, _ = demo
-    html = (out / "report.html").read_text()
+    html = (out / "evaluation-private" / "private-report.html").read_text()
+    notice = "INTERNAL - NOT PRIVATE: contains exact statistics of the original data"
+    assert html.index(notice) < html.index("<h1>")
+    text = (out / "evaluation-private" / "private-evaluation.json").read_text()
+    assert notice in text.splitlines()[1]
     assert html.count("data:image/png;base64,") >= 3
     for name in RELEASES:
         assert f"Privacy manifest: {name}" in html

@@ -45,15 +45,18 @@ def test_evaluate_sequences_writes_json_and_report(
     out = tmp_path / "eval"
     argv = ["evaluate", str(original), str(release), str(other), "--out", str(out)]
     assert main([*argv, "--queries", "400", "--top-k", "20"]) == 0
-    assert sorted(p.name for p in out.iterdir()) == ["evaluation.json", "report.html"]
-    results = json.loads((out / "evaluation.json").read_text())
+    assert sorted(p.name for p in out.iterdir()) == [
+        "private-evaluation.json",
+        "private-report.html",
+    ]
+    results = json.loads((out / "private-evaluation.json").read_text())
     assert set(results["releases"]) == {"release", "simple"}
     assert results["releases"]["release"]["patterns"][0]["k"] == 20
     parser = _Images()
-    parser.feed((out / "report.html").read_text(encoding="utf-8"))
+    parser.feed((out / "private-report.html").read_text(encoding="utf-8"))
     assert len(parser.srcs) == 3
     assert all(s.startswith("data:image/png;base64,") for s in parser.srcs)
-    assert '"unit": "card"' in (out / "report.html").read_text(encoding="utf-8")
+    assert '"unit": "card"' in (out / "private-report.html").read_text(encoding="utf-8")
     printed = capsys.readouterr().out
     assert "release: relative error" in printed and "simple:" in printed
 
@@ -67,11 +70,11 @@ def test_query_universe_from_a_public_taxonomy(tmp_path: Path) -> None:
     out = tmp_path / "eval"
     argv = ["evaluate", str(original), str(release), "--taxonomy", str(tax), "--out", str(out)]
     assert main([*argv, "--queries", "100", "--top-k", "5", "--quiet"]) == 0
-    params = json.loads((out / "evaluation.json").read_text())["parameters"]
+    params = json.loads((out / "private-evaluation.json").read_text())["parameters"]
     assert params["universe_source"] == "given" and params["universe_size"] == 16
 
 
-def test_evaluate_trips_defaults_to_the_release_directory(tmp_path: Path) -> None:
+def test_evaluate_trips_defaults_to_a_private_sibling_of_the_release(tmp_path: Path) -> None:
     rng = np.random.default_rng(0)
     trips = pd.DataFrame(
         {
@@ -87,9 +90,11 @@ def test_evaluate_trips_defaults_to_the_release_directory(tmp_path: Path) -> Non
     release.mkdir()
     trips.sample(frac=1.0, random_state=1).to_csv(release / "trips.csv", index=False)
     assert main(["evaluate", str(tmp_path / "private.csv"), str(release), "--kind", "trips"]) == 0
-    results = json.loads((release / "evaluation.json").read_text())
+    out = tmp_path / "rel-evaluation-private"
+    results = json.loads((out / "private-evaluation.json").read_text())
     assert results["releases"]["rel"]["k_marginal"]["score"] == 1000.0
-    assert (release / "report.html").is_file()
+    assert (out / "private-report.html").is_file()
+    assert sorted(p.name for p in release.iterdir()) == ["trips.csv"]  # nothing added
 
 
 def test_user_errors_exit_2_and_write_nothing(
@@ -107,3 +112,46 @@ def test_user_errors_exit_2_and_write_nothing(
     assert main([*argv, "--out", str(out)]) == 2
     assert "lacks column(s) b" in capsys.readouterr().err
     assert not out.exists()
+
+
+def test_internal_files_say_so_on_top_and_stay_out_of_release_directories(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Default --out beside the release, the notice at the top of both files; an --out that is
+    (or is inside) a release directory is refused with exit 2 and nothing written."""
+    original = _write_sequences(tmp_path / "original.csv", 100, 0)
+    release = tmp_path / "rel"
+    _write_sequences(release / "sequences.csv", 100, 1)
+    (release / "manifest.json").write_text(json.dumps({"privacy_unit": "card"}))
+    before = sorted(p.name for p in release.iterdir())
+    argv = ["evaluate", str(original), str(release), "--queries", "50", "--top-k", "5"]
+    assert main([*argv, "--quiet"]) == 0
+    assert sorted(p.name for p in release.iterdir()) == before
+    out = tmp_path / "rel-evaluation-private"
+    notice = "INTERNAL - NOT PRIVATE: contains exact statistics of the original data"
+    text = (out / "private-evaluation.json").read_text()
+    assert text.splitlines()[1].startswith(f'  "notice": "{notice}')
+    page = (out / "private-report.html").read_text()
+    assert page.index(notice) < page.index("<h1>")
+    # the table file inside a release: the same default place
+    assert (
+        main(
+            [
+                "evaluate",
+                str(original),
+                str(release / "sequences.csv"),
+                "--queries",
+                "50",
+                "--top-k",
+                "5",
+                "--quiet",
+            ]
+        )
+        == 0
+    )
+    assert sorted(p.name for p in release.iterdir()) == before
+    for bad in (release, release / "eval"):
+        assert main([*argv, "--out", str(bad), "--quiet"]) == 2
+        err = capsys.readouterr().err
+        assert "release directory" in err and "\n" not in err.strip()
+    assert sorted(p.name for p in release.iterdir()) == before
