@@ -789,6 +789,8 @@ class ArchetypeSynthesizer:
         (role -> file: public trips, schema) are fingerprinted, the private trips never."""
         params: dict[str, Any] = {
             "generator": "archetypes",
+            "id_column": self.id_column,
+            "order_column": self.order_column,
             "n_archetypes": self.n_archetypes,
             "key_columns": list(self.key_columns),
             "category_column": self.category_column,

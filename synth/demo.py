@@ -369,11 +369,66 @@ def _trips(stage: Path, seed: int | None, step: _Steps) -> dict[str, Any]:
     return out
 
 
-def _reference_rows(name: str, table: Any) -> list[list[Any]]:
-    return [
-        [name, r.table, r.cells, r.tvd, r.error_bound, r.outside_bound]
-        for r in table.itertuples(index=False)
-    ]
+#: What each demo release is, for the report's summary.
+_TITLES = {
+    "sequences-sube": "SUBE (Buenos Aires) Wednesday 28/11/2019 boardings, real: one sequence of "
+    "lines per card",
+    "sequences-montreal-simulated": f"{SIMULATED_SEQUENCES:,} SIMULATED passenger sequences on "
+    "the Montreal metro (stations)",
+    "marginals": "SUBE Wednesday taps, real: hourly tap-on/tap-off counts per line, mode x day",
+    "trips-sube": "SUBE Wednesday trips, real (Tuesday as public data)",
+    "trips-taxi": "Chicago taxi trips 2014-2015, real (2013 as public data; no taxi id, so one "
+    "trip is the unit)",
+}
+
+
+def _report(
+    sequences: dict[str, Any],
+    trips: dict[str, Any],
+    opal_manifest: dict[str, Any],
+    reference: dict[str, Any],
+) -> str:
+    """The demo's internal HTML report: summary first, then details and manifests per release."""
+    from synth.report import (
+        ReleaseEntry,
+        evaluation_sections,
+        manifest_section,
+        reference_section,
+        reference_verdict,
+        render_demo,
+    )
+
+    entries, details = [], []
+    for name, q in sequences.items():
+        key = q["manifest"]["parameters"]["variant"]
+        entries.append(ReleaseEntry(name, _TITLES[name], q["manifest"], q["results"], key))
+        body = [*evaluation_sections(q["results"]), manifest_section(name, q["manifest"])]
+        details.append((f"{name}: {_TITLES[name]}", body))
+    own = reference["original taps (the release's own error)"]
+    entries.append(
+        ReleaseEntry(
+            "marginals",
+            _TITLES["marginals"],
+            opal_manifest,
+            verdict="against the original taps: " + reference_verdict(own),
+        )
+    )
+    for name, t in trips.items():
+        entries.append(ReleaseEntry(name, _TITLES[name], t["manifest"], t["results"], "archetypes"))
+        body = [*evaluation_sections(t["results"]), manifest_section(name, t["manifest"])]
+        details.append((f"{name}: {_TITLES[name]}", body))
+    details.append(
+        (
+            "marginals: reference check of the synthetic SUBE data against the marginal release",
+            [reference_section(reference), manifest_section("marginals", opal_manifest)],
+        )
+    )
+    intro = (
+        "<p>Each release below is differentially private on its own, and each is a separate use "
+        "of the same private data: an agency would publish one of them from <code>releases/</code> "
+        "(publishing several costs the sum of their epsilons and deltas).</p>"
+    )
+    return render_demo(entries, details, intro=intro)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -392,15 +447,9 @@ def _run(args: argparse.Namespace, step: _Steps) -> None:
     import pandas as pd
 
     from synth.evaluate import against_reference
-    from synth.internal import INTERNAL_NOTICE, PRIVATE_PREFIX
+    from synth.internal import INTERNAL_NOTICE
     from synth.io import release_dir
-    from synth.report import (
-        evaluation_sections,
-        manifest_section,
-        render_page,
-        table_section,
-        write_html,
-    )
+    from synth.report import REPORT_FILE, RESULTS_FILE, write_html
 
     with release_dir(args.out) as stage:
         releases, internal = stage / RELEASES_DIR, stage / EVALUATION_DIR
@@ -421,60 +470,21 @@ def _run(args: argparse.Namespace, step: _Steps) -> None:
             }
         )
         sube_sequences = sequences["sequences-sube"]["synthetic"]
-        reference = (
-            _reference_rows(
-                "original taps (the release's own error)", against_reference(opal_taps, opal)
-            )
-            + _reference_rows("sequences-sube", against_reference(sube_sequences, opal))
-            + _reference_rows("trips-sube", against_reference(sube_trips, opal))
-        )
+        reference = {
+            "original taps (the release's own error)": against_reference(opal_taps, opal),
+            "sequences-sube": against_reference(sube_sequences, opal),
+            "trips-sube": against_reference(sube_trips, opal),
+        }
         step("reference check against the SBH release done")
         summary = {
+            "notice": INTERNAL_NOTICE,
             "sequences": {name: q["results"] for name, q in sequences.items()},
             "trips": {name: t["results"] for name, t in trips.items()},
-            "reference": [
-                dict(zip(("release", "table", "cells", "tvd", "bound", "outside"), r, strict=True))
-                for r in reference
-            ],
+            "reference": {k: v.to_dict(orient="records") for k, v in reference.items()},
         }
-        (internal / f"{PRIVATE_PREFIX}evaluation.json").write_text(
-            json.dumps({"notice": INTERNAL_NOTICE, **summary}, indent=2, default=str)
-        )
-        sections = [
-            f"<p>The releases in <code>{RELEASES_DIR}/</code> are each differentially private on "
-            "their own, and each is a separate use of the same private data (publishing several "
-            "costs the sum of their budgets); read the manifests at the end for the exact privacy "
-            "unit, epsilon and delta of each. This report compares them with the original data: "
-            "its figures are NOT private.</p>",
-        ]
-        titles = {
-            "sequences-sube": "Passenger sequences: prefix tree on SUBE Wednesday (real)",
-            "sequences-montreal-simulated": (
-                f"Passenger sequences: prefix tree on {SIMULATED_SEQUENCES:,} SIMULATED "
-                "Montreal metro sequences"
-            ),
-        }
-        for name, q in sequences.items():
-            sections += [f"<h2>{titles[name]}</h2>", *evaluation_sections(q["results"])]
-        for name, t in trips.items():
-            sections += [f"<h2>Trips: {name}</h2>", *evaluation_sections(t["results"])]
-        sections.append(
-            table_section(
-                "Reference check against the SBH marginal release",
-                ["release", "table", "cells", "TVD", "error bound", "cells outside bound"],
-                reference,
-            )
-        )
-        manifests = {
-            **{name: q["manifest"] for name, q in sequences.items()},
-            "marginals": opal.ledger_.to_dict(parameters=opal.parameters()),
-            **{name: t["manifest"] for name, t in trips.items()},
-        }
-        sections += [manifest_section(name, m) for name, m in manifests.items()]
-        write_html(
-            render_page("transit-synth demo", sections, notice=INTERNAL_NOTICE),
-            internal / f"{PRIVATE_PREFIX}report.html",
-        )
+        (internal / RESULTS_FILE).write_text(json.dumps(summary, indent=2, default=str))
+        opal_manifest = opal.ledger_.to_dict(parameters=opal.parameters())
+        write_html(_report(sequences, trips, opal_manifest, reference), internal / REPORT_FILE)
     step.close()
     _summary(Path(args.out), sequences, trips, args.quiet)
 

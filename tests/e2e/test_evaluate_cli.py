@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -50,15 +51,27 @@ def test_evaluate_sequences_writes_json_and_report(
         "private-report.html",
     ]
     results = json.loads((out / "private-evaluation.json").read_text())
-    assert set(results["releases"]) == {"release", "simple"}
+    assert next(iter(results)) == "notice" and results["notice"].startswith(
+        "INTERNAL - NOT PRIVATE"
+    )
+    assert set(results["releases"]) == {"eps=inf (truncated)", "release", "simple"}
+    assert results["releases"]["eps=inf (truncated)"]["patterns"][0]["tp"] == 20
     assert results["releases"]["release"]["patterns"][0]["k"] == 20
     parser = _Images()
     parser.feed((out / "private-report.html").read_text(encoding="utf-8"))
-    assert len(parser.srcs) == 3
+    assert len(parser.srcs) == 1  # error per subset (both workloads) and TP vs k: one row
     assert all(s.startswith("data:image/png;base64,") for s in parser.srcs)
-    assert '"unit": "card"' in (out / "private-report.html").read_text(encoding="utf-8")
     printed = capsys.readouterr().out
-    assert "release: relative error" in printed and "simple:" in printed
+    assert re.search(
+        r"^release: top-20 travel patterns: \d+ found, 20 possible without", printed, re.M
+    )
+    assert "simple: top-20" in printed and "eps=inf" not in printed
+    page = (out / "private-report.html").read_text(encoding="utf-8")
+    # a loose table has no manifest: no guarantee is claimed for it
+    assert "unknown: the release has no privacy manifest" in page
+    assert main([*argv, "--queries", "400", "--top-k", "20", "--no-baseline", "--quiet"]) == 0
+    results = json.loads((out / "private-evaluation.json").read_text())
+    assert set(results["releases"]) == {"release", "simple"}
 
 
 def test_query_universe_from_a_public_taxonomy(tmp_path: Path) -> None:
@@ -112,6 +125,87 @@ def test_user_errors_exit_2_and_write_nothing(
     assert main([*argv, "--out", str(out)]) == 2
     assert "lacks column(s) b" in capsys.readouterr().err
     assert not out.exists()
+
+
+def test_kind_height_and_taxonomy_come_from_the_manifest(tmp_path: Path) -> None:
+    """A prefix-tree release of height 3: evaluate needs no --kind, --height or --taxonomy."""
+    from synth.datasets import montreal_taxonomy
+    from synth.simulate import simulate_sequences
+
+    metro = montreal_taxonomy()
+    simulate_sequences(1500, taxonomy=metro, seed=4).to_csv(tmp_path / "sim.csv", index=False)
+    metro.to_csv(tmp_path / "metro.csv")
+    release = tmp_path / "release"
+    args = ["sequences", str(tmp_path / "sim.csv"), "--taxonomy", str(tmp_path / "metro.csv")]
+    args += ["--epsilon", "2", "--height", "3", "--out", str(release), "--seed", "3", "--quiet"]
+    assert main(args) == 0
+    out = tmp_path / "eval"
+    argv = ["evaluate", str(tmp_path / "sim.csv"), str(release), "--out", str(out)]
+    assert main([*argv, "--queries", "200", "--top-k", "20", "--quiet"]) == 0
+    results = json.loads((out / "private-evaluation.json").read_text())
+    assert results["kind"] == "sequences"
+    assert results["parameters"]["height"] == 3  # the release's, not 12
+    assert results["parameters"]["universe_source"] == "given"
+    assert results["parameters"]["universe_size"] == len(metro.leaves())
+    assert main([*argv, "--height", "5", "--queries", "200", "--top-k", "20", "--quiet"]) == 0
+    assert json.loads((out / "private-evaluation.json").read_text())["parameters"]["height"] == 5
+    assert main([*argv, "--height", "0", "--quiet"]) == 2
+
+
+def _trip_table(n: int, seed: int) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    cards = np.repeat(np.arange(n), rng.integers(1, 4, n))
+    return pd.DataFrame(
+        {
+            "card": [f"c{seed}-{c}" for c in cards],
+            "hour": rng.integers(5, 23, len(cards)),
+            "zone": rng.choice(["A", "B", "C"], len(cards)),
+            "dest": rng.choice(["A", "B", "C"], len(cards)),
+            "mode": rng.choice(["bus", "rail"], len(cards)),
+        }
+    )
+
+
+def test_trip_release_columns_from_the_manifest_and_flags(tmp_path: Path) -> None:
+    """An archetype release: kind and id column from its manifest; time and OD from flags."""
+    private, public = tmp_path / "private.csv", tmp_path / "public.csv"
+    _trip_table(300, 1).to_csv(private, index=False)
+    _trip_table(200, 0).to_csv(public, index=False)
+    release = tmp_path / "release"
+    args = ["trips", str(private), "--public", str(public), "--epsilon", "1", "--delta", "1e-5"]
+    args += ["--out", str(release), "--id-column", "card", "--key-columns", "hour,zone,dest"]
+    assert main([*args, "--category-column", "mode", "--seed", "1", "--quiet"]) == 0
+    out = tmp_path / "eval"
+    argv = ["evaluate", str(private), str(release), "--out", str(out), "--quiet"]
+    assert main(argv) == 0
+    results = json.loads((out / "private-evaluation.json").read_text())
+    assert results["kind"] == "trips" and results["parameters"]["id_column"] == "card"
+    entry = results["releases"]["release"]
+    assert "trips_per_individual" in entry and "time_of_day" not in entry and "od" not in entry
+    assert any("--time-column" in s for s in results["skipped"])
+    flags = ["--time-column", "hour", "--origin-column", "zone", "--destination-column", "dest"]
+    assert main([*argv, *flags]) == 0
+    results = json.loads((out / "private-evaluation.json").read_text())
+    entry = results["releases"]["release"]
+    assert results["skipped"] == []
+    assert entry["time_of_day"]["label"] == "hour" and len(entry["od"]) > 1
+    report = (out / "private-report.html").read_text(encoding="utf-8")
+    assert "Privacy manifest of release" in report and "not measured" not in report
+
+
+def test_a_marginal_release_is_refused_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    release = tmp_path / "marginals"
+    release.mkdir()
+    (release / "manifest.json").write_text(
+        json.dumps({"parameters": {"release": "opal-marginals"}})
+    )
+    original = _write_sequences(tmp_path / "original.csv", 20, 0)
+    assert main(["evaluate", str(original), str(release), "--out", str(tmp_path / "e")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "transit-synth audit" in err
+    assert not (tmp_path / "e").exists()
 
 
 def test_internal_files_say_so_on_top_and_stay_out_of_release_directories(
