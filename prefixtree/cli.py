@@ -64,7 +64,10 @@ def read_locations(path: str) -> list[str]:
         col = "location" if "location" in df.columns else df.columns[0]
         values = df[col].dropna().astype(str).str.strip().tolist()
     else:
-        values = [line.strip() for line in p.read_text().splitlines()]
+        try:
+            values = [line.strip() for line in p.read_text(encoding="utf-8").splitlines()]
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InputError(f"{p}: cannot read the location list (UTF-8 text): {exc}") from None
     out = [v for v in dict.fromkeys(values) if v]
     if not out:
         raise InputError(f"{p}: the location list is empty")

@@ -12,12 +12,14 @@ import argparse
 import importlib
 import re
 import sys
+import traceback
 import warnings
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 from synth import __version__
 from synth.errors import TransitSynthError
+from synth.outdir import FORCE, Terminated, terminate_on_signals
 
 #: Subcommand -> (module exposing ``register(subparsers)``, one-line help), in ``--help`` order.
 #: Only the module of the subcommand being run is imported, so ``--help`` and each command start
@@ -118,14 +120,6 @@ class HelpFormatter(argparse.HelpFormatter):
         return super()._fill_text(text, width, indent)
 
 
-class CommandParser(argparse.ArgumentParser):
-    """The parser of ``transit-synth`` and its commands: always :class:`HelpFormatter`."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        kwargs["formatter_class"] = HelpFormatter
-        super().__init__(*args, **kwargs)
-
-
 #: Python parameter names whose command-line flag is not simply the name with dashes.
 FLAG_ALIASES: dict[str, str] = {
     "bin_minutes": "--bin",
@@ -205,8 +199,13 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     parser = CommandParser(
         prog="transit-synth",
         description="Differentially private synthetic public-transport data.",
+        epilog="Exit status: 0 done; 2 bad input, parameters, budget or files (one line says "
+        "why); 1 internal error (rerun with --debug, anywhere on the line, for the traceback).",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument(
+        "--debug", action="store_true", help="print the traceback of an error (any position)"
+    )
     subparsers = parser.add_subparsers(
         dest="command", metavar="COMMAND", parser_class=CommandParser
     )
@@ -215,6 +214,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         if name == command:
             importlib.import_module(module).register(subparsers)
             sub = subparsers.choices[name]
+            _harden(sub)
             func = sub.get_default("func")
             if func is not None:
                 sub.set_defaults(func=_speaking_flags(sub, func, translate=name not in NO_FLAGS))
@@ -235,23 +235,124 @@ def _show_warning(
     print(f"warning: {message}", file=sys.stderr)
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line plus "see --help" (no usage block)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {' '.join(message.split())} (see {self.prog} --help)\n")
+
+
+class CommandParser(OneLineParser):
+    """The parser of ``transit-synth`` and its commands: one-line errors, and always
+    :class:`HelpFormatter` (defaults shown)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs["formatter_class"] = HelpFormatter
+        super().__init__(*args, **kwargs)
+
+
+def _nonempty_path(value: str) -> str:
+    if not value.strip():
+        raise argparse.ArgumentTypeError("must not be empty (name an output folder)")
+    return value
+
+
+def _harden(parser: argparse.ArgumentParser) -> None:
+    """What every command with ``--out`` shares: ``--out`` not empty, ``--force``."""
+    has_out = False
+    for action in parser._actions:
+        if action.dest == "out" and action.option_strings:
+            has_out = True
+            action.type = _nonempty_path
+    if has_out:
+        parser.add_argument(
+            "--force",
+            action="store_true",
+            help="write into an --out folder holding files this tool did not write (they are "
+            "kept: never deleted or replaced); without it such a folder is refused",
+        )
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return text or type(exc).__name__
+
+
+def _os_error(exc: OSError) -> str:
+    """An OSError as one line naming the file (permission denied, disk full, ...)."""
+    reason = exc.strerror or _one_line(exc)
+    names = [str(n) for n in (exc.filename, exc.filename2) if n is not None]
+    return f"{' -> '.join(names)}: {reason}" if names else reason
+
+
+_ENGINE_INPUT_ERRORS = ("InvalidInputException", "ConversionException", "IOException")
+
+
+def _engine_input_error(exc: Exception) -> str | None:
+    """DuckDB's complaint about an input file, in one line naming the file (else None)."""
+    if "duckdb" not in type(exc).__module__ or type(exc).__name__ not in (_ENGINE_INPUT_ERRORS):
+        return None
+    text = _one_line(exc)
+    file = re.search(r"\bfile = (\S+)", text)
+    text = re.split(r" Possible Solution| file = | LINE 1:", text)[0]
+    text = re.sub(r"^(Invalid Input|Conversion|IO) Error: ", "", text)
+    return f"{file.group(1)}: {text}" if file else text
+
+
+def _run(args: argparse.Namespace) -> int:
+    with warnings.catch_warnings():
+        warnings.simplefilter("default")
+        warnings.showwarning = _show_warning
+        FORCE.set(getattr(args, "force", False))
+        try:
+            with terminate_on_signals():
+                return int(args.func(args) or 0)
+        finally:
+            FORCE.set(False)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; returns the process exit status."""
+    """Run the command line; returns the process exit status.
+
+    Exit status 0: done; 2: the input, parameters, budget or environment (a file that cannot be
+    read or written, a full disk) is at fault, said in one line; 1: an internal error (a bug), one
+    line plus the hint to rerun with ``--debug``, which prints the traceback; 130/143/129: stopped
+    by Ctrl-C/SIGTERM/SIGHUP, after cleaning up.
+    """
     arguments = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in arguments
+    arguments = [a for a in arguments if a != "--debug"]
     command = next((a for a in arguments if not a.startswith("-")), None)
-    args = build_parser(command).parse_args(arguments)
+    parser = build_parser(command)
+    args = parser.parse_args(arguments)
+    prefix = f"transit-synth {args.command}"
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("default")
-            warnings.showwarning = _show_warning
-            return int(args.func(args) or 0)
-    except TransitSynthError as exc:
-        message = " ".join(str(exc).split())
-        print(f"transit-synth {args.command}: error: {message}", file=sys.stderr)
-        return 2
+        return _run(args)
+    except Terminated as exc:
+        print(f"{prefix}: stopped by {exc}; no output was written", file=sys.stderr)
+        return 128 + exc.signum
     except KeyboardInterrupt:
-        print(f"transit-synth {args.command}: interrupted; no output was written", file=sys.stderr)
+        print(f"{prefix}: interrupted; no output was written", file=sys.stderr)
         return 130
+    except Exception as exc:
+        if debug:
+            traceback.print_exc()
+        if isinstance(exc, TransitSynthError):
+            message, code = _one_line(exc), 2
+        elif isinstance(exc, OSError):
+            message, code = _os_error(exc), 2
+        elif _engine_input_error(exc) is not None:
+            message, code = str(_engine_input_error(exc)), 2
+        elif isinstance(exc, MemoryError):
+            message, code = "out of memory (try --engine duckdb, or a smaller input)", 2
+        else:
+            message = (
+                f"internal error: {type(exc).__name__}: {_one_line(exc)} (a bug: rerun with "
+                "--debug for the traceback and report it)"
+            )
+            code = 1
+        print(f"{prefix}: error: {message}", file=sys.stderr)
+        return code
 
 
 def add_engine_options(parser: argparse.ArgumentParser) -> None:

@@ -43,6 +43,15 @@ def load_config(path: str | Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: configuration file not found") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"{path}: not UTF-8 text (byte 0x{exc.object[exc.start : exc.start + 1].hex()} at "
+            f"offset {exc.start}): a TOML configuration must be UTF-8"
+        ) from None
+    except IsADirectoryError:
+        raise ConfigError(f"{path}: is a directory, not a configuration file") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read the configuration: {exc.strerror}") from None
 
 
 def _matches(value: Any, annotation: Any) -> bool:

@@ -51,6 +51,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--format", choices=("csv", "parquet"), default="csv", help="OD file format")
     p.add_argument(
+        "--no-csv-escape",
+        dest="csv_escape",
+        action="store_false",
+        help="OD CSV: keep cells starting with = + - @ as they are (by default they get a "
+        "leading ' so that a spreadsheet shows them instead of running them as formulas)",
+    )
+    p.add_argument(
         "--crs",
         default="auto",
         help="auto (lat/lon projected to UTM), wgs84 (keep degrees), or the CRS of x/y in --stops",
@@ -85,6 +92,7 @@ def run(args: argparse.Namespace) -> int:
         bin_minutes=args.bin,
         fmt=args.format,
         crs=args.crs,
+        csv_escape=args.csv_escape,
         id_column=args.id_column,
         origin_column=args.origin_column,
         destination_column=args.destination_column,

@@ -114,6 +114,8 @@ class SBHCalibration:
         if not 0.0 < beta < 1.0:
             raise ConfigError(f"beta must be in (0, 1), got {beta!r}")
         p = math.exp(-1.0 / self.scale)
+        if p == 0.0:  # scale below 1/745: |X| > 0 has probability below 1e-323
+            return self.threshold - 1
         m = max(0, math.ceil(math.log(beta * (1.0 + p) / 2.0) / math.log(p) - 1.0))
         while m > 0 and 2.0 * p**m / (1.0 + p) <= beta:
             m -= 1

@@ -26,7 +26,7 @@ from synth.cli import (
     warn_if_underspent,
 )
 from synth.errors import ConfigError
-from synth.io import read_table, table_format
+from synth.io import read_table, table_columns, table_format
 from synth.progress import Progress
 from synth.provenance import (
     add_provenance_option,
@@ -136,12 +136,8 @@ def _load(
     """Trips (an ``on_stop`` column) or taps, through :mod:`synth.records` (SUBE loads as is)."""
     if isinstance(path, pd.DataFrame):
         columns = set(path.columns)
-    elif path.is_file() and table_format(path) == "parquet":
-        import pyarrow.parquet as pq
-
-        columns = set(pq.read_schema(path).names)
-    elif path.is_file() and table_format(path) == "csv":
-        columns = set(pd.read_csv(path, nrows=0).columns.str.strip())
+    elif path.is_file() and table_format(path) is not None:
+        columns = set(table_columns(path))  # a bad header is an InputError naming the file
     else:
         columns = set()  # load_taps names the problem (missing file, unsupported type)
     if "on_stop" in columns:

@@ -565,6 +565,37 @@ class Taxonomy:
         return write_table(self.to_frame(), path)
 
 
+#: Largest uncompressed size of one GTFS member read (1 GiB; the largest public feeds' stop_times
+#: are a few hundred MB) and largest compression ratio (GTFS text compresses 5-30 times; a zip
+#: bomb, thousands). Checked from the zip directory before reading, and again while reading.
+GTFS_MEMBER_LIMIT = 1 << 30
+GTFS_RATIO_LIMIT = 200
+
+
+def _read_member(zf: zipfile.ZipFile, name: str, src: str) -> bytes:
+    """One zip member's bytes, refused (InputError) beyond the size and ratio limits."""
+    info = zf.getinfo(name)
+    limit = GTFS_MEMBER_LIMIT
+    if info.file_size > limit:
+        raise InputError(
+            f"{src}: {name} unpacks to {info.file_size / 2**20:.0f} MiB, above the limit of "
+            f"{limit >> 20} MiB per GTFS file"
+        )
+    if info.file_size > (1 << 20) and info.file_size > GTFS_RATIO_LIMIT * max(
+        info.compress_size, 1
+    ):
+        raise InputError(
+            f"{src}: {name} has a compression ratio of "
+            f"{info.file_size / max(info.compress_size, 1):.0f}:1, above the limit of "
+            f"{GTFS_RATIO_LIMIT}:1 (a zip bomb?)"
+        )
+    with zf.open(name) as fh:
+        raw = fh.read(limit + 1)
+    if len(raw) > limit or len(raw) > GTFS_RATIO_LIMIT * max(info.compress_size, 1) + (1 << 20):
+        raise InputError(f"{src}: {name} unpacks beyond what its zip directory declares")
+    return raw
+
+
 def _read_gtfs(zip_path: Path, wanted: dict[str, list[str]]) -> dict[str, pd.DataFrame]:
     """Read GTFS members (all as strings) from a zip, also when they sit in a sub-folder."""
     src = str(zip_path)
@@ -580,8 +611,7 @@ def _read_gtfs(zip_path: Path, wanted: dict[str, list[str]]) -> dict[str, pd.Dat
         for member, cols in wanted.items():
             if member not in names:
                 raise InputError(f"{src}: GTFS file {member} is missing")
-            with zf.open(names[member]) as fh:
-                raw = fh.read()
+            raw = _read_member(zf, names[member], src)
             try:
                 df = pd.read_csv(io.BytesIO(raw), dtype=str, encoding="utf-8-sig")
             except Exception as exc:
