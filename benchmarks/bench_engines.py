@@ -6,7 +6,7 @@ sequence, zero-padded ids increasing), optionally the same rows shuffled (``shuf
 (``card_id, time, stop_id``, grouped by card, times non-decreasing). Then, each in its own child
 process, the prefix-tree release is run end to end from the Parquet file with each engine:
 ``PrefixTreeSynthesizer(engine=...).fit(path)`` (read -> bound -> count -> noise) and the release
-streamed chunk by chunk (``iter_sample()`` -> ``prefixtree.cli.write_release``) into a Parquet
+streamed chunk by chunk (``iter_sample()`` -> ``prefixtree.release.write_release``) into a Parquet
 file in a temporary directory next to the input; ``--fit-only`` stops after ``fit()``. Plus a
 baseline that only reads the file with pyarrow. Reported per child: wall time (child start to
 exit, interpreter start-up included), the fit and release times measured inside, and peak RSS
@@ -176,7 +176,7 @@ def _child(args: argparse.Namespace) -> None:
     if args.fit_only:
         print(json.dumps({"fit_s": fitted - started, "nodes": len(synth.tree_)}))
         return
-    from prefixtree.cli import write_release
+    from prefixtree.release import write_release
 
     with tempfile.TemporaryDirectory(prefix="release-", dir=Path(args.input).parent) as tmp:
         path = Path(tmp) / "sequences.parquet"

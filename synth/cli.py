@@ -186,13 +186,6 @@ def _speaking_flags(
     return run
 
 
-def warn_if_underspent(ledger: Any, what: str) -> None:
-    """Warn when a release's ledger spent less than its cap (the guarantee stays the cap)."""
-    note = ledger.underspent_note()
-    if note is not None:
-        warnings.warn(f"{what}: {note}", UserWarning, stacklevel=2)
-
-
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The top-level parser; ``command``'s module registers its full subparser, the others are
     listed by name and help only (their modules are not imported)."""

@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
@@ -43,6 +44,7 @@ __all__ = [
     "manifest_kind",
     "open_release",
     "read_manifest",
+    "warn_if_underspent",
     "write_manifest",
     "write_release",
 ]
@@ -242,3 +244,10 @@ def open_release(directory: str | os.PathLike[str]) -> Release:
     """Read a release directory: its manifest, loaded and validated (InputError otherwise)."""
     root = Path(directory)
     return Release(root, read_manifest(root))
+
+
+def warn_if_underspent(ledger: Any, what: str) -> None:
+    """Warn when a release's ledger spent less than its cap (the guarantee stays the cap)."""
+    note = ledger.underspent_note()
+    if note is not None:
+        warnings.warn(f"{what}: {note}", UserWarning, stacklevel=2)

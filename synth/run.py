@@ -272,7 +272,7 @@ def _release(planned: Planned, out: Path, seed: int | None, progress: Any) -> st
     """Write one planned release into ``out`` through its subcommand's function."""
     io = planned.io
     if planned.kind == "sequences":
-        from prefixtree.cli import release_sequences
+        from prefixtree.release import release_sequences
 
         return release_sequences(
             _input(planned),
@@ -290,7 +290,7 @@ def _release(planned: Planned, out: Path, seed: int | None, progress: Any) -> st
             timezone=io.get("timezone"),
         )
     if planned.kind == "trips":
-        from archetypes.cli import release_trips
+        from archetypes.release import release_trips
 
         inputs = {
             key: io[source]
@@ -313,7 +313,7 @@ def _release(planned: Planned, out: Path, seed: int | None, progress: Any) -> st
             seed=seed,
             progress=progress,
         )
-    from synth.sbh_cli import release_marginals
+    from synth.marginals_release import release_marginals
 
     params = dict(planned.params)
     if "timezone" in io:

@@ -904,9 +904,9 @@ class OpalRelease:
                         data, location_column=location_column, unit_column=self.privacy_unit
                     )
                 if scan is None:
-                    from synth.sbh_cli import _load
+                    from synth.marginals_input import load_marginal_input
 
-                    data = _load(Path(data), location_column, self.timezone)
+                    data = load_marginal_input(Path(data), location_column, self.timezone)
             if scan is not None:
                 grid, mode_code, day_code, loc_code = self._label_grid(
                     scan.modes, np.asarray(scan.days, dtype=np.int64), scan.locations

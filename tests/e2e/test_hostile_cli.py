@@ -253,14 +253,14 @@ def test_unwritable_parent_is_one_line(data, tmp_path, capsys, monkeypatch) -> N
         assert main(_sequences(data, tmp_path / "ro" / "out")) == 2
     assert "Permission denied" in _one_error_line(capsys.readouterr().err)
 
-    import prefixtree.cli
+    import prefixtree.release
 
     def full(frames: object, path: Path) -> int:
         path.write_text("half")
         raise OSError(errno.ENOSPC, "No space left on device", str(path))
 
     with monkeypatch.context() as m:
-        m.setattr(prefixtree.cli, "write_release", full)
+        m.setattr(prefixtree.release, "write_release", full)
         assert main(_sequences(data, tmp_path / "out")) == 2
     assert "No space left on device" in _one_error_line(capsys.readouterr().err)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["data"]
@@ -281,7 +281,7 @@ def test_read_only_parent_for_real(data, tmp_path, capsys) -> None:
 # -- signals ---------------------------------------------------------------------------------
 SLOW_WRITER = """
 import sys, time
-import prefixtree.cli as cli
+import prefixtree.release as cli
 real = cli.write_release
 def slow(frames, path):
     n = real(frames, path)

@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from prefixtree import PrefixTreeSynthesizer
-from prefixtree.cli import release_sequences, write_release
+from prefixtree.release import release_sequences, write_release
 from synth.errors import ConfigError
 from synth.taxonomy import Taxonomy
 
