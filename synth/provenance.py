@@ -13,7 +13,6 @@ To check a file later: :func:`input_hmac` with the same key, compared with the r
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import hmac
 import json
@@ -29,7 +28,6 @@ __all__ = [
     "MIN_KEY_BYTES",
     "NOTICE",
     "SUFFIX",
-    "add_provenance_option",
     "input_hmac",
     "private_inputs",
     "provenance_key",
@@ -47,18 +45,6 @@ NOTICE = (
     "INTERNAL - NOT PRIVATE: keyed hashes of the private input of a release; for the data holder "
     "only; do not publish."
 )
-
-
-def add_provenance_option(parser: argparse.ArgumentParser) -> None:
-    """Add ``--provenance-key-file FILE`` to a releasing subcommand."""
-    parser.add_argument(
-        "--provenance-key-file",
-        default=None,
-        metavar="FILE",
-        help="secret key (a file of at least 16 bytes): write an operator-only record of keyed "
-        f"HMAC-SHA256 hashes of the private input to OUT{SUFFIX}, beside the release, never "
-        f"inside it (default: the key in ${ENV_VAR}, else no record)",
-    )
 
 
 def provenance_key(key_file: str | os.PathLike[str] | None = None) -> bytes | None:

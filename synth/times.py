@@ -18,7 +18,6 @@ Times come back naive (``datetime64[ns]``), as wall-clock times.
 
 from __future__ import annotations
 
-import argparse
 import zoneinfo
 
 import numpy as np
@@ -31,7 +30,6 @@ __all__ = [
     "NO_DAY",
     "OFFSET",
     "SECONDS",
-    "add_timezone_option",
     "check_timezone",
     "parse_times",
     "times_of_day",
@@ -213,14 +211,3 @@ def times_of_day(
         minute[~clock] = (values - days) // np.timedelta64(1, "m")
         day[~clock] = days.astype(np.int64)
     return minute, day
-
-
-def add_timezone_option(parser: argparse.ArgumentParser) -> None:
-    """``--timezone TZ`` for the commands that read times (README "Data formats")."""
-    parser.add_argument(
-        "--timezone",
-        metavar="TZ",
-        help="read times in this IANA time zone (e.g. Europe/Paris): values with a UTC offset are "
-        "converted to it, values without one are taken as in it, unix seconds converted from UTC "
-        "(default: each time is the wall clock as written, offsets dropped, unix seconds as UTC)",
-    )

@@ -6,7 +6,8 @@ Layers, bottom to top:
   export, ...). It never imports a generator package or a command-line module.
 * **generators**: ``prefixtree`` and ``archetypes``. They may import the foundation, never a
   command-line module.
-* **command line**: the modules that parse arguments or drive whole commands (``CLI_MODULES``).
+* **command line**: the ``synth.cli`` package (the only argparse: one module per command, the
+  ``COMMANDS`` table, ``run`` and ``demo``) and ``synth.__main__``.
 
 Every import counts, module-level or inside a function (a function-level import hides a cycle; it
 does not remove it). ``KNOWN_DEBT`` lists the violations that existed when this test was written;
@@ -28,14 +29,9 @@ GENERATORS = ("prefixtree", "archetypes")
 
 
 def _is_cli(module: str) -> bool:
-    """Command-line modules: argparse, whole-command drivers, ``python -m`` entry points."""
-    leaf = module.rsplit(".", 1)[-1]
-    return (
-        module in {"synth.run", "synth.demo", "synth.__main__"}
-        or module.startswith("synth.cli")
-        or leaf == "cli"
-        or leaf.endswith("_cli")
-    )
+    """Command-line modules: the ``synth.cli`` package (argparse, one module per command, ``run``,
+    ``demo``) and the ``python -m synth`` entry point."""
+    return module in {"synth.cli", "synth.__main__"} or module.startswith("synth.cli.")
 
 
 def _modules() -> dict[str, Path]:
@@ -187,6 +183,25 @@ def test_the_detector_finds_each_kind_of_violation(monkeypatch: pytest.MonkeyPat
     assert "cycle: synth.a <-> synth.b" in found
     assert "upward: synth.c -> prefixtree.tree" in found
     assert "private: synth.b imports synth.a._hidden" in found
+
+
+def test_argparse_lives_in_the_cli_package_only() -> None:
+    """The command line is one layer: no module outside ``synth.cli`` imports argparse."""
+    outside = []
+    for module, path in MODULES.items():
+        if _is_cli(module):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else []
+            )
+            if any(n.split(".")[0] == "argparse" for n in names):
+                outside.append(module)
+    assert not outside, f"argparse outside synth.cli: {sorted(set(outside))}"
 
 
 def test_no_new_layer_violations() -> None:

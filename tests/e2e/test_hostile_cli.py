@@ -77,12 +77,12 @@ def _no_stage(parent: Path) -> None:
 
 # -- the guard: exit 2 for the user's faults, exit 1 + --debug for bugs ------------------------
 def test_internal_error_exits_1_with_debug_hint(data, tmp_path, monkeypatch, capsys) -> None:
-    import prefixtree.cli
+    import synth.cli.sequences
 
     def boom(*args: object, **kwargs: object) -> str:
         raise ZeroDivisionError("division by zero in a kernel")
 
-    monkeypatch.setattr(prefixtree.cli, "release_sequences", boom)
+    monkeypatch.setattr(synth.cli.sequences, "release_sequences", boom)
     assert main(_sequences(data, tmp_path / "out")) == 1
     line = _one_error_line(capsys.readouterr().err)
     assert "internal error: ZeroDivisionError" in line and "--debug" in line

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from synth.cli import main
-from synth.run import KINDS, plan
+from synth.cli.run import KINDS, plan
 from synth.simulate import simulate_taps, write_simulated_sequences
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"

@@ -296,7 +296,7 @@ def test_cli_engine_flag_gives_the_same_release(simulated: dict, tmp_path: Path)
 
 
 def test_run_config_engine_parameter(simulated: dict, tmp_path: Path) -> None:
-    from synth.run import plan
+    from synth.cli.run import plan
 
     config = tmp_path / "c.toml"
     config.write_text(
@@ -309,7 +309,7 @@ def test_run_config_engine_parameter(simulated: dict, tmp_path: Path) -> None:
     assert planned.params["engine"] == "duckdb"
     config.write_text(config.read_text().replace('"duckdb"', '"polars"'))
     with pytest.raises(ConfigError):
-        from synth.run import run_config
+        from synth.cli.run import run_config
 
         run_config(config, out=tmp_path / "out")
 

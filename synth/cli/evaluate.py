@@ -20,7 +20,7 @@ from typing import Any
 
 import pandas as pd
 
-from synth.cli import add_quiet_option
+from synth.cli.options import add_quiet_option
 from synth.errors import ConfigError, InputError
 from synth.evaluate.suite import PAPER_KS, evaluate_sequences, evaluate_trips
 from synth.internal import INTERNAL_NOTICE, check_outside_releases, default_evaluation_dir

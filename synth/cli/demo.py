@@ -8,7 +8,7 @@ publishing all of them would cost the sum: the demo compares them, an agency wou
   sequential patterns (Chen et al. 2012, section 5): (1) SUBE Wednesday 28/11/2019 boardings, one
   sequence of lines per card, height 8 (real, but small: 10,000 cards spread over 382 lines):
   ``simple`` variant (the line -> mode taxonomy barely generalises: one mode holds 373 lines),
-  candidate-bound thresholds and the budget on the first three levels (``SUBE_SEQUENCE_PARAMS``;
+  candidate-bound thresholds and the budget on the first three levels (the ``demo`` config;
   with the paper's thresholds about 11 empty children per node pass and the tree grows as 11^h,
   Theorem 4.2); (2) 200,000 SIMULATED passenger sequences on the Montreal metro of the paper
   (``synth.simulate``), station -> line taxonomy, height 12, ``hybrid`` variant with
@@ -43,21 +43,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from synth.cli import add_quiet_option, add_seed_option, warn_if_seeded
+from synth.cli.options import add_quiet_option, add_seed_option, warn_if_seeded
 
-SEQUENCE_EPSILON = 1.0
-SEQUENCE_HEIGHT = 8
-#: SUBE lines (382 candidates per node, 10,000 cards): no generalized level (one mode holds 373
-#: lines), the budget on levels 1-3, thresholds that let 0.2, 0.2, 0.01 and then 0.001 empty
-#: children per node through (few on the levels with little budget: there a passing empty child
-#: takes its high threshold's worth of sequences). Chosen on the public Tuesday file.
-SUBE_SEQUENCE_PARAMS: dict[str, Any] = {
-    "variant": "simple",
-    "threshold_rule": "candidates",
-    "false_children": [0.2, 0.2, 0.01, 0.001, 0.001, 0.001, 0.001, 0.001],
-    "level_weights": [2.0, 6.0, 1.0, 0.05, 0.05, 0.05, 0.05, 0.05],
-    "completion": "markov",
-}
+#: The demo's releases on the SUBE and Chicago data take their settings from the shipped run config
+#: ``demo`` (``configs/demo.toml``, :func:`demo_settings`): one source for both.
+DEMO_CONFIG = "demo"
 #: simulated Montreal: the paper's hybrid tree with candidate-bound thresholds (0.5 empty children
 #: per node) and the pruned continuations completed
 MONTREAL_SEQUENCE_PARAMS: dict[str, Any] = {
@@ -69,13 +59,7 @@ MONTREAL_SEQUENCE_PARAMS: dict[str, Any] = {
 SIMULATED_SEQUENCES = 200_000
 SIMULATED_HEIGHT = 12
 SIMULATION_SEED = 2012
-OPAL_EPSILON = 8.0
-OPAL_DELTA = 6 / 8_000_000
-OPAL_CONTRIBUTIONS = 2
-TRIPS_EPSILON = 1.0
-SUBE_DELTA = 1e-5
-TAXI_DELTA = 2.5e-5
-SUBE_DAY = "2019-11-28"
+SIMULATED_EPSILON = 1.0
 DEFAULT_OUT = "transit-synth-demo"
 #: the publishable releases, and the internal evaluation, under --out
 RELEASES_DIR = "releases"
@@ -134,10 +118,21 @@ class _TripRun:
     private: Any
     public: Any
     schema: Any
-    delta: float
     params: dict[str, Any]
     evaluate: dict[str, Any]
     public_inputs: dict[str, Path]
+
+
+def demo_settings() -> dict[str, Any]:
+    """The releases of the shipped ``demo`` config (``configs/demo.toml``), checked as ``run``
+    checks them, by name (:class:`synth.cli.run.Planned`)."""
+    from importlib import resources
+
+    from synth.cli.configs import find
+    from synth.cli.run import plan
+
+    with resources.as_file(find(DEMO_CONFIG)) as path:
+        return {planned.name: planned for planned in plan(path)}
 
 
 def _seed(base: int | None, offset: int) -> int | None:
@@ -160,7 +155,6 @@ def _prefix_tree(
     original: Any,
     taxonomy: Any,
     *,
-    height: int,
     seed: int | None,
     step: _Steps,
     location: str,
@@ -173,9 +167,8 @@ def _prefix_tree(
     from synth.records import truncate_sequences
     from synth.release import ReleaseWriter
 
-    synthesizer = PrefixTreeSynthesizer(
-        epsilon=SEQUENCE_EPSILON, height=height, taxonomy=taxonomy, random_state=seed, **params
-    )
+    synthesizer = PrefixTreeSynthesizer(taxonomy=taxonomy, random_state=seed, **params)
+    height = int(params["height"])
     with step.progress.counter(f"{name} tree levels", unit="level") as levels:
         synthesizer.fit(original, progress=levels)
     synthetic = synthesizer.sample()
@@ -202,11 +195,15 @@ def _sequences(stage: Path, taps: Any, seed: int | None, step: _Steps) -> dict[s
     from synth.records import UnknownLocationWarning, load_sequences
     from synth.simulate import simulate_sequences
 
+    config = demo_settings()["sequences-sube"]
     sube_lines = datasets.sube_taxonomy("line")
     with warnings.catch_warnings():  # the shipped data's own gap: a step note, not a warning
         warnings.simplefilter("ignore", UnknownLocationWarning)
         sube = load_sequences(
-            taps, taxonomy=sube_lines, location_column="id_linea", on_unknown="drop"
+            taps,
+            taxonomy=sube_lines,
+            location_column=config.io["location_column"],
+            on_unknown=config.io["on_unknown"],
         )
     dropped = int(sube.attrs.get("dropped_unknown", 0))
     step(
@@ -223,22 +220,24 @@ def _sequences(stage: Path, taps: Any, seed: int | None, step: _Steps) -> dict[s
             "sequences-sube",
             sube,
             sube_lines,
-            height=SEQUENCE_HEIGHT,
             seed=_seed(seed, 0),
             step=step,
-            location="id_linea",
-            params=SUBE_SEQUENCE_PARAMS,
+            location=str(config.io["location_column"]),
+            params=config.params,
         ),
         "sequences-montreal-simulated": _prefix_tree(
             stage,
             "sequences-montreal-simulated",
             simulated,
             metro,
-            height=SIMULATED_HEIGHT,
             seed=_seed(seed, 1),
             step=step,
             location="station (simulated)",
-            params=MONTREAL_SEQUENCE_PARAMS,
+            params={
+                "epsilon": SIMULATED_EPSILON,
+                "height": SIMULATED_HEIGHT,
+                **MONTREAL_SEQUENCE_PARAMS,
+            },
         ),
     }
 
@@ -252,17 +251,9 @@ def _marginals(stage: Path, taps: Any, seed: int | None, step: _Steps) -> tuple[
     taps = load_taps(taps, location_column="id_linea").rename(
         columns={"id_linea": "stop_id", "modo": "mode"}
     )
-    release = OpalRelease(
-        epsilon=OPAL_EPSILON,
-        delta=OPAL_DELTA,
-        mode="consistent",
-        bin_minutes=60,
-        modes=["COL", "SUB", "TRE"],
-        days=[SUBE_DAY],
-        privacy_unit="card_id",
-        max_contributions=OPAL_CONTRIBUTIONS,
-        random_state=_seed(seed, 10),
-    ).fit(taps)
+    release = OpalRelease(**demo_settings()["marginals"].params, random_state=_seed(seed, 10)).fit(
+        taps
+    )
     release.save(stage / "marginals")
     step("marginals: SBH release (consistent mode) written")
     return release, taps
@@ -277,6 +268,7 @@ def _trips(stage: Path, seed: int | None, step: _Steps) -> dict[str, Any]:
         sube_schema,
         sube_trips,
     )
+    from archetypes.release import normalize_params
     from synth import datasets
     from synth.evaluate import evaluate_trips
     from synth.release import ReleaseWriter
@@ -284,28 +276,16 @@ def _trips(stage: Path, seed: int | None, step: _Steps) -> dict[str, Any]:
     sube_public = sube_trips(datasets.sube_taps("tuesday"))
     sube_private = sube_trips(datasets.sube_taps("wednesday"))  # drops taps without a card
     taxi = datasets.chicago_taxi()
-    taxi_public = chicago_taxi_trips(taxi, years=[2013])
-    taxi_private = chicago_taxi_trips(taxi, years=[2014, 2015])
-    taxi_keys = ("pickup_community_area", "dropoff_community_area", "shift")
+    settings = demo_settings()
+    taxi_io = settings["trips-taxi"].io
+    taxi_public = chicago_taxi_trips(taxi, years=taxi_io["public_years"])
+    taxi_private = chicago_taxi_trips(taxi, years=taxi_io["private_years"])
     runs = {
         "trips-sube": _TripRun(
             private=sube_private,
             public=sube_public,
             schema=sube_schema(sube_public, datasets.sube_metadata()),
-            delta=SUBE_DELTA,
-            params=dict(
-                id_column="card_id",
-                unit="card",
-                features=["hour", "lat", "lon"],
-                key_columns=["hour", "line", "zone"],
-                category_column="mode",
-                order_column="hour",
-                completion=[
-                    ("branch", ("line", "zone")),
-                    ("fare_type", ("mode", "hour")),
-                    ("stage", ("mode", "hour")),
-                ],
-            ),
+            params=normalize_params(settings["trips-sube"].params),
             evaluate=dict(
                 id_column="card_id",
                 time_column="hour",
@@ -319,21 +299,7 @@ def _trips(stage: Path, seed: int | None, step: _Steps) -> dict[str, Any]:
             private=taxi_private,
             public=taxi_public,
             schema=chicago_taxi_schema(taxi_public),
-            delta=TAXI_DELTA,
-            params=dict(
-                id_column="taxi_id",
-                unit="taxi trip",
-                features=["shift", "pickup_community_area", "dropoff_community_area"],
-                key_columns=["shift", "pickup_community_area", "dropoff_community_area"],
-                category_column="company",
-                completion=[
-                    ("fare", taxi_keys),
-                    ("tips", ("fare", *taxi_keys)),
-                    ("trip_seconds", ("fare", *taxi_keys)),
-                    ("trip_miles", ("fare", *taxi_keys)),
-                    ("payment_type", ("fare", "tips")),
-                ],
-            ),
+            params=normalize_params(settings["trips-taxi"].params),
             evaluate=dict(
                 id_column="taxi_id",
                 time_column="shift",
@@ -348,8 +314,6 @@ def _trips(stage: Path, seed: int | None, step: _Steps) -> dict[str, Any]:
         with step.progress.steps(name, 3) as part:
             part("fit")
             synthesizer = ArchetypeSynthesizer(
-                epsilon=TRIPS_EPSILON,
-                delta=cfg.delta,
                 schema=cfg.schema,
                 random_state=_seed(seed, 20 + offset),
                 **cfg.params,
@@ -461,7 +425,7 @@ def _run(args: argparse.Namespace, step: _Steps) -> None:
         sube_trips = pd.DataFrame(  # the synthetic boardings as taps, to match the SBH tables
             {
                 "card_id": synthetic_trips["card_id"].astype(str),
-                "time": pd.Timestamp(SUBE_DAY)
+                "time": pd.Timestamp(demo_settings()["marginals"].params["days"][0])
                 + pd.to_timedelta(synthetic_trips["hour"].astype(int), unit="h"),
                 "stop_id": synthetic_trips["line"].astype(str),
                 "mode": synthetic_trips["mode"].astype(str),

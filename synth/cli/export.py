@@ -16,7 +16,7 @@ import argparse
 import sys
 import warnings
 
-from synth.cli import add_quiet_option
+from synth.cli.options import add_quiet_option
 
 __all__ = ["register", "run"]
 

@@ -12,10 +12,12 @@ import sys
 
 import pandas as pd
 
-from synth.cli import (
+from synth.cli.options import (
     add_engine_options,
+    add_provenance_option,
     add_quiet_option,
     add_seed_option,
+    add_timezone_option,
     engine_params,
     warn_if_seeded,
 )
@@ -23,11 +25,9 @@ from synth.errors import ConfigError
 from synth.marginals_release import release_marginals
 from synth.progress import Progress
 from synth.provenance import (
-    add_provenance_option,
     provenance_key,
 )
 from synth.sbh import Mode
-from synth.times import add_timezone_option
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -13,7 +13,7 @@ import argparse
 import sys
 from typing import Any
 
-from synth.cli import add_quiet_option
+from synth.cli.options import add_quiet_option
 from synth.errors import ConfigError
 
 

@@ -40,51 +40,23 @@ import os
 import re
 import shutil
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from synth.cli import add_quiet_option, add_seed_option, warn_if_seeded
-from synth.config import TRIPS_TABLE, check_io, check_params, load_config
+from synth.cli.kinds import KINDS, RELEASE_KINDS, make_release
+from synth.cli.options import (
+    add_provenance_option,
+    add_quiet_option,
+    add_seed_option,
+    warn_if_seeded,
+)
+from synth.config import check_io, check_params, load_config
 from synth.errors import ConfigError
-from synth.provenance import add_provenance_option, provenance_key
+from synth.provenance import provenance_key
 
 __all__ = ["KINDS", "Planned", "plan", "register", "run", "run_config"]
-
-#: release kind -> (keys of its table other than name/parameters: "path", "spec" or a type/choices).
-KINDS: dict[str, dict[str, Any]] = {
-    "sequences": {
-        "input": "path",
-        "taxonomy": "spec",
-        "location_column": str,
-        "locations": "path",
-        "on_unknown": ("error", "drop"),
-        "gtfs_stations": bool,
-        "format": ("csv", "parquet"),
-        "timezone": str,
-    },
-    "trips": TRIPS_TABLE,
-    "marginals": {
-        "input": "path",
-        "taxonomy": "spec",
-        "location_column": str,
-        "on_unknown": ("error", "drop"),
-        "gtfs_stations": bool,
-        "format": ("csv", "parquet"),
-        "timezone": str,
-    },
-}
-_REQUIRED = {
-    "sequences": ("input", "taxonomy"),
-    "trips": ("private",),
-    "marginals": ("input",),
-}
-_EXCLUDED = {
-    "sequences": ("taxonomy", "random_state"),
-    "trips": ("schema", "random_state"),
-    "marginals": ("taxonomy", "random_state", "on_unknown"),
-}
 
 
 @dataclass
@@ -119,32 +91,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def _target(kind: str) -> Callable[..., Any]:
-    """The constructor a kind's ``parameters`` feed (imported only when needed)."""
-    if kind == "sequences":
-        from prefixtree.synthesizer import PrefixTreeSynthesizer
-
-        return PrefixTreeSynthesizer
-    if kind == "trips":
-        from archetypes.synthesizer import ArchetypeSynthesizer
-
-        return ArchetypeSynthesizer
-    from synth.sbh import OpalRelease
-
-    return OpalRelease
-
-
 def _check_parameters(kind: str, params: Any, *, source: Path, section: str) -> dict[str, Any]:
     """The ``parameters`` sub-table against the constructor (exact key names, TOML types)."""
     if not isinstance(params, dict):
         raise ConfigError(f"{source}: key 'parameters' in [{section}] must be a table")
-    target = _target(kind)
-    checked = check_params(target, params, source=source, section=section, exclude=_EXCLUDED[kind])
+    target = RELEASE_KINDS[kind].estimator()
+    checked = check_params(
+        target, params, source=source, section=section, exclude=RELEASE_KINDS[kind].excluded
+    )
     required = [
         name
         for name, p in inspect.signature(target).parameters.items()
         if p.default is inspect.Parameter.empty
-        and name not in ("self", *_EXCLUDED[kind])
+        and name not in ("self", *RELEASE_KINDS[kind].excluded)
         and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
     ]
     missing = [name for name in required if name not in checked]
@@ -183,13 +142,13 @@ def _check_table(
 ) -> Planned:
     """Check one release table of a config: its IO keys and its ``parameters`` sub-table."""
     io, embedded = check_io(
-        KINDS[kind],
+        RELEASE_KINDS[kind].table,
         table,
         source=source,
         section=section,
         base=base,
         check_files=check_files,
-        required=_REQUIRED[kind],
+        required=RELEASE_KINDS[kind].required,
     )
     params = _check_parameters(
         kind,
@@ -269,66 +228,15 @@ def _input(planned: Planned) -> Any:
 
 
 def _release(planned: Planned, out: Path, seed: int | None, progress: Any) -> str:
-    """Write one planned release into ``out`` through its subcommand's function."""
-    io = planned.io
-    if planned.kind == "sequences":
-        from prefixtree.release import release_sequences
-
-        return release_sequences(
-            _input(planned),
-            out,
-            taxonomy=io["taxonomy"],
-            params=planned.params,
-            location_column=io.get("location_column"),
-            locations=io.get("locations"),
-            on_unknown=io.get("on_unknown", "error"),
-            gtfs_stations=io.get("gtfs_stations", False),
-            format=io.get("format", "csv"),
-            seed=seed,
-            progress=progress,
-            source=io["input"],
-            timezone=io.get("timezone"),
-        )
-    if planned.kind == "trips":
-        from archetypes.release import release_trips
-
-        inputs = {
-            key: io[source]
-            for key, source in (
-                ("format", "input_format"),
-                ("public_years", "public_years"),
-                ("private_years", "private_years"),
-                ("metadata", "metadata"),
-                ("schema", "schema"),
-            )
-            if source in io
-        }
-        return release_trips(
-            io["private"],
-            io.get("public"),
-            out,
-            params=planned.params,
-            inputs=inputs,
-            format=io.get("format", "csv"),
-            seed=seed,
-            progress=progress,
-        )
-    from synth.marginals_release import release_marginals
-
-    params = dict(planned.params)
-    if "timezone" in io:
-        params.setdefault("timezone", io["timezone"])
-    return release_marginals(
-        _input(planned),
+    """Write one planned release into ``out`` (:func:`synth.cli.kinds.make_release`)."""
+    return make_release(
+        planned.kind,
         out,
-        params={**params, "on_unknown": io.get("on_unknown", "error")},
-        taxonomy=io.get("taxonomy"),
-        gtfs_stations=io.get("gtfs_stations", False),
-        location_column=io.get("location_column", "stop_id"),
-        format=io.get("format", "csv"),
+        io=planned.io,
+        params=planned.params,
+        data=_input(planned),
         seed=seed,
         progress=progress,
-        source=io["input"],
     )
 
 

@@ -26,73 +26,42 @@ from synth.outdir import FORCE, Terminated, terminate_on_signals
 #: without loading the others' dependencies.
 COMMANDS: dict[str, tuple[str, str]] = {
     "demo": (
-        "synth.demo",
+        "synth.cli.demo",
         "run every generator on the embedded real data; write releases and a report",
     ),
     "run": (
-        "synth.run",
+        "synth.cli.run",
         "run the releases a TOML config describes (transit-synth configs: the shipped ones)",
     ),
     "sequences": (
-        "prefixtree.cli",
+        "synth.cli.sequences",
         "DP synthetic passenger sequences (noisy prefix tree, Chen et al. 2012)",
     ),
     "trips": (
-        "archetypes.cli",
+        "synth.cli.trips",
         "synthetic trips from GMM archetypes (GooseDP, NIST 2020 challenge)",
     ),
     "marginals": (
-        "synth.sbh_cli",
+        "synth.cli.marginals",
         "SBH marginal tables per mode x day (Opal, Asghar et al. 2018)",
     ),
     "evaluate": (
-        "synth.evaluate.cli",
+        "synth.cli.evaluate",
         "compare synthetic releases with the original data (utility report)",
     ),
     "audit": (
-        "synth.audit.cli",
+        "synth.cli.audit",
         "privacy audit of a release (scale recovery, zero counts, differencing) or a mechanism",
     ),
     "export": (
-        "synth.export_cli",
+        "synth.cli.export",
         "OD matrices per time bin or MATSim population plans from a release",
     ),
     "configs": (
-        "synth.configs_cli",
+        "synth.cli.configs",
         "list the shipped configs, or copy one to edit (configs NAME --out FILE)",
     ),
 }
-
-SEEDED_WARNING = (
-    "--seed makes the noise reproducible; a seeded release is NOT differentially private "
-    "and must not be published"
-)
-
-
-def add_seed_option(parser: argparse.ArgumentParser) -> None:
-    """Add ``--seed`` (reproducible, non-private noise for tests and debugging)."""
-    parser.add_argument(
-        "--seed",
-        type=int,
-        default=None,
-        help="seed the noise for reproducible runs (tests, debugging); a seeded release is NOT "
-        "differentially private and must not be published",
-    )
-
-
-def add_quiet_option(parser: argparse.ArgumentParser) -> None:
-    """Add ``--quiet`` (no progress bars or summaries on stderr)."""
-    parser.add_argument(
-        "--quiet",
-        action="store_true",
-        help="print errors only: no progress, summary, note or warning",
-    )
-
-
-def warn_if_seeded(seed: int | None) -> None:
-    """Warn (on stderr, as ``warning: ...``; silenced by ``--quiet``) when a seed was given."""
-    if seed is not None:
-        warnings.warn(SEEDED_WARNING, UserWarning, stacklevel=2)
 
 
 class HelpFormatter(argparse.HelpFormatter):
@@ -346,36 +315,3 @@ def main(argv: Sequence[str] | None = None) -> int:
             code = 1
         print(f"{prefix}: error: {message}", file=sys.stderr)
         return code
-
-
-def add_engine_options(parser: argparse.ArgumentParser) -> None:
-    """``--engine`` and its options (:mod:`synth.engines`; only the counting steps run there)."""
-    group = parser.add_argument_group("counting engine (the release does not depend on it)")
-    group.add_argument(
-        "--engine",
-        choices=("memory", "duckdb", "spark"),
-        default="memory",
-        help="where the counting runs: memory (default), duckdb (out of core, spills to disk) "
-        "or spark (pip install 'transit-synth[spark]'; needs Java)",
-    )
-    group.add_argument(
-        "--engine-temp-dir", metavar="DIR", help="duckdb/spark: directory for spilled data"
-    )
-    group.add_argument(
-        "--engine-memory-limit", metavar="SIZE", help="duckdb/spark: memory limit, e.g. 2GB"
-    )
-    group.add_argument("--spark-master", metavar="URL", help="spark: master URL (default local[*])")
-
-
-def engine_params(args: argparse.Namespace) -> dict[str, object]:
-    """The ``engine``/``engine_options`` constructor parameters from :func:`add_engine_options`."""
-    options = {
-        key: value
-        for key, value in (
-            ("temp_directory", args.engine_temp_dir),
-            ("memory_limit", args.engine_memory_limit),
-            ("master", args.spark_master),
-        )
-        if value is not None
-    }
-    return {"engine": args.engine, "engine_options": options or None}

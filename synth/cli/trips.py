@@ -3,7 +3,7 @@
 ``transit-synth trips PRIVATE --public PUBLIC --epsilon E --delta D --out DIR [--archetypes K]
 [--config FILE]`` writes ``DIR/trips.csv`` (or ``.parquet``), ``DIR/schema.json`` (the public
 domains used) and ``DIR/manifest.json`` (the privacy ledger) atomically. A ``--config`` file is
-one ``[trips]`` table as in a ``transit-synth run`` config (:mod:`synth.run`): ``input_format`` =
+one ``[trips]`` table as in a ``transit-synth run`` config (``synth.cli.run``): ``input_format`` =
 ``trips`` | ``chicago-taxi`` | ``sube-taps``; ``public_years`` / ``private_years`` for the Chicago
 file; ``metadata`` = SUBE line metadata; ``schema`` = a schema JSON; optional ``private``,
 ``public`` and ``format``; and a ``[trips.parameters]`` sub-table of
@@ -32,13 +32,17 @@ from archetypes.release import (
     resolve_path,
 )
 from archetypes.synthesizer import ArchetypeSynthesizer
-from synth.cli import add_quiet_option, add_seed_option, warn_if_seeded
+from synth.cli.options import (
+    add_provenance_option,
+    add_quiet_option,
+    add_seed_option,
+    warn_if_seeded,
+)
 from synth.config import TRIPS_TABLE, check_io, check_params, load_config
 from synth.errors import ConfigError
 from synth.privacy import check_budget
 from synth.progress import Progress
 from synth.provenance import (
-    add_provenance_option,
     provenance_key,
 )
 

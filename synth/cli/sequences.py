@@ -20,19 +20,19 @@ import sys
 
 from prefixtree.release import read_locations, release_sequences, write_release
 from prefixtree.synthesizer import COMPLETIONS, THRESHOLD_RULES, VARIANTS
-from synth.cli import (
+from synth.cli.options import (
     add_engine_options,
+    add_provenance_option,
     add_quiet_option,
     add_seed_option,
+    add_timezone_option,
     engine_params,
     warn_if_seeded,
 )
 from synth.progress import Progress
 from synth.provenance import (
-    add_provenance_option,
     provenance_key,
 )
-from synth.times import add_timezone_option
 
 __all__ = ["read_locations", "register", "release_sequences", "run", "write_release"]
 

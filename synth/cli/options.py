@@ -1,0 +1,107 @@
+"""Options shared by several commands (``--seed``, ``--quiet``, engine, time zone, provenance)."""
+
+from __future__ import annotations
+
+import argparse
+import warnings
+
+from synth.provenance import ENV_VAR, SUFFIX
+
+__all__ = [
+    "SEEDED_WARNING",
+    "add_engine_options",
+    "add_provenance_option",
+    "add_quiet_option",
+    "add_seed_option",
+    "add_timezone_option",
+    "engine_params",
+    "warn_if_seeded",
+]
+
+
+SEEDED_WARNING = (
+    "--seed makes the noise reproducible; a seeded release is NOT differentially private "
+    "and must not be published"
+)
+
+
+def add_seed_option(parser: argparse.ArgumentParser) -> None:
+    """Add ``--seed`` (reproducible, non-private noise for tests and debugging)."""
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        help="seed the noise for reproducible runs (tests, debugging); a seeded release is NOT "
+        "differentially private and must not be published",
+    )
+
+
+def add_quiet_option(parser: argparse.ArgumentParser) -> None:
+    """Add ``--quiet`` (no progress bars or summaries on stderr)."""
+    parser.add_argument(
+        "--quiet",
+        action="store_true",
+        help="print errors only: no progress, summary, note or warning",
+    )
+
+
+def warn_if_seeded(seed: int | None) -> None:
+    """Warn (on stderr, as ``warning: ...``; silenced by ``--quiet``) when a seed was given."""
+    if seed is not None:
+        warnings.warn(SEEDED_WARNING, UserWarning, stacklevel=2)
+
+
+def add_engine_options(parser: argparse.ArgumentParser) -> None:
+    """``--engine`` and its options (:mod:`synth.engines`; only the counting steps run there)."""
+    group = parser.add_argument_group("counting engine (the release does not depend on it)")
+    group.add_argument(
+        "--engine",
+        choices=("memory", "duckdb", "spark"),
+        default="memory",
+        help="where the counting runs: memory (default), duckdb (out of core, spills to disk) "
+        "or spark (pip install 'transit-synth[spark]'; needs Java)",
+    )
+    group.add_argument(
+        "--engine-temp-dir", metavar="DIR", help="duckdb/spark: directory for spilled data"
+    )
+    group.add_argument(
+        "--engine-memory-limit", metavar="SIZE", help="duckdb/spark: memory limit, e.g. 2GB"
+    )
+    group.add_argument("--spark-master", metavar="URL", help="spark: master URL (default local[*])")
+
+
+def engine_params(args: argparse.Namespace) -> dict[str, object]:
+    """The ``engine``/``engine_options`` constructor parameters from :func:`add_engine_options`."""
+    options = {
+        key: value
+        for key, value in (
+            ("temp_directory", args.engine_temp_dir),
+            ("memory_limit", args.engine_memory_limit),
+            ("master", args.spark_master),
+        )
+        if value is not None
+    }
+    return {"engine": args.engine, "engine_options": options or None}
+
+
+def add_provenance_option(parser: argparse.ArgumentParser) -> None:
+    """Add ``--provenance-key-file FILE`` to a releasing subcommand."""
+    parser.add_argument(
+        "--provenance-key-file",
+        default=None,
+        metavar="FILE",
+        help="secret key (a file of at least 16 bytes): write an operator-only record of keyed "
+        f"HMAC-SHA256 hashes of the private input to OUT{SUFFIX}, beside the release, never "
+        f"inside it (default: the key in ${ENV_VAR}, else no record)",
+    )
+
+
+def add_timezone_option(parser: argparse.ArgumentParser) -> None:
+    """``--timezone TZ`` for the commands that read times (README "Data formats")."""
+    parser.add_argument(
+        "--timezone",
+        metavar="TZ",
+        help="read times in this IANA time zone (e.g. Europe/Paris): values with a UTC offset are "
+        "converted to it, values without one are taken as in it, unix seconds converted from UTC "
+        "(default: each time is the wall clock as written, offsets dropped, unix seconds as UTC)",
+    )

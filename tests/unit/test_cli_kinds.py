@@ -1,0 +1,88 @@
+"""The registry of release kinds, and the demo's settings read from the shipped ``demo`` config."""
+
+from __future__ import annotations
+
+import copy
+import json
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from synth.cli import demo
+from synth.cli.kinds import KINDS, RELEASE_KINDS, make_release
+from synth.cli.run import plan
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_registry_names_the_three_kinds_and_their_estimators() -> None:
+    assert list(RELEASE_KINDS) == ["sequences", "trips", "marginals"] == list(KINDS)
+    names = {k: RELEASE_KINDS[k].estimator().__name__ for k in RELEASE_KINDS}
+    assert names == {
+        "sequences": "PrefixTreeSynthesizer",
+        "trips": "ArchetypeSynthesizer",
+        "marginals": "OpalRelease",
+    }
+    for kind in RELEASE_KINDS.values():
+        assert set(kind.required) <= set(kind.table)
+
+
+def test_make_release_writes_a_marginal_release(tmp_path: Path) -> None:
+    taps = tmp_path / "taps.csv"
+    rows = ["card_id,time,stop_id,mode"]
+    rows += [f"c{i},2024-01-01T08:{i % 60:02d}:00,s{i % 3},bus" for i in range(60)]
+    taps.write_text("\n".join(rows) + "\n")
+    out = tmp_path / "rel"
+    summary = make_release(
+        "marginals",
+        out,
+        io={"input": str(taps)},
+        params={"epsilon": 1.0, "delta": 1e-6, "bin_minutes": 60},
+        seed=1,
+    )
+    assert "marginals" in summary
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["parameters"]["release"] == "opal-marginals"
+    with pytest.raises(KeyError):
+        make_release("histograms", tmp_path / "x", io={}, params={})
+
+
+def test_the_shipped_demo_config_is_the_repository_one() -> None:
+    from importlib import resources
+
+    from synth.cli.configs import find
+
+    with resources.as_file(find("demo")) as shipped:
+        assert Path(shipped).read_bytes() == (ROOT / "configs" / "demo.toml").read_bytes()
+
+
+def test_the_demo_reads_its_settings_from_the_demo_config() -> None:
+    settings = demo.demo_settings()
+    config = tomllib.loads((ROOT / "configs" / "demo.toml").read_text(encoding="utf-8"))
+    assert sorted(settings) == ["marginals", "sequences-sube", "trips-sube", "trips-taxi"]
+    assert settings["marginals"].params == config["marginals"]["parameters"]
+    by_name = {t["name"]: t["parameters"] for t in [*config["sequences"], *config["trips"]]}
+    for name, params in by_name.items():
+        assert settings[name].params == params
+    assert {p.name: p.params for p in plan(ROOT / "configs" / "demo.toml")} == {
+        n: s.params for n, s in settings.items()
+    }
+
+
+def test_the_demo_marginal_release_uses_the_config_values(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On the demo's own code path: change the config's epsilon, the manifest follows."""
+    settings = copy.deepcopy(demo.demo_settings())
+    settings["marginals"].params["epsilon"] = 3.0
+    monkeypatch.setattr(demo, "demo_settings", lambda: settings)
+    from synth import datasets
+
+    taps = datasets.sube_taps("wednesday")
+    taps = taps[taps["id_tarjeta"].notna()].head(2000).reset_index(drop=True)
+    release, _ = demo._marginals(tmp_path, taps, 0, demo._Steps(quiet=True))
+    manifest = json.loads((tmp_path / "marginals" / "manifest.json").read_text())
+    assert manifest["spent"]["epsilon"] == pytest.approx(3.0)
+    assert manifest["parameters"]["days"] == settings["marginals"].params["days"]
+    assert release.epsilon == 3.0
