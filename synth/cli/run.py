@@ -217,6 +217,8 @@ def plan(path: str | os.PathLike[str], *, check_files: bool = True) -> list[Plan
 def _input(planned: Planned) -> Any:
     """The ``input`` of a sequences or marginals release: its path, or for the embedded SUBE taps
     the frame the demo uses (the upstream file has 10 Wednesday taps without a card id: dropped)."""
+    if "input" not in planned.io:  # trips read their public and private files themselves
+        return None
     name = planned.embedded.get("input")
     days = {"sube_tuesday": "tuesday", "sube_wednesday": "wednesday"}
     if name not in days:
