@@ -1,0 +1,117 @@
+"""Named configurations of the prefix tree: ``auto`` (the default, from public facts) and ``kdd12``.
+
+``kdd12`` is Chen et al. 2012 as published: hybrid, ``eps_bar = epsilon / h`` per level, the
+paper's budget split and thresholds (``2 sqrt(2) / eps``), no completion.
+
+``auto`` is derived from first principles and checked on simulated data and the public SUBE
+Tuesday file (never on the data it is scored on); it reads only public facts: epsilon, the height
+h, the taxonomy (its size, fan-outs, group sizes) and the time bins. Never the private data.
+
+- Thresholds: the ``candidates`` rule (at most ``false_children`` empty children pass per parent in
+  expectation, from the public number of candidates), so empty nodes never multiply (Chen et al.
+  2012, Theorem 4.2: the tree grows as ``(|candidates| P(pass))^h``).
+- Level weights: frequent patterns are short and every sequence has a first location, while the
+  mass at depth i shrinks with i; the first two levels get weight 1 and each deeper level half
+  the one above (:data:`DECAY`), floored at :data:`FLOOR`: a level's share of epsilon follows the
+  mass it holds. The completion's Markov chain, read off all levels, carries the long patterns.
+- False children: :data:`FALSE_CHILDREN` at the first level, scaled by the level's weight: an empty
+  child passing a level's threshold takes about that threshold's worth of sequences from its
+  parent in consistency, and the thresholds grow as the weights fall.
+- Generalized levels (hybrid): a generalized sub-level is used only when it pays for itself, i.e.
+  lowers the locations' pass threshold below the simple tree's with the budget it takes; its share
+  ``s`` makes its own threshold ``sqrt(f)`` times the locations' (``f`` the mean fan-out: a group
+  of f children holds at least the mass of its largest, typically of about ``sqrt(f)`` of them),
+  ``s = a / (a + sqrt(f) b)`` with ``a = ln(G / A)``, ``b = ln(f_max / A)`` (G groups, the largest
+  of ``f_max`` children, A the first level's false children). It pays when
+  ``b / (1 - s) < ln(|locations| / A)``; otherwise the tree is the simple variant. The paper's
+  ``2 / f`` makes the group's threshold ``f`` times the locations', which nothing passes on wide
+  fan-outs.
+- Completion: Markov, with a noisy root count (:data:`ROOT_SHARE` of epsilon, its own ledger line)
+  so the released volume matches the noisy number of sequences: mass pruned at the first level is
+  completed too.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from typing import Any
+
+from synth.taxonomy import Taxonomy
+
+__all__ = ["DECAY", "FALSE_CHILDREN", "FLOOR", "PRESETS", "ROOT_SHARE", "auto_config", "kdd12"]
+
+PRESETS = ("auto", "kdd12")
+DECAY = 0.5
+FLOOR = 0.02
+FALSE_CHILDREN = 0.5
+ROOT_SHARE = 0.02
+
+#: The paper's settings (what the parameters defaulted to before the auto preset).
+KDD12: dict[str, Any] = {
+    "variant": "hybrid",
+    "threshold_rule": "paper",
+    "false_children": 1.0,
+    "completion": "none",
+    "level_weights": None,
+    "budget_split": None,
+    "root_share": 0.0,
+}
+
+
+def kdd12() -> dict[str, Any]:
+    """The paper's settings (Chen et al. 2012)."""
+    return dict(KDD12)
+
+
+def auto_weights(height: int) -> list[float]:
+    """Per tree level: 1, 1, then halving down to :data:`FLOOR`."""
+    return [max(FLOOR, DECAY ** max(0, i - 1)) for i in range(height)]
+
+
+def auto_false_children(weights: list[float]) -> list[float]:
+    """Per tree level: :data:`FALSE_CHILDREN` scaled by the level's weight (relative to the top)."""
+    top = max(weights)
+    return [FALSE_CHILDREN * w / top for w in weights]
+
+
+def generalized_split(taxonomy: Taxonomy, false_children: float) -> dict[int, float]:
+    """``{taxonomy level: share of each tree level's budget}`` for the one generalized level that
+    pays for itself best, or ``{}`` (simple) when none does (module docstring)."""
+    leaves = taxonomy.leaves()
+    n_leaves = len(leaves)
+    if n_leaves < 2:
+        return {}
+    simple = math.log(max(n_leaves / false_children, 1.0))
+    best: tuple[float, int, float] | None = None
+    for g in range(1, taxonomy.height):
+        sizes = Counter(taxonomy.generalize(leaf, g) for leaf in leaves)
+        n_groups = len(sizes)
+        if n_groups < 2 or n_groups >= n_leaves:
+            continue
+        f_mean = n_leaves / n_groups
+        a = math.log(max(n_groups / false_children, 1.0 + 1e-9))
+        b = math.log(max(max(sizes.values()) / false_children, 1.0 + 1e-9))
+        share = a / (a + math.sqrt(f_mean) * b)
+        locations = b / (1 - share)
+        if locations < simple and (best is None or locations < best[0]):
+            best = (locations, g, share)
+    if best is None:
+        return {}
+    return {best[1]: round(best[2], 6)}
+
+
+def auto_config(taxonomy: Taxonomy, height: int, time_bins: int | None = None) -> dict[str, Any]:
+    """The ``auto`` preset's choices (module docstring), from public facts only."""
+    weights = auto_weights(height)
+    false_children = auto_false_children(weights)
+    split = generalized_split(taxonomy, false_children[0])
+    return {
+        "variant": "hybrid" if split else "simple",
+        "threshold_rule": "candidates",
+        "false_children": false_children,
+        "completion": "markov",
+        "level_weights": weights,
+        "budget_split": split or None,
+        "root_share": ROOT_SHARE,
+    }
