@@ -332,6 +332,7 @@ def _release(
     start = time.perf_counter()
     bound = variant == "pruning-bound"
     syn = PrefixTreeSynthesizer(
+        preset=args.preset,
         epsilon=epsilon,
         height=height,
         taxonomy=tax,
@@ -448,6 +449,7 @@ def trajectories(args: argparse.Namespace) -> list[dict[str, Any]]:
             for seed in args.seeds:
                 start = time.perf_counter()
                 syn = PrefixTreeSynthesizer(
+                    preset="kdd12",
                     epsilon=args.epsilon,
                     height=args.height,
                     taxonomy=tax,
@@ -475,6 +477,144 @@ def trajectories(args: argparse.Namespace) -> list[dict[str, Any]]:
                 }
                 print(json.dumps(row), flush=True)
                 rows.append(row)
+    return rows
+
+
+# ------------------------------------------------------------------------------------- defaults
+def _grouped_taxonomy(sizes: list[int], name: str) -> Any:
+    """A two-level taxonomy: groups of the given sizes (stations ``gK-I`` under ``gK``)."""
+    from synth.taxonomy import Taxonomy
+
+    edges = [(f"{name}{k}-{i}", f"{name}{k}") for k, n in enumerate(sizes) for i in range(n)]
+    edges += [(f"{name}{k}", "root") for k in range(len(sizes))]
+    return Taxonomy.from_edges(edges, source=f"{name}: {len(sizes)} groups, {sum(sizes)} locations")
+
+
+#: SIMULATED shapes of issue 17 (taxonomy group sizes, simulator options, h)
+SHAPES: dict[str, dict[str, Any]] = {
+    "dense": {  # few locations, long sequences
+        "sizes": [4, 4, 4, 4],
+        "n": 100_000,
+        "sim": {"mean_length": 8.0},
+        "h": 12,
+    },
+    "wide": {  # ~190 locations under 6 parents, skewed groups
+        "sizes": [62, 48, 34, 24, 14, 8],
+        "n": 100_000,
+        "sim": {},
+        "h": 6,
+    },
+    "sparse": {  # ~500 locations, 60k sequences, median length 1
+        "sizes": [10] * 50,
+        "n": 60_000,
+        "sim": {"mean_length": 1.6, "popularity_sigma": 1.5},
+        "h": 8,
+    },
+}
+
+
+def _defaults_datasets(args: argparse.Namespace) -> list[tuple[str, pd.DataFrame, Any, int]]:
+    from synth.datasets import montreal_taxonomy
+    from synth.simulate import simulate_sequences
+
+    out = []
+    for name in args.datasets:
+        if name == "sube":
+            seqs, tax = _sube("miercoles")
+            out.append(("SUBE Wednesday (real)", seqs, tax, 8))
+        elif name == "sube-tuesday":
+            seqs, tax = _sube("martes")
+            out.append(("SUBE Tuesday (real, public)", seqs, tax, 8))
+        elif name == "montreal":
+            seqs = simulate_sequences(args.montreal_n, seed=args.data_seed)
+            out.append((f"Montreal {args.montreal_n} (simulated)", seqs, montreal_taxonomy(), 12))
+        else:
+            shape = SHAPES[name]
+            tax = _grouped_taxonomy(shape["sizes"], name)
+            seqs = simulate_sequences(shape["n"], taxonomy=tax, seed=args.data_seed, **shape["sim"])
+            out.append((f"{name} {shape['n']} (simulated)", seqs, tax, shape["h"]))
+    return out
+
+
+def _defaults_release(
+    seqs: pd.DataFrame, tax: Any, config: str, epsilon: float, height: int, seed: int
+) -> tuple[pd.DataFrame | None, dict[str, Any]]:
+    import resource
+
+    from prefixtree import PrefixTreeSynthesizer
+    from synth.errors import ConfigError
+
+    kwargs: dict[str, Any] = {"preset": "kdd12" if config == "kdd12" else "auto"}
+    if config == "simple":
+        kwargs["variant"] = "simple"
+    start = time.perf_counter()
+    syn = PrefixTreeSynthesizer(
+        epsilon=epsilon, height=height, taxonomy=tax, random_state=seed, **kwargs
+    )
+    try:
+        out = syn.fit(seqs).sample()
+    except ConfigError as exc:
+        return None, {"refused": str(exc)[:160], "fit_s": round(time.perf_counter() - start, 2)}
+    out["location"] = out["location"].astype(str)
+    chosen = syn.parameters()
+    return out, {
+        "fit_s": round(time.perf_counter() - start, 2),
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+        "nodes": len(syn.tree_),
+        "variant": chosen["variant"],
+        "released": int(out["seq_id"].nunique()),
+        "root_count": syn.root_count_,
+    }
+
+
+def defaults(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """Default flags (auto), the paper (kdd12) and auto forced to simple, against the truncation
+    ceiling, over noise seeds: TP@k, count-query error, released volume, time, memory."""
+    from synth.evaluate import evaluate_sequences
+    from synth.records import truncate_sequences
+
+    rows = []
+    for label, seqs, tax, height in _defaults_datasets(args):
+        n_cards = int(seqs["seq_id"].nunique())
+        for epsilon in args.epsilons:
+            for seed in args.seeds:
+                releases: dict[str, pd.DataFrame] = {}
+                infos: dict[str, dict[str, Any]] = {}
+                if seed == args.seeds[0] and epsilon == args.epsilons[0]:
+                    releases["ceiling"] = truncate_sequences(seqs, height)
+                    infos["ceiling"] = {}
+                for config in args.configs:
+                    out, info = _defaults_release(seqs, tax, config, epsilon, height, seed)
+                    infos[config] = info
+                    if out is not None and len(out):
+                        releases[config] = out
+                result = evaluate_sequences(
+                    seqs,
+                    releases,
+                    universe=tax.leaves(),
+                    height=height,
+                    n_queries=args.queries,
+                    ks=(50, 100, 300),
+                )
+                for name, info in infos.items():
+                    row: dict[str, Any] = {
+                        "dataset": label,
+                        "cards": n_cards,
+                        "h": height,
+                        "epsilon": epsilon,
+                        "seed": seed,
+                        "release": name,
+                        **info,
+                    }
+                    res = result["releases"].get(name)
+                    if res is not None:
+                        row["tp"] = {str(r["k"]): r["tp"] for r in res["patterns"]}
+                        row["error"] = {
+                            kind: round(q["mean_relative_error"], 4)
+                            for kind, q in res["count_queries"].items()
+                        }
+                    print(json.dumps(row, default=str), flush=True)
+                    rows.append(row)
     return rows
 
 
@@ -535,6 +675,12 @@ def main(argv: list[str] | None = None) -> int:
         help="budget weight per tree level (the last one repeats up to h); default 1/h each",
     )
     up.add_argument("--seed", type=int, default=1, help="noise seed (benchmarks only: NOT private)")
+    up.add_argument(
+        "--preset",
+        choices=("auto", "kdd12"),
+        default="kdd12",
+        help="base preset the options above override (kdd12: the figures above)",
+    )
     tp = sub.add_parser("trajectories")
     tp.add_argument("--n", type=int, default=1_000_000, help="simulated trajectories")
     tp.add_argument("--data-seed", type=int, default=7)
@@ -545,10 +691,33 @@ def main(argv: list[str] | None = None) -> int:
     tp.add_argument("--false-children", type=float, default=0.5)
     tp.add_argument("--completion", nargs="+", choices=("none", "markov"), default=["none"])
     tp.add_argument("--seeds", type=int, nargs="+", default=[1, 2], help="noise seeds, not private")
-    for p in (sp, up, tp):
+    dp = sub.add_parser("defaults")
+    dp.add_argument(
+        "--datasets",
+        nargs="+",
+        choices=("sube", "sube-tuesday", "montreal", *SHAPES),
+        default=["sube", "montreal", *SHAPES],
+    )
+    dp.add_argument(
+        "--configs",
+        nargs="+",
+        choices=("auto", "kdd12", "simple"),
+        default=["auto", "kdd12", "simple"],
+    )
+    dp.add_argument("--montreal-n", type=int, default=1_000_000)
+    dp.add_argument("--data-seed", type=int, default=1)
+    dp.add_argument("--epsilons", type=float, nargs="+", default=[1.0])
+    dp.add_argument("--seeds", type=int, nargs="+", default=list(range(1, 11)))
+    dp.add_argument("--queries", type=int, default=40_000)
+    for p in (sp, up, tp, dp):
         p.add_argument("--out", type=Path, default=None, help="write the rows as JSON here")
     args = parser.parse_args(argv)
-    modes = {"speed": speed, "utility": utility, "trajectories": trajectories}
+    modes = {
+        "speed": speed,
+        "utility": utility,
+        "trajectories": trajectories,
+        "defaults": defaults,
+    }
     rows = modes[args.mode](args)
     if args.out is not None:
         args.out.write_text(json.dumps(rows, indent=2, default=str))

@@ -298,9 +298,10 @@ class PrefixTreeSynthesizer:
         n_nodes = {
             g: len({tax.generalize(leaf, g) for leaf in leaves}) for g in range(1, tax.height)
         }
-        if self.config_["variant"] == "simple":
+        cfg = getattr(self, "config_", None) or self.resolved()
+        if cfg["variant"] == "simple":
             return [], [], {}
-        split = self.config_["budget_split"]
+        split = cfg["budget_split"]
         if split:
             shares: dict[int, Fraction] = {}
             for g, value in split.items():
@@ -406,7 +407,8 @@ class PrefixTreeSynthesizer:
         """Plan the tree (budgets, thresholds) and check its expected size before any data is
         read (:mod:`prefixtree.estimate`): over ``max_nodes`` or half the available memory, the
         ``auto`` preset divides its false children by 4 (higher thresholds) until it fits, any
-        other configuration stops with a :class:`ConfigError` naming ``--max-nodes``."""
+        other configuration stops with a :class:`ConfigError` naming ``--max-nodes``. Only
+        public facts enter: changing the private data never changes the plan."""
         root_share = exact(self.config_["root_share"], "root_share")
         eps_tree = eps * (1 - root_share)
         false_children = self._false_children(h)
@@ -416,7 +418,7 @@ class PrefixTreeSynthesizer:
             built_plan = self._plan(layout, eps_tree, h, false_children)
             estimate = self._estimate(built_plan)
             limit = min(float(self.max_nodes), available_memory() / 2 / BYTES_PER_NODE)
-            if estimate.total <= limit:
+            if estimate.total <= limit or not self._secure_noise():
                 break
             if not self._may_tighten() or tightened >= TIGHTEN_STEPS:
                 self._refuse(estimate, limit)
@@ -426,6 +428,12 @@ class PrefixTreeSynthesizer:
         self.config_["false_children"] = false_children
         self.config_["tightened"] = tightened
         self._prepared = built_plan
+
+    def _secure_noise(self) -> bool:
+        """The estimate assumes the discrete Laplace noise of the secure (or seeded) sampler;
+        a custom noise object (a test's) is only held to the runtime ``max_nodes`` guard."""
+        rs = self.random_state
+        return rs is None or isinstance(rs, int | np.integer)
 
     def _may_tighten(self) -> bool:
         """Only the auto preset's own thresholds are tightened, never explicit ones."""

@@ -210,8 +210,8 @@ def _sub_level(
     cell_bin: npt.NDArray[np.integer],
     cell_weight: IntArray,
     *,
-    room: int,
-    where: str,
+    room: int = 1 << 62,
+    where: str = "a sub-level",
 ) -> tuple[_Cells, IntArray]:
     """Noisy counts for every candidate cell under ``parents``; returns the survivors and the new
     parent (survivor index or -1) of each data cell.

@@ -331,9 +331,9 @@ def test_completed_trajectories_keep_times_non_decreasing() -> None:
 
 def test_bad_completion_value() -> None:
     with pytest.raises(ConfigError, match="completion"):
-        PrefixTreeSynthesizer(preset="kdd12", epsilon=1.0, height=2, taxonomy=taxonomy_4(), completion="ngram").fit(
-            long_format([["L1"]])
-        )
+        PrefixTreeSynthesizer(
+            preset="kdd12", epsilon=1.0, height=2, taxonomy=taxonomy_4(), completion="ngram"
+        ).fit(long_format([["L1"]]))
 
 
 def test_end_cells_are_the_same_from_the_duckdb_engine(tmp_path: Path) -> None:

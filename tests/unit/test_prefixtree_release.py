@@ -96,7 +96,9 @@ def test_chunks_concatenate_to_sample(with_time: bool, chunk_rows: int) -> None:
 
 
 def test_empty_release_is_one_empty_chunk() -> None:
-    syn = PrefixTreeSynthesizer(preset="kdd12", epsilon=0.01, height=2, taxonomy=_taxonomy(), random_state=3)
+    syn = PrefixTreeSynthesizer(
+        preset="kdd12", epsilon=0.01, height=2, taxonomy=_taxonomy(), random_state=3
+    )
     syn.fit(_sequences(n=1))
     chunks = list(syn.iter_sample(chunk_rows=10))
     assert len(chunks) == 1 and chunks[0].empty

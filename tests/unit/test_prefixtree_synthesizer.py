@@ -85,7 +85,11 @@ def test_zero_noise_release_is_the_database(variant: str) -> None:
 def test_truncation_to_height() -> None:
     syn = PrefixTreeSynthesizer(
         preset="kdd12",
-        epsilon=1.0, height=2, taxonomy=taxonomy_4(), thresholds={2: 1}, random_state=ZeroNoise()
+        epsilon=1.0,
+        height=2,
+        taxonomy=taxonomy_4(),
+        thresholds={2: 1},
+        random_state=ZeroNoise(),
     ).fit(long_format(TABLE_1))
     assert as_multiset(syn.sample()) == Counter(tuple(r[:2]) for r in TABLE_1)
     assert syn.tree_["depth"].max() == 2
@@ -117,14 +121,20 @@ def test_two_level_budget_split_follows_the_paper() -> None:
 def test_ledger_total_is_epsilon_when_every_level_is_built() -> None:
     syn = PrefixTreeSynthesizer(
         preset="kdd12",
-        epsilon=0.7, height=4, taxonomy=taxonomy_4(), thresholds={2: 1}, random_state=ZeroNoise()
+        epsilon=0.7,
+        height=4,
+        taxonomy=taxonomy_4(),
+        thresholds={2: 1},
+        random_state=ZeroNoise(),
     ).fit(long_format(TABLE_1))
     assert syn.ledger_.spent_epsilon == pytest.approx(0.7)
     assert syn.ledger_.remaining_epsilon == pytest.approx(0.0, abs=1e-12)
 
 
 def test_fanout_at_most_two_falls_back_to_simple() -> None:
-    syn = PrefixTreeSynthesizer(preset="kdd12", epsilon=1.0, height=2, taxonomy=taxonomy_4(), random_state=0)
+    syn = PrefixTreeSynthesizer(
+        preset="kdd12", epsilon=1.0, height=2, taxonomy=taxonomy_4(), random_state=0
+    )
     syn.fit(long_format(TABLE_1))
     assert syn.sub_levels_["generalized"].tolist() == [False, False]
     assert syn.sub_levels_["epsilon"].iloc[0] == pytest.approx(0.5)
@@ -136,15 +146,13 @@ def test_skewed_generalized_level_is_skipped() -> None:
     edges += [("big", "root")] + [(f"small{i}", "root") for i in range(37, 40)]
     rows = long_format([["s1"], ["s38"]])
     skewed = PrefixTreeSynthesizer(
-        preset="kdd12",
-        epsilon=1.0, height=1, taxonomy=Taxonomy.from_edges(edges), random_state=0
+        preset="kdd12", epsilon=1.0, height=1, taxonomy=Taxonomy.from_edges(edges), random_state=0
     ).fit(rows)
     assert skewed.sub_levels_["generalized"].tolist() == [False]
     # the same sizes spread evenly (10 each) keep the generalized level
     even = [(f"s{i}", f"g{i // 10}") for i in range(40)] + [(f"g{k}", "root") for k in range(4)]
     balanced = PrefixTreeSynthesizer(
-        preset="kdd12",
-        epsilon=1.0, height=1, taxonomy=Taxonomy.from_edges(even), random_state=0
+        preset="kdd12", epsilon=1.0, height=1, taxonomy=Taxonomy.from_edges(even), random_state=0
     ).fit(rows)
     assert balanced.sub_levels_["generalized"].tolist() == [True, False]
 
@@ -291,9 +299,9 @@ def test_bad_parameters_raise_config_error(kwargs: dict) -> None:
 
 def test_unknown_location_is_an_input_error() -> None:
     with pytest.raises(InputError):
-        PrefixTreeSynthesizer(preset="kdd12", epsilon=1.0, height=2, taxonomy=metro_like(), random_state=0).fit(
-            long_format([["nowhere"]])
-        )
+        PrefixTreeSynthesizer(
+            preset="kdd12", epsilon=1.0, height=2, taxonomy=metro_like(), random_state=0
+        ).fit(long_format([["nowhere"]]))
 
 
 def test_sample_before_fit() -> None:
@@ -311,7 +319,9 @@ def test_seeded_release_does_not_depend_on_input_order_or_ids() -> None:
     b = b.sample(frac=1.0, random_state=1).sort_values(["seq_id", "pos"])
     out = []
     for frame in (a, b):
-        syn = PrefixTreeSynthesizer(preset="kdd12", epsilon=2.0, height=4, taxonomy=metro_like(), random_state=11)
+        syn = PrefixTreeSynthesizer(
+            preset="kdd12", epsilon=2.0, height=4, taxonomy=metro_like(), random_state=11
+        )
         out.append(syn.fit(frame).sample())
     pd.testing.assert_frame_equal(out[0], out[1])
     # rows grouped by sequence, sequences ordered by length
@@ -324,7 +334,9 @@ def test_secure_noise_by_default() -> None:
     syn.fit(long_format([["s0-1"]] * 5))
     assert syn.noise_seeded_ is False
     assert (
-        PrefixTreeSynthesizer(preset="kdd12", epsilon=1.0, height=2, taxonomy=metro_like(), random_state=1)
+        PrefixTreeSynthesizer(
+            preset="kdd12", epsilon=1.0, height=2, taxonomy=metro_like(), random_state=1
+        )
         .fit(long_format([["s0-1"]]))
         .noise_seeded_
     )
@@ -334,7 +346,9 @@ def test_consistent_counts_in_tree() -> None:
     rng = np.random.default_rng(0)
     locs = metro_like().leaves()
     rows = [[str(x) for x in rng.choice(locs[:10], size=rng.integers(1, 5))] for _ in range(3000)]
-    syn = PrefixTreeSynthesizer(preset="kdd12", epsilon=1.0, height=4, taxonomy=metro_like(), random_state=5)
+    syn = PrefixTreeSynthesizer(
+        preset="kdd12", epsilon=1.0, height=4, taxonomy=metro_like(), random_state=5
+    )
     tree = syn.fit(long_format(rows)).tree_
     child_sum = tree[tree.parent >= 0].groupby("parent")["count"].sum()
     assert (child_sum <= tree.set_index("node").loc[child_sum.index, "count"]).all()
@@ -448,8 +462,7 @@ def test_trajectories_times_non_decreasing_with_noise() -> None:
         np.sort(rng.integers(0, 600, len(seqs))), unit="min"
     )
     syn = PrefixTreeSynthesizer(
-        preset="kdd12",
-        epsilon=3.0, height=3, taxonomy=taxonomy_4(), time_bins=120, random_state=2
+        preset="kdd12", epsilon=3.0, height=3, taxonomy=taxonomy_4(), time_bins=120, random_state=2
     ).fit(seqs)
     out = syn.sample()
     assert len(out) > 0
@@ -463,5 +476,9 @@ def test_bad_time_column() -> None:
     with pytest.raises(InputError):
         PrefixTreeSynthesizer(
             preset="kdd12",
-            epsilon=1.0, height=2, taxonomy=taxonomy_4(), time_bins=60, random_state=0
+            epsilon=1.0,
+            height=2,
+            taxonomy=taxonomy_4(),
+            time_bins=60,
+            random_state=0,
         ).fit(seqs)
