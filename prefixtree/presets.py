@@ -42,10 +42,13 @@ from synth.taxonomy import Taxonomy
 __all__ = ["DECAY", "FALSE_CHILDREN", "FLOOR", "PRESETS", "ROOT_SHARE", "auto_config", "kdd12"]
 
 PRESETS = ("auto", "kdd12")
-DECAY = 0.5
+DECAY = 0.25
 FLOOR = 0.02
-FALSE_CHILDREN = 0.5
+FALSE_CHILDREN = 0.2
+FIRST_FALSE_CHILDREN = 0.5
+MIN_FALSE_CHILDREN = 1e-4
 ROOT_SHARE = 0.02
+NOISE_STD = math.sqrt(2)  # standard deviation of the discrete Laplace noise, in scales (about)
 
 #: The paper's settings (what the parameters defaulted to before the auto preset).
 KDD12: dict[str, Any] = {
@@ -65,14 +68,16 @@ def kdd12() -> dict[str, Any]:
 
 
 def auto_weights(height: int) -> list[float]:
-    """Per tree level: 1, 1, then halving down to :data:`FLOOR`."""
-    return [max(FLOOR, DECAY ** max(0, i - 1)) for i in range(height)]
+    """Per tree level: 1, 2, then a quarter of the level above, floored at :data:`FLOOR`."""
+    return [1.0, *(max(FLOOR, 2.0 * DECAY ** (i - 1)) for i in range(1, height))][:height]
 
 
 def auto_false_children(weights: list[float]) -> list[float]:
-    """Per tree level: :data:`FALSE_CHILDREN` scaled by the level's weight (relative to the top)."""
+    """Per tree level: :data:`FIRST_FALSE_CHILDREN` under the root, then
+    :data:`FALSE_CHILDREN` times the square of the level's weight relative to the largest."""
     top = max(weights)
-    return [FALSE_CHILDREN * w / top for w in weights]
+    rest = [max(MIN_FALSE_CHILDREN, FALSE_CHILDREN * (w / top) ** 2) for w in weights[1:]]
+    return [FIRST_FALSE_CHILDREN, *rest][: len(weights)]
 
 
 def generalized_split(taxonomy: Taxonomy, false_children: float) -> dict[int, float]:
@@ -93,8 +98,9 @@ def generalized_split(taxonomy: Taxonomy, false_children: float) -> dict[int, fl
         a = math.log(max(n_groups / false_children, 1.0 + 1e-9))
         b = math.log(max(max(sizes.values()) / false_children, 1.0 + 1e-9))
         share = a / (a + math.sqrt(f_mean) * b)
-        locations = b / (1 - share)
-        if locations < simple and (best is None or locations < best[0]):
+        # threshold plus one noise standard deviation, in units of the level's 1 / epsilon
+        locations = (b + NOISE_STD) / (1 - share)
+        if locations < simple + NOISE_STD and (best is None or locations < best[0]):
             best = (locations, g, share)
     if best is None:
         return {}
