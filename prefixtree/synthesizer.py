@@ -834,7 +834,10 @@ class PrefixTreeSynthesizer:
             "time_bin_minutes": self.time_bins,
             "coarse_time_bin_minutes": self.coarse_time_bins,
             "seeded": self.noise_seeded_,
-            "sub_levels": self.sub_levels_.to_dict(orient="records"),
+            "sub_levels": [
+                {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in row.items()}
+                for row in self.sub_levels_.to_dict(orient="records")
+            ],
         }
         cfg = self.config_
         out["preset"] = self.preset
