@@ -545,8 +545,8 @@ def _defaults_release(
     from synth.errors import ConfigError
 
     kwargs: dict[str, Any] = {"preset": "kdd12" if config == "kdd12" else "auto"}
-    if config == "simple":
-        kwargs["variant"] = "simple"
+    if config in ("simple", "hybrid"):  # auto with the variant forced
+        kwargs["variant"] = config
     start = time.perf_counter()
     syn = PrefixTreeSynthesizer(
         epsilon=epsilon, height=height, taxonomy=tax, random_state=seed, **kwargs
@@ -701,7 +701,7 @@ def main(argv: list[str] | None = None) -> int:
     dp.add_argument(
         "--configs",
         nargs="+",
-        choices=("auto", "kdd12", "simple"),
+        choices=("auto", "kdd12", "simple", "hybrid"),
         default=["auto", "kdd12", "simple"],
     )
     dp.add_argument("--montreal-n", type=int, default=1_000_000)

@@ -120,7 +120,7 @@ def complete_sequences(
     survived, up to noise). ``root_continued`` sequences start at the (virtual) root: the
     consistent root count's mass that no surviving depth-1 node holds; their first location is
     drawn from the marginal, then any location (public), never a surviving depth-1 one, at most
-    ``child_cap[0]`` per location. Returns ``(origin, steps, count)``: the distinct completions,
+    ``child_cap[0]`` per location; they are released as that one location. Returns ``(origin, steps, count)``: the distinct completions,
     each the node it starts from (-1: the root), its continuation states (``height`` columns for
     the root's, ``height - 1`` otherwise, ``-1`` pads; all ``-1`` when no admissible first step
     was found) and how many sequences took it.
@@ -436,7 +436,10 @@ class _Walk:
                 steps[todo[ok], 0] = pick[ok]
                 todo = todo[~ok]
         home = np.where(at_root & (steps[:, 0] >= 0), steps[:, 0] % self.n_locations, home)
-        alive = np.flatnonzero(steps[:, 0] >= 0)
+        # a root completion is its first location only: the tree holds nothing of where the
+        # sequences pruned at the first level went next (continuing them with the chain from a
+        # state it barely saw draws the busy stations' moves, which distorts the frequent patterns)
+        alive = np.flatnonzero((steps[:, 0] >= 0) & ~at_root)
         length = depth[origin] + 1
         col = 0
         while True:

@@ -39,15 +39,25 @@ from typing import Any
 
 from synth.taxonomy import Taxonomy
 
-__all__ = ["DECAY", "FALSE_CHILDREN", "FLOOR", "PRESETS", "ROOT_SHARE", "auto_config", "kdd12"]
+__all__ = [
+    "DECAY",
+    "FALSE_CHILDREN",
+    "FLOOR",
+    "PRESETS",
+    "ROOT_SHARE",
+    "auto_config",
+    "auto_false_children",
+    "auto_weights",
+    "generalized_split",
+    "kdd12",
+]
 
 PRESETS = ("auto", "kdd12")
 DECAY = 0.25
 FLOOR = 0.02
 FALSE_CHILDREN = 0.2
-FIRST_FALSE_CHILDREN = 0.5
-MIN_FALSE_CHILDREN = 1e-4
-ROOT_SHARE = 0.02
+MIN_FALSE_CHILDREN = 1e-3
+ROOT_SHARE = 0.01
 NOISE_STD = math.sqrt(2)  # standard deviation of the discrete Laplace noise, in scales (about)
 
 #: The paper's settings (what the parameters defaulted to before the auto preset).
@@ -67,17 +77,21 @@ def kdd12() -> dict[str, Any]:
     return dict(KDD12)
 
 
-def auto_weights(height: int) -> list[float]:
-    """Per tree level: 1, 2, then a quarter of the level above, floored at :data:`FLOOR`."""
-    return [1.0, *(max(FLOOR, 2.0 * DECAY ** (i - 1)) for i in range(1, height))][:height]
+def auto_weights(height: int, candidates: int) -> list[float]:
+    """Per tree level: 1; ``w_2 = max(1, ln(candidates) / 2)``; then a quarter of the level
+    above (:data:`DECAY`), floored at :data:`FLOOR`. ``candidates``: locations x time bins."""
+    second = max(1.0, math.log(max(candidates, 1)) / 2)
+    rest = [max(FLOOR, second * DECAY ** (i - 1)) for i in range(1, height)]
+    return [1.0, *rest][:height]
 
 
 def auto_false_children(weights: list[float]) -> list[float]:
-    """Per tree level: :data:`FIRST_FALSE_CHILDREN` under the root, then
-    :data:`FALSE_CHILDREN` times the square of the level's weight relative to the largest."""
+    """Per tree level: :data:`FALSE_CHILDREN` times the square of the level's weight relative to
+    the largest, floored at :data:`MIN_FALSE_CHILDREN`; the first level (one parent, the root,
+    holding every sequence) gets the largest's."""
     top = max(weights)
     rest = [max(MIN_FALSE_CHILDREN, FALSE_CHILDREN * (w / top) ** 2) for w in weights[1:]]
-    return [FIRST_FALSE_CHILDREN, *rest][: len(weights)]
+    return [FALSE_CHILDREN, *rest][: len(weights)]
 
 
 def generalized_split(taxonomy: Taxonomy, false_children: float) -> dict[int, float]:
@@ -109,7 +123,8 @@ def generalized_split(taxonomy: Taxonomy, false_children: float) -> dict[int, fl
 
 def auto_config(taxonomy: Taxonomy, height: int, time_bins: int | None = None) -> dict[str, Any]:
     """The ``auto`` preset's choices (module docstring), from public facts only."""
-    weights = auto_weights(height)
+    bins = 1 if time_bins is None else math.ceil(1440 / time_bins)
+    weights = auto_weights(height, len(taxonomy.leaves()) * bins)
     false_children = auto_false_children(weights)
     split = generalized_split(taxonomy, false_children[0])
     return {
