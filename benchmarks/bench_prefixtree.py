@@ -436,11 +436,11 @@ def trajectories(args: argparse.Namespace) -> list[dict[str, Any]]:
     tax = montreal_taxonomy()
     real = truncate_sequences(seqs, args.height)
     # the bins exactly as the synthesizer makes them (time of day, running maximum)
-    row, ids = pd.factorize(real["seq_id"], sort=True)
+    seq_row, ids = pd.factorize(real["seq_id"], sort=True)
     binner = PrefixTreeSynthesizer(
         epsilon=1, height=args.height, taxonomy=tax, time_bins=args.time_bin
     )
-    bins = binner._time_matrix(real, len(ids), args.height)[row, real["pos"].to_numpy()]
+    bins = binner._time_matrix(real, len(ids), args.height)[seq_row, real["pos"].to_numpy()]
     minutes = pd.Series(bins * args.time_bin, index=real.index)
     top = {p for p, _ in top_k_patterns(_timed_tokens(real, minutes), 100)}
     rows = []

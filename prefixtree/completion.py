@@ -120,10 +120,10 @@ def complete_sequences(
     survived, up to noise). ``root_continued`` sequences start at the (virtual) root: the
     consistent root count's mass that no surviving depth-1 node holds; their first location is
     drawn from the marginal, then any location (public), never a surviving depth-1 one, at most
-    ``child_cap[0]`` per location; they are released as that one location. Returns ``(origin, steps, count)``: the distinct completions,
-    each the node it starts from (-1: the root), its continuation states (``height`` columns for
-    the root's, ``height - 1`` otherwise, ``-1`` pads; all ``-1`` when no admissible first step
-    was found) and how many sequences took it.
+    ``child_cap[0]`` per location; they are released as that one location. Returns
+    ``(origin, steps, count)``: the distinct completions, each the node it starts from (-1: the
+    root), its continuation states (``height`` columns, ``-1`` pads; all ``-1`` when no
+    admissible first step was found) and how many sequences took it.
     """
     home = state % n_locations  # location of each node's depth-1 ancestor
     for d in range(2, int(depth.max(initial=0)) + 1):

@@ -65,7 +65,7 @@ import pandas as pd
 from prefixtree.completion import complete_sequences
 from prefixtree.consistency import consistent_counts, release_counts
 from prefixtree.estimate import BYTES_PER_NODE, TreeEstimate, available_memory, estimate_tree
-from prefixtree.presets import PRESETS, auto_config, kdd12
+from prefixtree.presets import PRESETS, auto_config, hybrid_split, kdd12
 from prefixtree.tree import BuiltTree, SubLevel, TaxonomyIndex, build_noisy_tree_counted
 from synth.engines import check_engine, get_engine
 from synth.errors import ConfigError, InputError
@@ -215,8 +215,18 @@ class PrefixTreeSynthesizer:
         else:
             cfg = auto_config(self.taxonomy, int(h), self.time_bins)
         explicit = {key: getattr(self, key) for key in PRESET_KEYS}
+        wants_hybrid = explicit["variant"] == "hybrid" or (
+            explicit["variant"] is None and self.coarse_time_bins is not None
+        )
+        if self.preset == "auto" and wants_hybrid:  # coarse time bins need a generalized level
+            explicit["variant"] = "hybrid"
         if explicit["variant"] is not None and explicit["budget_split"] is None:
-            cfg["budget_split"] = None  # the preset's split was for the variant it chose
+            # the preset's split was for the variant it chose
+            cfg["budget_split"] = None
+            if self.preset == "auto" and explicit["variant"] == "hybrid":
+                fc = explicit["false_children"] or cfg["false_children"]
+                first = fc[0] if isinstance(fc, Sequence | np.ndarray) else fc
+                cfg["budget_split"] = hybrid_split(self.taxonomy, float(first)) or None
         for key, value in explicit.items():
             if value is not None:
                 cfg[key] = value

@@ -10,7 +10,13 @@ import pytest
 
 from prefixtree import PrefixTreeSynthesizer
 from prefixtree.estimate import estimate_tree, pass_probability
-from prefixtree.presets import auto_config, auto_false_children, auto_weights, generalized_split
+from prefixtree.presets import (
+    auto_config,
+    auto_false_children,
+    auto_weights,
+    generalized_split,
+    hybrid_split,
+)
 from synth.datasets import montreal_taxonomy
 from synth.errors import ConfigError
 from synth.simulate import simulate_sequences
@@ -84,7 +90,7 @@ def test_explicit_settings_are_refused_not_tightened() -> None:
 def test_a_huge_height_is_a_parameter_error(height: int) -> None:
     syn = PrefixTreeSynthesizer(epsilon=1.0, height=height, taxonomy=montreal_taxonomy())
     start = time.perf_counter()
-    with pytest.raises(ConfigError, match="height must be an integer in 1..1000"):
+    with pytest.raises(ConfigError, match=r"height must be an integer in 1\.\.1000"):
         syn.check_params()
     assert time.perf_counter() - start < 5
 
@@ -106,7 +112,7 @@ def test_runtime_guard_stops_a_tree_that_outgrows_max_nodes() -> None:
     syn = PrefixTreeSynthesizer(
         preset="kdd12", epsilon=1.0, height=4, taxonomy=tax, random_state=AllPass(), max_nodes=1000
     )
-    with pytest.raises(ConfigError, match="would grow past --max-nodes .* at level 2"):
+    with pytest.raises(ConfigError, match=r"would grow past --max-nodes .* at level 2"):
         syn.fit(random_sequences(tax, 100, seed=1))
 
 
@@ -136,17 +142,27 @@ def test_auto_configuration_never_depends_on_the_private_data() -> None:
 
 
 def test_auto_rules_from_public_facts() -> None:
-    assert auto_weights(5) == [1.0, 2.0, 0.5, 0.125, 0.03125]
-    assert auto_weights(1) == [1.0]
-    fc = auto_false_children(auto_weights(4))
-    assert fc[0] == 0.5 and fc[1] == 0.2 and fc[2] < fc[1] / 10
-    # a generalized level pays for itself on many small groups, not on few tiny ones
-    assert generalized_split(grouped([10] * 50), 0.5)
-    assert generalized_split(grouped([4, 4, 4, 4]), 0.5) == {}
-    # one group holding nearly everything (SUBE modes) never pays
-    assert generalized_split(grouped([373, 5, 4]), 0.5) == {}
-    split = generalized_split(montreal_taxonomy(), 0.5)
-    assert list(split) == [1] and 0.05 < split[1] < 0.2
+    w2 = np.log(400) / 2
+    assert auto_weights(5, 400) == pytest.approx([1.0, w2, w2 / 4, w2 / 16, w2 / 64])
+    assert auto_weights(1, 400) == [1.0]
+    assert auto_weights(3, 5) == [1.0, 1.0, 0.25]  # few locations: level 2 no less than level 1
+    assert min(auto_weights(12, 400)) == 0.02
+    fc = auto_false_children(auto_weights(4, 400))
+    assert fc[0] == fc[1] == 0.2 and fc[2] == pytest.approx(0.2 / 16) and fc[3] == 0.001
+    # under the candidates thresholds a generalized level never pays for itself (A <= 1) ...
+    for sizes in ([10] * 50, [4, 4, 4, 4], [373, 5, 4], [62, 48, 34, 24, 14, 8]):
+        assert generalized_split(grouped(sizes), 0.2) == {}
+    # ... it would with more false children than G f_max / |locations| (the rule is real)
+    assert list(generalized_split(grouped([10] * 50), 1.5)) == [1]
+    # a hybrid tree asked for: the group threshold sqrt(f) times the locations', not f times
+    split = hybrid_split(grouped([10] * 50), 0.2)
+    a, b = np.log(50 / 0.2), np.log(10 / 0.2)
+    assert split == {1: pytest.approx(a / (a + np.sqrt(10) * b), abs=1e-6)}
+    syn = PrefixTreeSynthesizer(
+        epsilon=1.0, height=3, taxonomy=grouped([10] * 50), variant="hybrid"
+    )
+    syn.check_params()
+    assert syn.config_["budget_split"] == split
     cfg = auto_config(grouped([4, 4, 4, 4]), 12)
     assert cfg["variant"] == "simple" and cfg["completion"] == "markov"
     assert cfg["threshold_rule"] == "candidates"
@@ -172,7 +188,7 @@ def test_kdd12_is_the_paper_and_the_old_defaults() -> None:
         preset="kdd12", epsilon=1.0, height=4, taxonomy=tax, random_state=3
     )
     spelled = PrefixTreeSynthesizer(
-        preset="auto",
+        preset="kdd12",
         epsilon=1.0,
         height=4,
         taxonomy=tax,

@@ -425,7 +425,13 @@ def test_coarse_time_bins_zero_noise_release_is_the_database() -> None:
 def test_coarse_time_bins_keep_every_candidate() -> None:
     """With every empty cell passing, the children of a node are all (station, bin >= its bin):
     the coarse sub-level's candidates and their refinement cover the same cells, once each."""
-    common = {"epsilon": 1.0, "height": 2, "taxonomy": metro_like(3, 5), "time_bins": 360}
+    common = {
+        "preset": "kdd12",
+        "epsilon": 1.0,
+        "height": 2,
+        "taxonomy": metro_like(3, 5),
+        "time_bins": 360,
+    }
     common |= {"thresholds": {1: 0, 2: 0}, "random_state": ZeroNoise()}
     seqs = _timed([["s0-1", "s1-2"]], ["05:10", "11:40"])
     fine = PrefixTreeSynthesizer(**common).fit(seqs).tree_
