@@ -26,7 +26,14 @@ eps_bar}``, the locations get the rest) and ``thresholds`` (``{taxonomy level: t
 382 lines, f = 127) would make ``eps_1`` tiny and its threshold huge for no pruning: the Simpson
 test skips it.
 
-Beyond the paper (options; the defaults are the paper's). ``level_weights`` gives tree level i the
+Presets (:mod:`prefixtree.presets`): ``preset="auto"`` (default) computes every tuning value
+below from public facts (epsilon, h, the taxonomy), ``preset="kdd12"`` is the paper's settings;
+an explicit parameter overrides either. Before any data is read the expected tree size is
+estimated (:mod:`prefixtree.estimate`) against ``max_nodes``. With ``root_share`` (auto: 0.01) a
+noisy count of sequences (its own ledger line) joins consistency as the root, and the mass no
+surviving first-level node holds is released as single locations (volume fidelity).
+
+Beyond the paper (options). ``level_weights`` gives tree level i the
 share ``w_i / sum(w)`` of epsilon instead of ``1 / h`` (levels compose sequentially, so the total
 stays epsilon; frequent patterns are short, so the first levels matter most); consistency then
 weights each node by its level's inverse noise variance (weighted least squares, the natural
@@ -112,6 +119,8 @@ class PrefixTreeSynthesizer:
     - ``epsilon``: total privacy budget (> 0); ``height``: tree height h, sequences are truncated
       to their first h locations.
     - ``taxonomy``: public :class:`~synth.taxonomy.Taxonomy` whose leaves are the locations.
+    - ``preset``: ``"auto"`` (default: the values of the parameters left ``None`` computed from
+      public facts, :mod:`prefixtree.presets`) or ``"kdd12"`` (Chen et al. 2012).
     - ``variant``: ``"hybrid"`` (generalized sub-levels) or ``"simple"`` (the paper's baseline).
     - ``budget_split``: ``{taxonomy level: fraction of eps_bar}`` for the generalized sub-levels.
     - ``thresholds``: ``{taxonomy level: pass threshold}`` (``taxonomy.height`` for locations).
@@ -136,8 +145,11 @@ class PrefixTreeSynthesizer:
       object with ``SecureNoise``'s ``discrete_laplace``/``empty_cells_passing``/``choice``. The
       completion's draws (post-processing) use ``numpy.random.default_rng(random_state)`` for an
       ``int``, fresh OS entropy otherwise.
-    - ``max_nodes``: refuse to grow a tree past this many nodes (empty cells that pass the threshold
-      multiply when ``|locations| * P(pass) > 1``, as in the simple variant on large networks).
+    - ``max_nodes``: refuse, before reading the data, a tree expected to exceed this many nodes
+      (auto tightens its thresholds instead), and stop one that grows past it (empty cells that
+      pass the threshold multiply when ``|locations| * P(pass) > 1``).
+    - ``root_share``: share of epsilon for the noisy number of sequences (needs the Markov
+      completion; 0 = none).
     - ``engine``: where the counting runs (:mod:`synth.engines`): ``"memory"`` (default),
       ``"duckdb"`` (out of core over Parquet/CSV) or ``"spark"``; ``engine_options`` its options
       (``temp_directory``, ``memory_limit``, ``threads``; Spark: ``master``). The noise is always
@@ -149,7 +161,8 @@ class PrefixTreeSynthesizer:
     end_noisy, the end-of-sequence cell's noisy count (NA at depth h), ending = its consistent
     count, and continued = the sequences completed below the node), ``ledger_`` (the privacy
     spends), ``sub_levels_`` (budget plan: level, fan-out, epsilon, scale, threshold),
-    ``locations_`` (locations in taxonomy depth-first order), ``noise_seeded_``.
+    ``locations_`` (locations in taxonomy depth-first order), ``noise_seeded_``, ``config_`` (the
+    resolved configuration), ``estimate_`` (expected nodes per level), ``root_count_``.
     """
 
     def __init__(
