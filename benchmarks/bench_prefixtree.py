@@ -118,6 +118,29 @@ patterns into the top 100); 0.01 there and 0.001 below lifts the mean from 62.6 
 SUBE tree shows no returns away from home at these budgets, so the completion keeps every move in
 its chain there; per-sequence returns, when forced, lowered TP to 54-57.
 
+Defaults (``defaults`` mode, issue 17): the default configuration (``auto``), the paper's
+(``kdd12``) and auto with ``--variant hybrid`` on SUBE Wednesday, simulated Montreal and three
+SIMULATED shapes (``SHAPES``: dense, wide, sparse), against the truncation ceiling, over noise
+seeds; with the released volume, fit time and peak RSS of the process. The auto rules were chosen
+on SUBE Tuesday and 200,000 simulated Montreal sequences of data seed 1; Montreal is scored on
+data seed 2:
+
+    python benchmarks/bench_prefixtree.py defaults --datasets sube dense wide sparse \
+        --seeds 1 2 3 4 5 6 7 8 9 10 --queries 10000 --configs auto kdd12 hybrid
+    python benchmarks/bench_prefixtree.py defaults --datasets montreal --montreal-n 1000000 \
+        --data-seed 2 --epsilons 1 0.5 --queries 10000 --configs auto
+
+    ===============================  =======  =================  ============  ===========
+    data (h), TP@100; error          ceiling  auto               kdd12         hybrid
+    ===============================  =======  =================  ============  ===========
+    SUBE Wednesday (8)               100      65.1 (60-68); 16%  exit 2        23.7; 16.5%
+    Montreal 1M (12)                 98; 1.8% 97.1 (96-98); 3.9% -             -
+    Montreal 1M, epsilon 0.5         -        96.8 (95-97); 4.7% -             -
+    dense 16/4, 100k (12)            96; 36%  92.5; 41.8%        76.3; 68.5%   92.5; 41.6%
+    wide 190/6, 100k (6)             84; 7.5% 83.6; 17.0%        40.4; 32.8%   75.0; 13.6%
+    sparse 500/50, 60k (8)           99; 0%   74.0; 4.8%         5.4; 8.4%     73.5; 4.1%
+    ===============================  =======  =================  ============  ===========
+
 Trajectories (``trajectories`` mode): 1M SIMULATED Montreal trajectories, h = 6, epsilon 1,
 2-hour bins, hybrid, candidates A = 0.5; TP@100 of the (station, bin) patterns, noise seeds 1 / 2:
 
