@@ -883,7 +883,6 @@ class PrefixTreeSynthesizer:
         out["chosen_by_preset"] = sorted(k for k in PRESET_KEYS if getattr(self, k) is None)
         out["tightened"] = cfg.get("tightened", 0)
         out["expected_nodes"] = round(self.estimate_.total)
-        out["released_sequences"] = self.n_sequences()
         return out
 
     def n_sequences(self) -> int:
