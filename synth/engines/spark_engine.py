@@ -2,8 +2,10 @@
 
 Optional: ``pip install 'transit-synth[spark]'`` (PySpark) and a Java runtime. Options:
 ``master`` (a Spark master URL; default ``local[N]`` with ``threads`` cores, all by default),
-``temp_directory`` (``spark.local.dir``, where shuffles spill) and ``memory_limit``
-(``spark.driver.memory``, e.g. ``"2g"``). An active session with the same master is reused.
+``temp_directory`` (``spark.local.dir``, where shuffles spill), ``memory_limit``
+(``spark.driver.memory``, e.g. ``"2g"``) and ``conf`` (any other Spark settings, e.g.
+``{"spark.executor.memory": "4g"}``). An active session in this process is reused (its master
+and JVM settings stay).
 
 The engine only counts: per level, the (node, time bin, location) cells with ``groupBy().count()``
 collected to the driver, and the node of each surviving cell sent back as a broadcast join; for SBH,
@@ -19,7 +21,7 @@ from __future__ import annotations
 import os
 import shutil
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +52,24 @@ def spark_available() -> str | None:
     if not (java_home and (Path(java_home) / "bin" / "java").exists()) and not shutil.which("java"):
         return "engine='spark' needs a Java runtime (java on PATH or JAVA_HOME), e.g. OpenJDK 17"
     return None
+
+
+def _conf_items(conf: Mapping[str, object] | None) -> list[tuple[str, str]]:
+    """``conf`` as (key, value) strings; ConfigError unless a table of ``spark.*`` keys."""
+    if conf is None:
+        return []
+    if not isinstance(conf, Mapping):
+        raise ConfigError("engine conf must be a table of Spark settings (spark.* = value)")
+    items = []
+    for key, value in conf.items():
+        if not isinstance(key, str) or not key.startswith("spark."):
+            raise ConfigError(f"engine conf: {key!r} is not a Spark setting (spark.*)")
+        if isinstance(value, bool):
+            value = str(value).lower()
+        if not isinstance(value, str | int | float):
+            raise ConfigError(f"engine conf: {key} must be a string or a number, got {value!r}")
+        items.append((key, str(value)))
+    return items
 
 
 def _collect_counts(df: Any) -> Counts:
@@ -135,6 +155,7 @@ class SparkEngine(Engine):
         temp_directory: str | os.PathLike[str] | None = None,
         memory_limit: str | None = None,
         threads: int | None = None,
+        conf: Mapping[str, object] | None = None,
     ) -> None:
         reason = spark_available()
         if reason is not None:
@@ -152,6 +173,7 @@ class SparkEngine(Engine):
             .config("spark.sql.execution.arrow.pyspark.enabled", "true")
             .config("spark.sql.shuffle.partitions", "8" if url.startswith("local") else "200")
             .config("spark.ui.enabled", "false")
+            .config("spark.ui.showConsoleProgress", "false")  # no stage bars on the CLI's stderr
         )
         if temp_directory is not None:
             if not Path(temp_directory).is_dir():
@@ -159,6 +181,8 @@ class SparkEngine(Engine):
             builder = builder.config("spark.local.dir", str(temp_directory))
         if memory_limit is not None:
             builder = builder.config("spark.driver.memory", str(memory_limit))
+        for key, value in _conf_items(conf):
+            builder = builder.config(key, value)
         try:
             self.session = builder.getOrCreate()
         except Exception as err:  # JVM failed to start
