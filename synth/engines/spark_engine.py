@@ -18,10 +18,11 @@ layouts are loaded by :mod:`synth.records` and counted here.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -73,11 +74,22 @@ def _conf_items(conf: Mapping[str, object] | None) -> list[tuple[str, str]]:
 
 
 def _collect_counts(df: Any) -> Counts:
-    rows = df.groupBy("k").count().orderBy("k").toPandas()
+    with _quiet():
+        rows = df.groupBy("k").count().orderBy("k").toPandas()
     return (
         rows["k"].to_numpy(dtype=np.int64),
         rows["count"].to_numpy(dtype=np.int64),
     )
+
+
+@contextlib.contextmanager
+def _quiet() -> Iterator[None]:
+    """PySpark's own deprecation noise about pandas (``copy=``, pandas 3 support) silenced around
+    its pandas conversions: not the user's concern, and the command line prints every warning."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="The copy keyword is deprecated")
+        warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas")
+        yield
 
 
 class SparkPrefixCounter:
@@ -122,9 +134,10 @@ class SparkPrefixCounter:
 
         node = np.asarray(node, dtype=np.int64)
         live = node >= 0
-        cell_map = self.engine.session.createDataFrame(
-            pd.DataFrame({"k": np.asarray(keys, dtype=np.int64)[live], "node_new": node[live]})
-        )
+        with _quiet():
+            cell_map = self.engine.session.createDataFrame(
+                pd.DataFrame({"k": np.asarray(keys, dtype=np.int64)[live], "node_new": node[live]})
+            )
         rest = [f"c{j}" for j in range(level + 1, self.height)]
         if self.has_bins:
             rest += [f"b{j}" for j in range(level + 1, self.height)]
@@ -204,7 +217,8 @@ class SparkEngine(Engine):
         if time_bins is not None:
             bins = np.asarray(time_bins)
             cols.update({f"b{j}": bins[:, j].astype(np.int32) for j in range(height)})
-        frame = self.session.createDataFrame(pd.DataFrame(cols))
+        with _quiet():
+            frame = self.session.createDataFrame(pd.DataFrame(cols))
         return SparkPrefixCounter(
             self,
             frame,
@@ -312,7 +326,8 @@ class SparkEngine(Engine):
 
         cols = event_columns(events, max_contributions)
         bound = "unit" in cols
-        frame = self.session.createDataFrame(pd.DataFrame(cols))
+        with _quiet():
+            frame = self.session.createDataFrame(pd.DataFrame(cols))
         if bound:
             order = Window.partitionBy("unit", "side").orderBy("minute", "part", "loc", "idx")
             frame = frame.withColumn("r", F.row_number().over(order)).where(
