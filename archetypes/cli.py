@@ -33,6 +33,12 @@ from synth.errors import ConfigError
 from synth.io import read_table, release_dir, write_table
 from synth.privacy import check_budget
 from synth.progress import Progress
+from synth.provenance import (
+    add_provenance_option,
+    private_inputs,
+    provenance_key,
+    write_provenance,
+)
 
 __all__ = ["check_inputs", "normalize_params", "register", "release_trips", "run"]
 
@@ -76,6 +82,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--format", choices=("csv", "parquet"), default="csv", help="output format")
     add_seed_option(p)
     add_quiet_option(p)
+    add_provenance_option(p)
     p.set_defaults(func=run)
 
 
@@ -201,6 +208,26 @@ def _load(
     return public, private, schema
 
 
+def _public_inputs(
+    public: str | os.PathLike[str] | None,
+    inputs: Mapping[str, Any] | None,
+    base: Path | None,
+    schema: str | os.PathLike[str] | None,
+) -> dict[str, str | os.PathLike[str]]:
+    """The public files of a trips release (fingerprinted in its manifest): public trips, schema
+    and line metadata; never the private trips."""
+    table = dict(inputs or {})
+    out: dict[str, str | os.PathLike[str]] = {}
+    if public is not None:
+        out["public"] = public
+    for key in ("metadata", "schema"):
+        if table.get(key) is not None:
+            out[key] = _resolve(table[key], base)
+    if schema is not None:
+        out["schema"] = schema
+    return out
+
+
 def run(args: argparse.Namespace) -> int:
     """Fit on PRIVATE with PUBLIC, sample, write the release directory."""
     warn_if_seeded(args.seed)
@@ -217,6 +244,7 @@ def run(args: argparse.Namespace) -> int:
         format=args.format,
         seed=args.seed,
         progress=Progress(args.quiet),
+        provenance_key=provenance_key(args.provenance_key_file),
     )
     if not args.quiet:
         print(summary, file=sys.stderr)
@@ -235,6 +263,7 @@ def release_trips(
     format: str = "csv",
     seed: int | None = None,
     progress: Progress | None = None,
+    provenance_key: bytes | None = None,
 ) -> str:
     """Fit on ``private`` with ``public``, sample, write ``out`` atomically; returns a summary line.
 
@@ -242,6 +271,8 @@ def release_trips(
     ``epsilon`` and ``delta``; not ``schema`` nor ``random_state``, which is ``seed``); ``inputs``
     is an ``[input]`` table (paths in it relative to ``base``); ``schema`` a schema JSON that
     overrides the table's. What ``transit-synth trips`` and ``transit-synth run`` both call.
+    The manifest fingerprints the public inputs only; with ``provenance_key`` the operator-only
+    record of :mod:`synth.provenance` is written beside ``out``.
     """
     progress = Progress(quiet=True) if progress is None else progress
     params = normalize_params(params)
@@ -251,6 +282,9 @@ def release_trips(
     check_budget(params["epsilon"], params["delta"], need_delta=True)
     if format not in ("csv", "parquet"):
         raise ConfigError(f"format must be 'csv' or 'parquet', got {format!r}")
+    provenance = (
+        None if provenance_key is None else private_inputs(provenance_key, {"private": private})
+    )
     with progress.steps("trips", 4) as step:
         step("load")
         public_trips, private_trips, trip_schema = _load(
@@ -263,12 +297,13 @@ def release_trips(
         step("sample")
         trips = synthesizer.sample()
         step("write")
-        files = [str(private)] if public is None else [str(private), str(public)]
-        manifest = synthesizer.manifest(inputs=files)
+        manifest = synthesizer.manifest(public_inputs=_public_inputs(public, inputs, base, schema))
         with release_dir(out) as stage:
             write_table(trips, stage / f"trips.{format}")
             (stage / "schema.json").write_text(json.dumps(synthesizer.schema_.to_dict(), indent=2))
             (stage / "manifest.json").write_text(json.dumps(manifest, indent=2, default=str))
+    if provenance is not None:
+        write_provenance(out, provenance, command="trips")
     ledger = synthesizer.ledger_
     return (
         f"transit-synth trips: {len(trips)} synthetic trips of "

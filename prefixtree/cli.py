@@ -37,8 +37,15 @@ from synth.cli import (
 from synth.errors import ConfigError, InputError
 from synth.io import read_table, release_dir, table_format
 from synth.progress import Progress
+from synth.provenance import (
+    add_provenance_option,
+    private_inputs,
+    provenance_key,
+    write_provenance,
+)
 from synth.records import load_sequences
 from synth.taxonomy import Taxonomy
+from synth.times import add_timezone_option, check_timezone
 
 __all__ = ["read_locations", "register", "release_sequences", "run", "write_release"]
 
@@ -180,9 +187,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default="error",
         help="input locations missing from the taxonomy: fail, or drop those rows",
     )
+    add_timezone_option(p)
     add_seed_option(p)
     add_quiet_option(p)
     add_engine_options(p)
+    add_provenance_option(p)
     p.set_defaults(func=run)
 
 
@@ -213,6 +222,8 @@ def run(args: argparse.Namespace) -> int:
         format=args.format,
         seed=args.seed,
         progress=Progress(args.quiet),
+        timezone=args.timezone,
+        provenance_key=provenance_key(args.provenance_key_file),
     )
     if not args.quiet:
         print(summary, file=sys.stderr)
@@ -232,11 +243,16 @@ def release_sequences(
     seed: int | None = None,
     progress: Progress | None = None,
     source: str | os.PathLike[str] | None = None,
+    timezone: str | None = None,
+    provenance_key: bytes | None = None,
 ) -> str:
     """Write a prefix-tree release of ``input`` into ``out`` (atomically); returns a summary line.
 
-    ``input`` is a file or a frame of taps or sequences (``source``: the file recorded in the
-    manifest for a frame).
+    ``timezone``: how times are read (:mod:`synth.times`; default the wall clock as written).
+    ``input`` is a file or a frame of taps or sequences (``source``: the file it came from, for
+    the provenance record). With ``provenance_key``, the operator-only record of
+    :mod:`synth.provenance` is written beside ``out`` (nothing about the private input goes into
+    the manifest).
     ``taxonomy`` is a taxonomy spec (CSV edge list, GTFS zip or ``fanout:N`` with ``locations``);
     ``params`` are :class:`~prefixtree.PrefixTreeSynthesizer` keyword parameters other than
     ``taxonomy`` and ``random_state`` (``seed``). What ``transit-synth sequences`` and
@@ -251,13 +267,18 @@ def release_sequences(
     public = read_locations(str(locations)) if locations is not None else None
     if format not in ("csv", "parquet"):
         raise ConfigError(f"format must be 'csv' or 'parquet', got {format!r}")
+    recorded = source if source is not None else input
+    provenance = (
+        None if provenance_key is None else private_inputs(provenance_key, {"input": recorded})
+    )
     with progress.steps("sequences", 4) as step:
         step("taxonomy")
         tax = Taxonomy.from_spec(spec, locations=public)
         synth = PrefixTreeSynthesizer(**params, taxonomy=tax, random_state=seed)
         synth.check_params()  # fail on bad parameters before reading the data
+        check_timezone(timezone)
         step("load")
-        if synth.engine != "memory" and not isinstance(input, pd.DataFrame):
+        if synth.engine != "memory" and not isinstance(input, pd.DataFrame) and timezone is None:
             seqs: pd.DataFrame | str | os.PathLike[str] = input  # the engine reads the file
         else:
             seqs = load_sequences(
@@ -265,30 +286,39 @@ def release_sequences(
                 taxonomy=tax,
                 on_unknown=on_unknown,
                 location_column=location_column,
+                timezone=timezone,
             )
         step("fit")
         with progress.counter("tree levels", unit="level") as levels:
-            synth.fit(seqs, progress=levels, on_unknown=on_unknown, location_column=location_column)
+            synth.fit(
+                seqs,
+                progress=levels,
+                on_unknown=on_unknown,
+                location_column=location_column,
+                timezone=timezone,
+            )
         del seqs  # the input is not needed for the release
         step("release")
-        recorded = source if source is not None else input
-        inputs = ([] if isinstance(recorded, pd.DataFrame) else [str(recorded)]) + (
-            [spec] if Path(spec).is_file() else []
-        )
+        public_inputs = {"taxonomy": spec} if Path(spec).exists() else {}
         if locations is not None:
-            inputs.append(str(locations))
+            public_inputs["locations"] = str(locations)
         parameters = {
             **synth.parameters(),
             "taxonomy": spec,
             "location_column": location_column,
             "on_unknown": on_unknown,
+            "timezone": timezone or "wall clock as written",
         }
         if "max_nodes" in params:
             parameters["max_nodes"] = params["max_nodes"]
         name = f"sequences.{format}"
         with release_dir(out) as stage:  # streamed chunk by chunk: never held whole
             n_rows = write_release(synth.iter_sample(), stage / name)
-            synth.ledger_.to_json(stage / "manifest.json", parameters=parameters, inputs=inputs)
+            synth.ledger_.to_json(
+                stage / "manifest.json", parameters=parameters, public_inputs=public_inputs
+            )
+    if provenance is not None:
+        write_provenance(out, provenance, command="sequences")
     n_seq = int(synth.tree_["ending"].sum())
     return (
         f"sequences: {n_seq} synthetic sequences ({n_rows} rows) from a tree of "

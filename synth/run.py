@@ -4,12 +4,13 @@ A config holds one or more releases, each a table named after the subcommand tha
 
 * ``[sequences]`` (prefix tree): ``input`` (taps or long-format sequences), ``taxonomy`` (CSV edge
   list, GTFS zip or ``fanout:N``), optional ``location_column``, ``locations`` (the public list for
-  ``fanout:N``), ``on_unknown`` (``error`` | ``drop``), ``format`` (``csv`` | ``parquet``);
+  ``fanout:N``), ``on_unknown`` (``error`` | ``drop``), ``format`` (``csv`` | ``parquet``),
+  ``timezone`` (how times are read, as ``--timezone``; default the wall clock as written);
 * ``[trips]`` (GMM archetypes): ``private``, ``public`` (unless ``parameters.public_stand_in``),
   optional ``input_format`` (``trips`` | ``chicago-taxi`` | ``sube-taps``), ``public_years``,
   ``private_years``, ``metadata``, ``schema``, ``format``;
 * ``[marginals]`` (SBH / Opal): ``input`` (trips or taps), optional ``taxonomy``,
-  ``location_column`` (default ``stop_id``), ``format``;
+  ``location_column`` (default ``stop_id``), ``format``, ``timezone``;
 
 each with a sub-table ``parameters`` of the generator's constructor parameters
 (:class:`~prefixtree.PrefixTreeSynthesizer`, :class:`~archetypes.ArchetypeSynthesizer`,
@@ -44,6 +45,7 @@ from typing import Any
 from synth.cli import add_quiet_option, add_seed_option, warn_if_seeded
 from synth.config import check_params, load_config
 from synth.errors import ConfigError, InputError
+from synth.provenance import add_provenance_option, provenance_key
 
 __all__ = ["KINDS", "Planned", "plan", "register", "run", "run_config"]
 
@@ -56,6 +58,7 @@ KINDS: dict[str, dict[str, Any]] = {
         "locations": "path",
         "on_unknown": ("error", "drop"),
         "format": ("csv", "parquet"),
+        "timezone": str,
     },
     "trips": {
         "private": "path",
@@ -72,6 +75,7 @@ KINDS: dict[str, dict[str, Any]] = {
         "taxonomy": "spec",
         "location_column": str,
         "format": ("csv", "parquet"),
+        "timezone": str,
     },
 }
 _REQUIRED = {
@@ -115,6 +119,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     add_seed_option(p)
     add_quiet_option(p)
+    add_provenance_option(p)
     p.set_defaults(func=run)
 
 
@@ -332,6 +337,7 @@ def _release(planned: Planned, out: Path, seed: int | None, progress: Any) -> st
             seed=seed,
             progress=progress,
             source=io["input"],
+            timezone=io.get("timezone"),
         )
     if planned.kind == "trips":
         from archetypes.cli import release_trips
@@ -359,10 +365,13 @@ def _release(planned: Planned, out: Path, seed: int | None, progress: Any) -> st
         )
     from synth.sbh_cli import release_marginals
 
+    params = dict(planned.params)
+    if "timezone" in io:
+        params.setdefault("timezone", io["timezone"])
     return release_marginals(
         _input(planned),
         out,
-        params=planned.params,
+        params=params,
         taxonomy=io.get("taxonomy"),
         location_column=io.get("location_column", "stop_id"),
         format=io.get("format", "csv"),
@@ -378,12 +387,28 @@ def run_config(
     *,
     seed: int | None = None,
     quiet: bool = True,
+    provenance_key: bytes | None = None,
 ) -> list[str]:
-    """Check ``config``, run its releases into ``out`` (atomically); returns the summary lines."""
+    """Check ``config``, run its releases into ``out`` (atomically); returns the summary lines.
+
+    With ``provenance_key``, one operator-only record of every release's private input is written
+    beside ``out`` (:mod:`synth.provenance`), never inside it."""
     from synth.io import release_dir
     from synth.progress import Progress
+    from synth.provenance import private_inputs, write_provenance
 
     releases = plan(config)
+    provenance = None
+    if provenance_key is not None:
+        provenance = private_inputs(
+            provenance_key,
+            {
+                f"{r.name}: {'private' if r.kind == 'trips' else 'input'}": r.io[
+                    "private" if r.kind == "trips" else "input"
+                ]
+                for r in releases
+            },
+        )
     progress = Progress(quiet)
     summaries: list[str] = []
     with release_dir(out) as stage:
@@ -396,6 +421,8 @@ def run_config(
             summaries.append(f"{planned.name}: {summary}")
             if not quiet:
                 progress.write(summaries[-1])
+    if provenance is not None:
+        write_provenance(out, provenance, command="run")
     return summaries
 
 
@@ -403,7 +430,13 @@ def run(args: argparse.Namespace) -> int:
     """``transit-synth run``."""
     warn_if_seeded(args.seed)
     out = Path(args.out) if args.out is not None else Path(f"{Path(args.config).stem}-release")
-    summaries = run_config(args.config, out, seed=args.seed, quiet=args.quiet)
+    summaries = run_config(
+        args.config,
+        out,
+        seed=args.seed,
+        quiet=args.quiet,
+        provenance_key=provenance_key(args.provenance_key_file),
+    )
     print(f"{len(summaries)} release(s) written to {out}/", file=sys.stdout)
     if not args.quiet and len(summaries) > 1:
         print(

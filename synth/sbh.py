@@ -42,6 +42,7 @@ from synth.privacy import (
     threshold_delta,
 )
 from synth.taxonomy import Taxonomy
+from synth.times import NO_DAY, check_timezone, times_of_day
 
 __all__ = [
     "DEFAULT_SPLIT",
@@ -413,9 +414,8 @@ def _record(
 
 
 # --------------------------------------------------------------------------- Opal pipeline inputs
-_TIME_ONLY = r"^\s*\d{1,2}:\d{2}(:\d{2}(\.\d+)?)?\s*$"
 _MINUTE_LABELS = np.array([f"{m // 60:02d}:{m % 60:02d}" for m in range(1440)], dtype=object)
-_NO_DAY = np.int64(np.iinfo(np.int64).min)  # "no date in the input": a single day partition
+_NO_DAY = NO_DAY  # "no date in the input": a single day partition
 
 
 @dataclass
@@ -440,42 +440,16 @@ def _bad_row(column: str, mask: np.ndarray, index: pd.Index, what: str) -> Input
 
 
 def _parse_times(
-    frame: pd.DataFrame, column: str, date_column: str | None
+    frame: pd.DataFrame, column: str, date_column: str | None, timezone: str | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(minute of day, day number) of ``frame[column]``; the day from ``date_column`` when given."""
-    values = frame[column]
-    if pd.api.types.is_datetime64_any_dtype(values):
-        stamps = values.to_numpy(dtype="datetime64[ns]")
-        if np.isnat(stamps).any():
-            raise _bad_row(column, np.isnat(stamps), frame.index, "missing time")
-        minute = None
-    else:
-        text = values.astype("string")
-        if text.isna().any():
-            raise _bad_row(column, text.isna().to_numpy(), frame.index, "missing time")
-        if text.str.match(_TIME_ONLY).all():
-            hm = text.str.extract(r"^\s*(\d{1,2}):(\d{2})").astype(np.int32).to_numpy()
-            minute = hm[:, 0] * 60 + hm[:, 1]
-            if (hm[:, 0] > 23).any() or (hm[:, 1] > 59).any():
-                bad = (hm[:, 0] > 23) | (hm[:, 1] > 59)
-                raise _bad_row(column, bad, frame.index, "not a time of day")
-            stamps = None
-        else:
-            parsed = pd.to_datetime(text, errors="coerce", format="ISO8601")
-            if parsed.isna().any():
-                raise _bad_row(
-                    column, parsed.isna().to_numpy(), frame.index, "not an ISO 8601 time"
-                )
-            if getattr(parsed.dt, "tz", None) is not None:
-                parsed = parsed.dt.tz_localize(None)
-            stamps = parsed.to_numpy(dtype="datetime64[ns]")
-            minute = None
-    if stamps is not None:
-        days = stamps.astype("datetime64[D]")
-        minute = ((stamps - days) // np.timedelta64(1, "m")).astype(np.int32)
-        day = days.astype(np.int64)
-    else:
-        day = np.full(len(frame), _NO_DAY, dtype=np.int64)
+    """(minute of day, day number) of ``frame[column]``, each value on its own
+    (:func:`synth.times.times_of_day`: a clock time ``HH:MM`` has no day, a timestamp is its wall
+    clock as written or in ``timezone``); the day from ``date_column`` when given."""
+    minute, day = times_of_day(
+        frame[column], timezone=timezone, column=column, source=None, rows=frame.index
+    )
+    if (minute >= 1440).any():
+        raise _bad_row(column, minute >= 1440, frame.index, "not a time of day")
     if date_column is not None:
         dates = pd.to_datetime(
             frame[date_column].astype("string"), errors="coerce", format="ISO8601"
@@ -485,7 +459,6 @@ def _parse_times(
                 date_column, dates.isna().to_numpy(), frame.index, "not an ISO 8601 date"
             )
         day = dates.to_numpy(dtype="datetime64[ns]").astype("datetime64[D]").astype(np.int64)
-    assert minute is not None
     return np.asarray(minute, dtype=np.int32), day
 
 
@@ -508,11 +481,15 @@ def _merge_codes(parts: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray
     return np.concatenate(codes).astype(np.int64), cats.astype(object)
 
 
-def _read_events(data: pd.DataFrame, *, unit_column: str | None) -> _Events:
+def _read_events(
+    data: pd.DataFrame, *, unit_column: str | None, timezone: str | None = None
+) -> _Events:
     """Trips (``on_time, on_stop[, off_time, off_stop]``), taps (``time, stop_id[, tap]``) or
     long-format sequences (``seq_id, location[, time]``) as tap events.
 
     ``mode`` and ``date`` columns are optional (one mode ``all``; the day from the times).
+    Every value is read on its own: ids and locations by :func:`synth.io.id_strings`, times by
+    :func:`synth.times.times_of_day` (wall clock as written, or in ``timezone``).
     """
     if unit_column is not None and unit_column not in data:
         raise InputError(f"missing privacy-unit column '{unit_column}'")
@@ -550,7 +527,11 @@ def _read_events(data: pd.DataFrame, *, unit_column: str | None) -> _Events:
             "expected trips (on_time, on_stop, ...), taps (time, stop_id, ...) "
             "or sequences (seq_id, pos, location)"
         )
-    unit_codes = None if unit_column is None else pd.factorize(data[unit_column])[0]
+    unit_codes = None
+    if unit_column is not None:
+        if data[unit_column].isna().any():
+            raise _bad_row(unit_column, data[unit_column].isna().to_numpy(), data.index, "empty")
+        unit_codes = _factor(data[unit_column])[0]
     mode = _factor(data["mode"].fillna("")) if "mode" in data else None
     factored: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     timed: dict[str | None, tuple[np.ndarray, np.ndarray]] = {}
@@ -566,15 +547,15 @@ def _read_events(data: pd.DataFrame, *, unit_column: str | None) -> _Events:
             day = np.full(int(mask.sum()), _NO_DAY, dtype=np.int64)
             if date_col is not None:
                 frame = data.loc[mask, [date_col]].assign(_t="00:00")
-                day = _parse_times(frame, "_t", date_col)[1]
+                day = _parse_times(frame, "_t", date_col, timezone)[1]
         elif mask is every or mask.all() or time_col in timed:
             if time_col not in timed:
                 cols = [time_col] + ([date_col] if date_col else [])
-                timed[time_col] = _parse_times(data[cols], time_col, date_col)
+                timed[time_col] = _parse_times(data[cols], time_col, date_col, timezone)
             minute, day = (a[mask] for a in timed[time_col])
         else:
             cols = [time_col] + ([date_col] if date_col else [])
-            minute, day = _parse_times(data.loc[mask, cols], time_col, date_col)
+            minute, day = _parse_times(data.loc[mask, cols], time_col, date_col, timezone)
         codes, labels = factored[loc_col]
         sides.append(np.full(minute.size, side, dtype=np.int8))
         modes.append(np.zeros(minute.size, np.int64) if mode is None else mode[0][mask])
@@ -714,6 +695,8 @@ class OpalRelease:
     ``engine`` (``"auto"``, the default: memory for frames and small files, DuckDB for large
     files; ``"memory"``, ``"duckdb"``, ``"spark"``) and ``engine_options``: where the bounding
     and the cell counts run (:mod:`synth.engines`); the noise is drawn here on the collected counts.
+    ``timezone``: times are read per value as the wall clock as written (default), or converted
+    to this IANA zone (:mod:`synth.times`); a public setting.
 
     Fitted: ``tables_`` (name -> DataFrame ``mode, day[, time][, location], count``),
     ``calibrations_`` (name -> :class:`SBHCalibration` of the noise each table carries),
@@ -737,7 +720,9 @@ class OpalRelease:
         random_state: int | NoiseSource | None = None,
         engine: str = "auto",
         engine_options: Mapping[str, Any] | None = None,
+        timezone: str | None = None,
     ) -> None:
+        self.timezone = timezone
         self.engine = engine
         self.engine_options = engine_options
         self.epsilon = epsilon
@@ -777,6 +762,7 @@ class OpalRelease:
 
     def _check(self) -> None:
         check_engine(self.engine, self.engine_options)
+        check_timezone(self.timezone)
         if self.mode not in ("sbh", "consistent", "pure"):
             raise ConfigError(f"mode must be 'sbh', 'consistent' or 'pure', got {self.mode!r}")
         b = self.bin_minutes
@@ -891,13 +877,14 @@ class OpalRelease:
         with get_engine(self.engine, self.engine_options, data) as engine:
             scan = None
             if not isinstance(data, pd.DataFrame):
-                scan = engine.sbh_scan(
-                    data, location_column=location_column, unit_column=self.privacy_unit
-                )
+                if self.timezone is None:  # engines read times as written only
+                    scan = engine.sbh_scan(
+                        data, location_column=location_column, unit_column=self.privacy_unit
+                    )
                 if scan is None:
                     from synth.sbh_cli import _load
 
-                    data = _load(Path(data), location_column)
+                    data = _load(Path(data), location_column, self.timezone)
             if scan is not None:
                 grid, mode_code, day_code, loc_code = self._label_grid(
                     scan.modes, np.asarray(scan.days, dtype=np.int64), scan.locations
@@ -916,7 +903,7 @@ class OpalRelease:
                 kind = scan.kind
             else:
                 assert isinstance(data, pd.DataFrame)
-                events = _read_events(data, unit_column=self.privacy_unit)
+                events = _read_events(data, unit_column=self.privacy_unit, timezone=self.timezone)
                 grid, part, loc, keep = self._grid(events)
                 if (events.minute[keep] < 0).any():
                     raise InputError(
@@ -1071,6 +1058,7 @@ class OpalRelease:
             "days": None if self.days is None else [_day_label(d) for d in self.grid_.days],
             "privacy_unit": self.privacy_unit or self.row_kind_,
             "max_contributions": int(self.max_contributions),
+            "timezone": self.timezone or "wall clock as written",
             "tables": self.error_bounds(),
         }
 
@@ -1079,9 +1067,11 @@ class OpalRelease:
         out_dir: str | os.PathLike[str],
         *,
         format: Literal["csv", "parquet"] = "csv",
-        inputs: Sequence[str | os.PathLike[str]] | None = None,
+        public_inputs: Mapping[str, str | os.PathLike[str]] | None = None,
     ) -> Path:
-        """Write one file per table and ``manifest.json`` atomically (``synth.io.release_dir``)."""
+        """Write one file per table and ``manifest.json`` atomically (``synth.io.release_dir``);
+        ``public_inputs`` (role -> file, e.g. the taxonomy) are fingerprinted in the manifest,
+        nothing of the private input is."""
         from synth.io import release_dir, write_table
 
         self._fitted()
@@ -1093,7 +1083,7 @@ class OpalRelease:
             self.ledger_.to_json(
                 stage / "manifest.json",
                 parameters=self.parameters(),
-                inputs=None if inputs is None else [Path(p) for p in inputs],
+                public_inputs=public_inputs,
             )
         return Path(out_dir)
 
@@ -1104,6 +1094,7 @@ def marginal_tables(
     bin_minutes: int = 15,
     taxonomy: Taxonomy | None = None,
     level: int | None = None,
+    timezone: str | None = None,
 ) -> dict[str, pd.DataFrame]:
     """The exact (NOT private) tables of the release, in its format, for trips, taps or sequences.
 
@@ -1112,7 +1103,7 @@ def marginal_tables(
     """
     spec = OpalRelease(bin_minutes=bin_minutes, taxonomy=taxonomy, level=level)
     spec._check()
-    events = _read_events(data, unit_column=None)
+    events = _read_events(data, unit_column=None, timezone=check_timezone(timezone))
     grid, part, loc, _ = spec._grid(events)
     keys: dict[str, np.ndarray] = {}
     for side in events.sides:

@@ -26,9 +26,16 @@ from synth.cli import (
 from synth.errors import ConfigError
 from synth.io import read_table, table_format
 from synth.progress import Progress
+from synth.provenance import (
+    add_provenance_option,
+    private_inputs,
+    provenance_key,
+    write_provenance,
+)
 from synth.records import load_taps, load_trips
 from synth.sbh import TABLES, Mode, OpalRelease
 from synth.taxonomy import Taxonomy
+from synth.times import add_timezone_option
 
 _ID_COLUMNS = ("card_id", "on_stop", "off_stop", "mode")
 
@@ -89,9 +96,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="with --privacy-unit: events kept per card and side over all partitions (default 1)",
     )
     p.add_argument("--format", choices=("csv", "parquet"), default="csv", help="table file format")
+    add_timezone_option(p)
     add_seed_option(p)
     add_quiet_option(p)
     add_engine_options(p)
+    add_provenance_option(p)
     p.set_defaults(func=run)
 
 
@@ -106,7 +115,9 @@ def _days(spec: str) -> list[str]:
         raise ConfigError(f"--days {spec!r}: expected ISO dates 'a,b' or 'FIRST:LAST'") from None
 
 
-def _load(path: Path | pd.DataFrame, location_column: str) -> pd.DataFrame:
+def _load(
+    path: Path | pd.DataFrame, location_column: str, timezone: str | None = None
+) -> pd.DataFrame:
     """Trips (an ``on_stop`` column) or taps, through :mod:`synth.records` (SUBE loads as is)."""
     if isinstance(path, pd.DataFrame):
         columns = set(path.columns)
@@ -122,10 +133,14 @@ def _load(path: Path | pd.DataFrame, location_column: str) -> pd.DataFrame:
         trips = (
             path
             if isinstance(path, pd.DataFrame)
-            else read_table(path, dtype={c: str for c in _ID_COLUMNS})
+            else read_table(
+                path, dtype={c: str for c in _ID_COLUMNS}, text=("on_time", "off_time", "date")
+            )
         )
-        return load_trips(trips, card_column="card_id" if "card_id" in columns else None)
-    taps = load_taps(path, location_column=location_column)
+        return load_trips(
+            trips, card_column="card_id" if "card_id" in columns else None, timezone=timezone
+        )
+    taps = load_taps(path, location_column=location_column, timezone=timezone)
     if location_column != "stop_id":
         taps = taps.drop(columns=["stop_id"], errors="ignore")
         taps = taps.rename(columns={location_column: "stop_id"})
@@ -151,6 +166,7 @@ def run(args: argparse.Namespace) -> int:
             "days": None if args.days is None else _days(args.days),
             "privacy_unit": args.privacy_unit,
             "max_contributions": args.max_contributions,
+            "timezone": args.timezone,
             **engine_params(args),
         },
         taxonomy=args.taxonomy,
@@ -158,6 +174,7 @@ def run(args: argparse.Namespace) -> int:
         format=args.format,
         seed=args.seed,
         progress=Progress(args.quiet),
+        provenance_key=provenance_key(args.provenance_key_file),
     )
     if not args.quiet:
         print(summary, file=sys.stderr)
@@ -175,14 +192,20 @@ def release_marginals(
     seed: int | None = None,
     progress: Progress | None = None,
     source: str | os.PathLike[str] | None = None,
+    provenance_key: bytes | None = None,
 ) -> str:
     """Fit an :class:`~synth.sbh.OpalRelease` on ``input`` and write it into ``out`` atomically;
     returns a summary line. ``input`` is a file or a frame of trips or taps (``source``: the file
-    recorded in the manifest for a frame); ``params`` are the release's keyword parameters other
-    than ``taxonomy`` (a spec here) and ``random_state`` (``seed``). What ``transit-synth
+    it came from, for the operator-only provenance record written beside ``out`` with
+    ``provenance_key``, :mod:`synth.provenance`); ``params`` are the release's keyword parameters
+    other than ``taxonomy`` (a spec here) and ``random_state`` (``seed``). What ``transit-synth
     marginals`` and ``transit-synth run`` both call.
     """
     progress = Progress(quiet=True) if progress is None else progress
+    recorded = source if source is not None else input
+    provenance = (
+        None if provenance_key is None else private_inputs(provenance_key, {"input": recorded})
+    )
     with progress.steps("marginals", 3) as step:
         step("load")
         tax = None if taxonomy is None else Taxonomy.from_spec(taxonomy)
@@ -192,13 +215,18 @@ def release_marginals(
         if release.engine != "memory" and not isinstance(input, pd.DataFrame):
             data = input  # the engine reads the file (out of core when it can)
         else:
-            data = _load(input if isinstance(input, pd.DataFrame) else Path(input), location_column)
+            data = _load(
+                input if isinstance(input, pd.DataFrame) else Path(input),
+                location_column,
+                release.timezone,
+            )
         step("fit")
         release.fit(data, location_column=location_column)
         step("write")
-        recorded = source if source is not None else input
-        inputs = [] if isinstance(recorded, pd.DataFrame) else [Path(recorded)]
-        written = release.save(out, format=format, inputs=inputs)
+        public = {} if taxonomy is None or not Path(taxonomy).exists() else {"taxonomy": taxonomy}
+        written = release.save(out, format=format, public_inputs=public)
+    if provenance is not None:
+        write_provenance(out, provenance, command="marginals")
     cells = sum(len(release.tables_[t]) for t in TABLES)
     return (
         f"marginals ({release.mode}): {cells} cells in {len(TABLES)} tables, epsilon "

@@ -255,7 +255,7 @@ class Taxonomy:
         ``--location-column id_linea``). A branch listed under several lines (branch 392 is under
         lines 392 and 2512 in the 2019 metadata) goes under the lowest line id.
         """
-        df = read_table(path)
+        df = read_table(path, dtype={c: str for c in ("id_ramal", "id_linea", "modo")})
         if location == "id_ramal":
             return cls.from_frame(
                 df,

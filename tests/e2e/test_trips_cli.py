@@ -203,7 +203,8 @@ def test_without_public_data_with_the_stand_in(
         "mode histogram",
     ]
     assert manifest["spent"]["epsilon_exact"] == "4"
-    assert manifest["inputs"]["files"] == ["big.csv"]
+    assert [p["role"] for p in manifest["inputs"]["public"]] == ["schema"]  # public only
+    assert "big.csv" not in json.dumps(manifest)  # nothing of the private file
     # the same through the config alone, with options
     config.write_text(
         "[archetypes]\nbudget_split = [0.5, 0.1, 0.4]\n\n[archetypes.public_stand_in]\n"
