@@ -24,7 +24,7 @@ MASTER = "local-cluster[2,1,1024]"
 CLUSTER = ["--engine", "spark", "--spark-master", MASTER, "--engine-memory-limit", "1g"]
 CLUSTER += ["--spark-conf", "spark.executor.memory=512m", "--spark-conf", "spark.executor.cores=1"]
 
-pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("spark_available")]
+pytestmark = [pytest.mark.slow, pytest.mark.spark, pytest.mark.usefixtures("spark_available")]
 
 
 @pytest.fixture(scope="module")

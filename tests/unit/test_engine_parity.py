@@ -43,6 +43,9 @@ KNOWN: dict[tuple[str, str], str] = {
 }
 
 
+SPARK_MARKS = [pytest.mark.slow, pytest.mark.spark]
+
+
 def _known(name: str, engine: str) -> list[pytest.MarkDecorator]:
     reason = KNOWN.get((name, engine)) or KNOWN.get((name, "*"))
     return [] if reason is None else [pytest.mark.xfail(strict=True, reason=reason)]
@@ -53,7 +56,7 @@ def _engine_params() -> list[Any]:
     params = []
     for name in CASES:
         for engine in ("duckdb", "spark"):
-            marks = _known(name, engine) + ([pytest.mark.slow] if engine == "spark" else [])
+            marks = _known(name, engine) + (SPARK_MARKS if engine == "spark" else [])
             params.append(pytest.param(name, engine, marks=marks, id=f"{name}-{engine}"))
     return params
 

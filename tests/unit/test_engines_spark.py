@@ -70,6 +70,7 @@ def _tree(source: object, engine: str, time_bins: int | None = None) -> pd.DataF
     return synth.fit(source).tree_  # type: ignore[arg-type]
 
 
+@pytest.mark.spark
 @pytest.mark.slow  # a JVM start-up and a local session: tens of seconds
 @pytest.mark.usefixtures("local_spark")
 @QUIET
@@ -83,6 +84,7 @@ def test_spark_prefix_tree_identical(tmp_path: Path, time_bins: int | None) -> N
         pd.testing.assert_frame_equal(_tree(tmp_path / "s.parquet", "spark"), ref)
 
 
+@pytest.mark.spark
 @pytest.mark.slow
 @pytest.mark.usefixtures("local_spark")
 @QUIET
