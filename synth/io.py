@@ -2,9 +2,9 @@
 
 Every file the library writes goes through :func:`atomic_path` (a temporary file in the
 destination directory, renamed over the target with :func:`os.replace` only once it is complete),
-and every release directory through :func:`release_dir` (files are staged in a hidden sibling
-directory and moved into place only when the whole release succeeded). A failed or interrupted run
-therefore leaves no partial output.
+and every release directory through :func:`release_dir` (:mod:`synth.outdir`: staged in a hidden
+sibling directory, put in place whole only when the whole release succeeded). A failed or
+interrupted run therefore leaves no partial output.
 """
 
 from __future__ import annotations
@@ -12,8 +12,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import shutil
-import tempfile
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
@@ -23,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from synth.errors import ConfigError, InputError
+from synth.outdir import release_dir
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -149,8 +148,35 @@ def _checked(path: str | os.PathLike[str]) -> tuple[Path, str]:
     return p, fmt
 
 
+def _bad_utf8(p: Path) -> str | None:
+    """Where a plain CSV file stops being UTF-8 (line and byte), or None if it is all UTF-8."""
+    import codecs
+
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    line, offset = 1, 0
+    with p.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            try:
+                decoder.decode(block)
+            except UnicodeDecodeError as exc:
+                bad = block[exc.start : exc.start + 1]
+                line += block[: exc.start].count(b"\n")
+                return f"byte 0x{bad.hex()} on line {line} (offset {offset + exc.start})"
+            line += block.count(b"\n")
+            offset += len(block)
+    return None
+
+
 def _unreadable(p: Path, fmt: str, exc: Exception) -> InputError:
     msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    if fmt == "csv" and p.is_file() and p.stat().st_size == 0:
+        msg = "the file is empty (no header line)"
+    elif fmt == "csv" and (isinstance(exc, UnicodeDecodeError) or "UTF8" in msg.upper()):
+        where = _bad_utf8(p) if p.name.lower().endswith(".csv") else None
+        msg = (
+            f"not UTF-8 text{f' ({where})' if where else ''}: CSV inputs must be UTF-8 (a BOM is "
+            "allowed); re-save it as UTF-8, e.g. iconv -f latin1 -t utf-8"
+        )
     return InputError(f"{p}: cannot read {fmt.upper()} file: {msg}")
 
 
@@ -339,47 +365,6 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
         for d in created:  # deepest first
             with contextlib.suppress(OSError):
                 d.rmdir()
-        raise
-
-
-def _nearest_existing(path: Path) -> Path:
-    for parent in path.parents:
-        if parent.is_dir():
-            return parent
-    return Path.cwd()
-
-
-@contextlib.contextmanager
-def release_dir(out_dir: str | os.PathLike[str]) -> Iterator[Path]:
-    """Stage a release: yield an empty directory; on success its entries move into ``out_dir``.
-
-    When ``out_dir`` does not exist, the staged directory is renamed to it in one atomic step (its
-    parents are created at that moment, not before). When it exists, each staged entry replaces the
-    entry of the same name (other files in ``out_dir`` are left alone). On any exception, including
-    ``KeyboardInterrupt``, the stage is deleted and ``out_dir`` is left absent or unchanged.
-    """
-    out = Path(out_dir).absolute()
-    if out.exists() and not out.is_dir():
-        raise ConfigError(f"{out}: output path exists and is not a directory")
-    anchor = out.parent if out.parent.is_dir() else _nearest_existing(out)
-    stage = Path(tempfile.mkdtemp(prefix=f".{out.name}.stage-", dir=anchor))
-    umask = os.umask(0)
-    os.umask(umask)
-    stage.chmod(0o777 & ~umask)  # mkdtemp makes it private; a release gets the usual permissions
-    try:
-        yield stage
-        if not out.exists():
-            out.parent.mkdir(parents=True, exist_ok=True)
-            os.replace(stage, out)
-            return
-        for entry in sorted(stage.iterdir()):
-            dest = out / entry.name
-            if entry.is_dir() and dest.is_dir():
-                shutil.rmtree(dest)
-            os.replace(entry, dest)
-        stage.rmdir()
-    except BaseException:
-        shutil.rmtree(stage, ignore_errors=True)
         raise
 
 

@@ -170,8 +170,14 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[Any]], cls: str = "") 
 
 
 def _png(fig: Figure) -> str:
+    import matplotlib
+    from matplotlib.text import Text
+
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
+    for text in fig.findobj(Text):  # user strings (stop, release names) are never mathtext
+        text.set_parse_math(False)
+    with matplotlib.rc_context({"text.parse_math": False}):  # tick labels made while drawing
+        fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
     data = base64.b64encode(buf.getvalue()).decode("ascii")
     return f'<img alt="{html.escape(str(fig.get_label()))}" src="data:image/png;base64,{data}">'
 

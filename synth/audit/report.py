@@ -23,6 +23,7 @@ import pandas as pd
 
 from synth import __version__
 from synth.audit.differencing import difference_tables
+from synth.audit.manifest import consistency_findings, consistency_summary
 from synth.audit.release import AuditedRelease, load_release
 from synth.audit.scale import Model, fit_scale, named_pairs, paired_counts, route_pairs
 from synth.audit.zeros import check_zeros
@@ -453,6 +454,7 @@ def audit_release(
     scale, f1 = _scale_section(release, routes, pairs, model, confidence, min_count)
     zeros, f2 = _zeros_section(release)
     diff, f3 = _differencing_section(release, confidence)
+    f4 = consistency_findings(release.manifest)
     report = base_report(str(Path(path)))
     report.update(
         {
@@ -463,9 +465,10 @@ def audit_release(
             "scale": scale,
             "zeros": zeros,
             "differencing": diff,
+            "consistency": consistency_summary(release.manifest, f4),
         }
     )
-    return add_findings(report, f1 + f2 + f3)
+    return add_findings(report, f1 + f2 + f3 + f4)
 
 
 def base_report(release: str | None) -> dict[str, Any]:
@@ -501,8 +504,14 @@ def _png(fig: Any) -> str:
     import base64
     import io
 
+    import matplotlib
+    from matplotlib.text import Text
+
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=100, bbox_inches="tight")
+    for text in fig.findobj(Text):  # user strings (stop, release names) are never mathtext
+        text.set_parse_math(False)
+    with matplotlib.rc_context({"text.parse_math": False}):  # tick labels made while drawing
+        fig.savefig(buf, format="png", dpi=100, bbox_inches="tight")
     data = base64.b64encode(buf.getvalue()).decode("ascii")
     return f'<img alt="{html.escape(str(fig.get_label()))}" src="data:image/png;base64,{data}">'
 

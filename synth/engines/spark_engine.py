@@ -41,7 +41,7 @@ from synth.engines.base import (
 from synth.errors import ConfigError, InputError
 from synth.io import DOT_ZERO
 
-__all__ = ["SparkEngine", "SparkPrefixCounter", "spark_available"]
+__all__ = ["SparkEngine", "SparkPrefixCounter", "spark_available", "spark_memory"]
 
 
 def spark_available() -> str | None:
@@ -87,6 +87,19 @@ def _normalised_id(column: Any) -> Any:
 
     text = F.regexp_replace(column.cast("string"), f"^{_SPACE}+|{_SPACE}+$", "")
     return F.regexp_replace(text, DOT_ZERO, "$1")
+
+
+def spark_memory(size: object) -> str:
+    """A memory size as the engines take it (``2GB``, ``512MiB``, ``4g``, bytes) in Spark's
+    notation, whole mebibytes (``"2048m"``; Spark reads k/m/g/t as powers of 1024 and knows no
+    ``MiB``)."""
+    text = str(size).lower().replace(" ", "")
+    digits = text.rstrip("kmgtib")
+    if isinstance(size, bool) or not digits.replace(".", "", 1).isdigit() or float(digits) <= 0:
+        raise ConfigError(f"engine memory_limit must be a positive size such as 2GB, got {size!r}")
+    unit = text[len(digits) :].rstrip("ib")[:1]
+    scale = 1024 ** ("bkmgt".index(unit) if unit else 0)
+    return f"{max(1, int(float(digits) * scale) // 2**20)}m"
 
 
 def _collect_counts(df: Any) -> Counts:
@@ -209,7 +222,7 @@ class SparkEngine(Engine):
                 raise ConfigError(f"engine temp_directory {temp_directory}: not a directory")
             builder = builder.config("spark.local.dir", str(temp_directory))
         if memory_limit is not None:
-            builder = builder.config("spark.driver.memory", str(memory_limit))
+            builder = builder.config("spark.driver.memory", spark_memory(memory_limit))
         for key, value in _conf_items(conf):
             builder = builder.config(key, value)
         try:

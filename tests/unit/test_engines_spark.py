@@ -105,3 +105,27 @@ def test_spark_sbh_identical() -> None:
     ]
     for name, table in tables[0].items():
         pd.testing.assert_frame_equal(tables[1][name], table)
+
+
+def test_memory_sizes_in_spark_notation() -> None:
+    """--engine-memory-limit takes 2GB / 512MiB / 4g for every engine; Spark gets mebibytes."""
+    from synth.engines.spark_engine import spark_memory
+
+    assert spark_memory("2GB") == spark_memory("2g") == "2048m"
+    assert spark_memory("512MiB") == spark_memory("512 MB") == "512m"
+    assert spark_memory(str(3 << 30)) == "3072m"
+    for bad in ("x", "-1g", "0", True):
+        with pytest.raises(ConfigError, match="positive size"):
+            spark_memory(bad)
+
+
+def test_spark_conf_is_checked_before_spark_starts() -> None:
+    from synth.engines.spark_engine import _conf_items
+
+    assert _conf_items({"spark.executor.memory": "4g", "spark.x": True}) == [
+        ("spark.executor.memory", "4g"),
+        ("spark.x", "true"),
+    ]
+    for bad in ({"executor.memory": "4g"}, {"spark.a": [1]}, ["spark.a"]):
+        with pytest.raises(ConfigError, match="conf"):
+            _conf_items(bad)  # type: ignore[arg-type]

@@ -144,16 +144,20 @@ def test_release_dir_error_leaves_nothing(tmp_path: Path) -> None:
 
 
 def test_release_dir_error_keeps_existing(tmp_path: Path) -> None:
+    """Issue 16: a previous release is replaced whole; a folder with the user's files is refused
+    unless ``force``, which keeps them (the old merge-file-by-file rule is gone)."""
     out = tmp_path / "release"
     out.mkdir()
-    (out / "manifest.json").write_text("old")
+    (out / "manifest.json").write_text('{"old": 1}')
     (out / "keep.txt").write_text("mine")
-    with pytest.raises(KeyboardInterrupt), release_dir(out) as stage:
+    with pytest.raises(KeyboardInterrupt), release_dir(out, force=True) as stage:
         (stage / "manifest.json").write_text("new")
         raise KeyboardInterrupt
-    assert (out / "manifest.json").read_text() == "old"
+    assert (out / "manifest.json").read_text() == '{"old": 1}'
     assert sorted(p.name for p in tmp_path.iterdir()) == ["release"]
-    with release_dir(out) as stage:
+    with pytest.raises(ConfigError, match=r"keep\.txt"), release_dir(out):
+        pass
+    with release_dir(out, force=True) as stage:
         (stage / "manifest.json").write_text("new")
     assert (out / "manifest.json").read_text() == "new"
     assert (out / "keep.txt").read_text() == "mine"
