@@ -41,7 +41,13 @@ from synth.engines.base import (
 from synth.errors import ConfigError, InputError
 from synth.io import DOT_ZERO
 
-__all__ = ["SparkEngine", "SparkPrefixCounter", "spark_available", "spark_memory"]
+__all__ = [
+    "SparkEngine",
+    "SparkPrefixCounter",
+    "spark_available",
+    "spark_conf_items",
+    "spark_memory",
+]
 
 
 def spark_available() -> str | None:
@@ -56,7 +62,7 @@ def spark_available() -> str | None:
     return None
 
 
-def _conf_items(conf: Mapping[str, object] | None) -> list[tuple[str, str]]:
+def spark_conf_items(conf: Mapping[str, object] | None) -> list[tuple[str, str]]:
     """``conf`` as (key, value) strings; ConfigError unless a table of ``spark.*`` keys."""
     if conf is None:
         return []
@@ -223,7 +229,7 @@ class SparkEngine(Engine):
             builder = builder.config("spark.local.dir", str(temp_directory))
         if memory_limit is not None:
             builder = builder.config("spark.driver.memory", spark_memory(memory_limit))
-        for key, value in _conf_items(conf):
+        for key, value in spark_conf_items(conf):
             builder = builder.config(key, value)
         try:
             self.session = builder.getOrCreate()

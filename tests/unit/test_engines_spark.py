@@ -120,12 +120,12 @@ def test_memory_sizes_in_spark_notation() -> None:
 
 
 def test_spark_conf_is_checked_before_spark_starts() -> None:
-    from synth.engines.spark_engine import _conf_items
+    from synth.engines.spark_engine import spark_conf_items
 
-    assert _conf_items({"spark.executor.memory": "4g", "spark.x": True}) == [
+    assert spark_conf_items({"spark.executor.memory": "4g", "spark.x": True}) == [
         ("spark.executor.memory", "4g"),
         ("spark.x", "true"),
     ]
     for bad in ({"executor.memory": "4g"}, {"spark.a": [1]}, ["spark.a"]):
         with pytest.raises(ConfigError, match="conf"):
-            _conf_items(bad)  # type: ignore[arg-type]
+            spark_conf_items(bad)  # type: ignore[arg-type]
