@@ -166,8 +166,6 @@ def release_sequences(
             **taxonomy_note(tax),
             "timezone": timezone or "wall clock as written",
         }
-        if "max_nodes" in params:
-            parameters["max_nodes"] = params["max_nodes"]
         name = f"sequences.{format}"
         written = {"sequences": 0}
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import warnings
 
+from synth.errors import ConfigError
 from synth.provenance import ENV_VAR, SUFFIX
 
 __all__ = [
@@ -56,10 +57,11 @@ def add_engine_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("counting engine (the release does not depend on it)")
     group.add_argument(
         "--engine",
-        choices=("memory", "duckdb", "spark"),
-        default="memory",
-        help="where the counting runs: memory (default), duckdb (out of core, spills to disk) "
-        "or spark (pip install 'transit-synth[spark]'; needs Java)",
+        choices=("auto", "memory", "duckdb", "spark"),
+        default="auto",
+        help="where the counting runs: auto (default: memory for small inputs, duckdb for large "
+        "ones, from the file's size and the machine's memory), memory, duckdb (out of core, "
+        "spills to disk) or spark (pip install 'transit-synth[spark]'; needs Java)",
     )
     group.add_argument(
         "--engine-temp-dir", metavar="DIR", help="duckdb/spark: directory for spilled data"
@@ -67,12 +69,22 @@ def add_engine_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--engine-memory-limit", metavar="SIZE", help="duckdb/spark: memory limit, e.g. 2GB"
     )
-    group.add_argument("--spark-master", metavar="URL", help="spark: master URL (default local[*])")
+    group.add_argument(
+        "--spark-master",
+        metavar="URL",
+        help="spark: master URL, e.g. spark://host:7077 or yarn (default local[*])",
+    )
+    group.add_argument(
+        "--spark-conf",
+        metavar="KEY=VALUE",
+        action="append",
+        help="spark: a Spark setting, e.g. spark.executor.memory=4g (repeatable)",
+    )
 
 
 def engine_params(args: argparse.Namespace) -> dict[str, object]:
     """The ``engine``/``engine_options`` constructor parameters from :func:`add_engine_options`."""
-    options = {
+    options: dict[str, object] = {
         key: value
         for key, value in (
             ("temp_directory", args.engine_temp_dir),
@@ -81,6 +93,14 @@ def engine_params(args: argparse.Namespace) -> dict[str, object]:
         )
         if value is not None
     }
+    if args.spark_conf:
+        conf = {}
+        for item in args.spark_conf:
+            key, sep, value = item.partition("=")
+            if not sep or not key.strip():
+                raise ConfigError(f"--spark-conf expects KEY=VALUE, got {item!r}")
+            conf[key.strip()] = value.strip()
+        options["conf"] = conf
     return {"engine": args.engine, "engine_options": options or None}
 
 
