@@ -7,8 +7,8 @@ publishing all of them would cost the sum: the demo compares them, an agency wou
   truncation (epsilon = infinity) as the optimum, evaluated with count queries and top-k
   sequential patterns (Chen et al. 2012, section 5): (1) SUBE Wednesday 28/11/2019 boardings, one
   sequence of lines per card, height 8 (real, but small: 10,000 cards spread over 382 lines):
-  ``simple`` variant (the line -> mode taxonomy barely generalises: one mode holds 373 lines),
-  candidate-bound thresholds and the budget on the first three levels (the ``demo`` config;
+  the settings of the shipped ``demo`` config (the default ``auto`` preset: simple variant, as the
+  line -> mode taxonomy barely generalises; one mode holds 373 lines;
   with the paper's thresholds about 11 empty children per node pass and the tree grows as 11^h,
   Theorem 4.2); (2) 200,000 SIMULATED passenger sequences on the Montreal metro of the paper
   (``synth.simulate``), station -> line taxonomy, height 12, ``hybrid`` variant with
@@ -180,7 +180,7 @@ def _prefix_tree(
     release.manifest(manifest)
     releases = {
         "eps=inf (truncated)": truncate_sequences(original, height),
-        params["variant"]: synthetic,
+        str(manifest["parameters"]["variant"]): synthetic,
     }
     results = evaluate_sequences(
         original, releases, universe=taxonomy.leaves(), height=height, ks=(50, 100, 150)
