@@ -21,6 +21,7 @@ from archetypes import ArchetypeSynthesizer
 from archetypes.model import majority
 from synth.privacy import SecureNoise
 from synth.privacy.harness import EpsilonAudit, audit_epsilon, tail_events
+from tests.conftest import scale_noise
 
 EPS, DELTA = 1.0, 0.05
 SPLIT = (0.9, 0.1)
@@ -135,3 +136,13 @@ def test_sensitivity_canaries_are_caught(canary: type[ArchetypeSynthesizer]) -> 
 def test_genuine_release_passes_long() -> None:
     result = audit(ArchetypeSynthesizer, trials=30_000)
     assert not result.violates(EPS), result
+
+
+@pytest.mark.parametrize(
+    "trials", [TRIALS, pytest.param(30_000, marks=pytest.mark.slow)], ids=["quick", "slow"]
+)
+def test_half_noise_canary_is_caught(trials: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Near miss: the discrete Gaussian drawn at half its calibrated sigma."""
+    scale_noise(monkeypatch, 0.5)
+    result = audit(ArchetypeSynthesizer, trials=trials)
+    assert result.violates(EPS), result

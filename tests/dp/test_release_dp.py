@@ -641,3 +641,64 @@ def test_prefix_tree_canaries_are_caught(
     patch(monkeypatch)
     eps, audit = audit_tree(tree(tmp_path), d_prime, trials)
     assert audit.violates(eps), f"canary {canary!r} not caught: {audit}"
+
+
+# -------------------------------------------------------------------------- archetypes tests
+@pytest.fixture
+def calibration_cache(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Speed only: the discrete Gaussian's calibration is a function of public (epsilon, delta,
+    sensitivity); computed once per test instead of once per release."""
+    from synth.privacy.mechanisms import DiscreteGaussian
+
+    calibrate, padded = DiscreteGaussian._calibrate, DiscreteGaussian._padded_delta
+    cache: dict[tuple, float] = {}
+
+    def key(self: DiscreteGaussian) -> tuple:
+        return (self.epsilon, self.delta_target, self.sensitivity, self.single_coordinate)
+
+    def cached_calibrate(self: DiscreteGaussian) -> float:
+        if key(self) not in cache:
+            cache[key(self)] = calibrate(self)
+        return cache[key(self)]
+
+    def cached_padded(self: DiscreteGaussian, sigma: float) -> float:
+        if (*key(self), sigma) not in cache:
+            cache[(*key(self), sigma)] = padded(self, sigma)
+        return cache[(*key(self), sigma)]
+
+    monkeypatch.setattr(DiscreteGaussian, "_calibrate", cached_calibrate)
+    monkeypatch.setattr(DiscreteGaussian, "_padded_delta", cached_padded)
+
+
+ARCH_TRIALS, ARCH_SLOW_TRIALS = 40, 600
+
+
+@pytest.mark.usefixtures("calibration_cache")
+@pytest.mark.parametrize(
+    "trials",
+    [ARCH_TRIALS, pytest.param(ARCH_SLOW_TRIALS, marks=pytest.mark.slow)],
+    ids=["quick", "slow"],
+)
+def test_archetypes_end_to_end_passes(trials: int, tmp_path: Path) -> None:
+    """``release_trips`` from the files to ``trips.csv``: the released night and rail riders on D
+    and D' (one night rider more) stay within the manifest's (epsilon, delta)."""
+    eps, audit = audit_archetypes(archetype_runner(Releases(tmp_path)), trials)
+    assert not audit.violates(eps), audit
+    assert audit.rates["night >= 1"][1] > 0.5  # the night archetype is released
+
+
+@pytest.mark.usefixtures("calibration_cache")
+def test_archetypes_end_to_end_zero_noise_is_caught(tmp_path: Path, zero_noise: object) -> None:
+    """Gross canary at the quick size: with no noise the released riders tell D from D'."""
+    eps, audit = audit_archetypes(archetype_runner(Releases(tmp_path)), ARCH_TRIALS)
+    assert audit.violates(eps), audit
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("calibration_cache")
+def test_archetypes_end_to_end_half_noise_is_caught(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    scale_noise(monkeypatch, 0.5)
+    eps, audit = audit_archetypes(archetype_runner(Releases(tmp_path)), ARCH_SLOW_TRIALS)
+    assert audit.violates(eps), audit

@@ -361,3 +361,79 @@ def test_per_record_rules_on_neighbours(
     d = _release(name, tmp_path, public, added=False, quirk=quirk)
     d_prime = _release(name, tmp_path, public, added=True, quirk=quirk)
     assert_one_card_apart(name, d, d_prime)
+
+
+# ------------------------------------------------------------------------------------ canaries
+def _public_fingerprint(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fingerprint of finding 1 made constant (a no-op once it is gone from the manifest), so
+    that the canaries below are caught for their own leak."""
+    import synth.io
+
+    monkeypatch.setattr(synth.io, "fingerprint", lambda paths: "sha256:-", raising=False)
+
+
+def exact_count_in_manifest(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Canary: the Opal manifest's parameters record the exact number of input events."""
+    import synth.sbh
+
+    read, parameters = synth.sbh._read_events, synth.sbh.OpalRelease.parameters
+    seen: dict[str, int] = {}
+
+    def reading(data: pd.DataFrame, **kwargs: object) -> object:
+        seen["events"] = len(data)
+        return read(data, **kwargs)  # type: ignore[arg-type]
+
+    def with_count(self: synth.sbh.OpalRelease) -> dict[str, object]:
+        return {**parameters(self), "input_events": seen["events"]}
+
+    monkeypatch.setattr(synth.sbh, "_read_events", reading)
+    monkeypatch.setattr(synth.sbh.OpalRelease, "parameters", with_count)
+
+
+def column_wide_ids(series: pd.Series) -> pd.Series:
+    """Canary: the identifier rule of finding 2, chosen from the whole column (``.0`` stripped
+    only when every value has it)."""
+    import numpy as np
+
+    if pd.api.types.is_float_dtype(series):
+        vals = series.to_numpy(dtype=float, na_value=np.nan)
+        finite = vals[~np.isnan(vals)]
+        if finite.size and np.all(finite == np.round(finite)):
+            return series.astype("Int64").astype(str).where(series.notna(), None)
+    out = series.astype(str).str.strip().where(series.notna(), None)
+    present = out.dropna()
+    if len(present) and present.str.fullmatch(r"-?\d+\.0+").all():
+        out = out.str.replace(r"\.0+$", "", regex=True)
+    return out
+
+
+def column_wide_id_rule(monkeypatch: pytest.MonkeyPatch) -> None:
+    for module in ("synth.io", "synth.records", "synth.sbh", "synth.taxonomy", "synth.export"):
+        monkeypatch.setattr(f"{module}.id_strings", column_wide_ids, raising=False)
+
+
+def test_canary_exact_count_in_manifest_is_caught(
+    tmp_path: Path, public: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _public_fingerprint(monkeypatch)
+    d = _release("marginals card", tmp_path / "control", public, added=False)
+    d_prime = _release("marginals card", tmp_path / "control", public, added=True)
+    assert_public_bytes_equal(d, d_prime)  # without the canary: equal
+    exact_count_in_manifest(monkeypatch)
+    d = _release("marginals card", tmp_path / "canary", public, added=False)
+    d_prime = _release("marginals card", tmp_path / "canary", public, added=True)
+    with pytest.raises(AssertionError, match=r"manifest\.json differs"):
+        assert_public_bytes_equal(d, d_prime)
+
+
+@pytest.mark.parametrize("name", ["marginals", "sequences hybrid"])
+def test_canary_column_wide_id_rule_is_caught(
+    name: str, tmp_path: Path, public: Path, zero_noise: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The per-record check refutes an identifier rule read off the other records (today's rule:
+    caught today; after the per-value rules, the canary restores it)."""
+    column_wide_id_rule(monkeypatch)
+    with pytest.raises(AssertionError):
+        d = _release(name, tmp_path, public, added=False, quirk="id .0")
+        d_prime = _release(name, tmp_path, public, added=True, quirk="id .0")
+        assert_one_card_apart(name, d, d_prime)
