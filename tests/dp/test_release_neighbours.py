@@ -437,3 +437,39 @@ def test_canary_column_wide_id_rule_is_caught(
         d = _release(name, tmp_path, public, added=False, quirk="id .0")
         d_prime = _release(name, tmp_path, public, added=True, quirk="id .0")
         assert_one_card_apart(name, d, d_prime)
+
+
+@pytest.mark.slow
+@FINGERPRINT_XFAIL
+def test_demo_manifests_equal_on_neighbours(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``transit-synth demo`` on the embedded SUBE Wednesday taps and on them plus one card (a
+    copy of the first card's taps under a new id): every manifest and schema is equal."""
+    import synth.datasets
+
+    original = synth.datasets.path
+    wednesday = pd.read_parquet(original("sube_wednesday"))
+    card = wednesday["id_tarjeta"].dropna().iloc[0]
+    extra = wednesday[wednesday["id_tarjeta"] == card].assign(id_tarjeta=-1)
+    neighbour = tmp_path / "inputs" / "miercoles_trx.parquet"
+    neighbour.parent.mkdir()
+    pd.concat([wednesday, extra], ignore_index=True).to_parquet(neighbour, index=False)
+    outs = []
+    for added in (False, True):
+        if added:
+            monkeypatch.setattr(
+                synth.datasets,
+                "path",
+                lambda name: neighbour if name == "sube_wednesday" else original(name),
+            )
+        outs.append(tmp_path / ("d-prime" if added else "d"))
+        assert main(["demo", "--out", str(outs[-1]), "--seed", "5", "--quiet"]) == 0
+    published = sorted(
+        p.relative_to(outs[0])
+        for p in outs[0].rglob("*")
+        if p.name in ("manifest.json", "schema.json") and "private" not in str(p)
+    )
+    assert len(published) >= 5
+    for rel in published:
+        assert (outs[0] / rel).read_bytes() == (outs[1] / rel).read_bytes(), rel
