@@ -1,0 +1,201 @@
+"""The floor plan as a test: no import cycles, no upward imports, no private names across modules.
+
+Layers, bottom to top:
+
+* **foundation**: ``synth`` (records, taxonomy, privacy, engines, marginals, evaluate, audit,
+  export, ...). It never imports a generator package or a command-line module.
+* **generators**: ``prefixtree`` and ``archetypes``. They may import the foundation, never a
+  command-line module.
+* **command line**: the modules that parse arguments or drive whole commands (``CLI_MODULES``).
+
+Every import counts, module-level or inside a function (a function-level import hides a cycle; it
+does not remove it). ``KNOWN_DEBT`` lists the violations that existed when this test was written;
+it may only shrink: a new violation fails, and so does an entry that no longer occurs (remove it).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import networkx as nx
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("synth", "prefixtree", "archetypes")
+GENERATORS = ("prefixtree", "archetypes")
+
+
+def _is_cli(module: str) -> bool:
+    """Command-line modules: argparse, whole-command drivers, ``python -m`` entry points."""
+    leaf = module.rsplit(".", 1)[-1]
+    return (
+        module in {"synth.run", "synth.demo", "synth.__main__"}
+        or module.startswith("synth.cli")
+        or leaf == "cli"
+        or leaf.endswith("_cli")
+    )
+
+
+def _modules() -> dict[str, Path]:
+    found: dict[str, Path] = {}
+    for pkg in PACKAGES:
+        for path in sorted((ROOT / pkg).rglob("*.py")):
+            parts = list(path.relative_to(ROOT).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            found[".".join(parts)] = path
+    return found
+
+
+MODULES = _modules()
+
+
+def _resolve(module: str, level: int, target: str | None, is_package: bool) -> str:
+    if level == 0:
+        return target or ""
+    base = module.split(".")
+    if not is_package:
+        base = base[:-1]
+    base = base[: len(base) - (level - 1)]
+    return ".".join([*base, target] if target else base)
+
+
+def _owner(name: str) -> str | None:
+    """The project module that ``name`` (a module or a module.attribute) lives in."""
+    while name:
+        if name in MODULES:
+            return name
+        name = name.rpartition(".")[0]
+    return None
+
+
+def _imports(module: str) -> Iterator[tuple[str, str | None, int]]:
+    """(imported project module, imported name or None, line) for every import in ``module``.
+
+    ``alias._name`` on a name bound to a project module counts as importing ``_name`` from it.
+    """
+    path = MODULES[module]
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    is_package = path.name == "__init__.py"
+    bound: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                owner = _owner(alias.name)
+                if owner:
+                    if alias.asname:
+                        bound[alias.asname] = owner
+                    yield owner, None, node.lineno
+        elif isinstance(node, ast.ImportFrom):
+            base = _resolve(module, node.level, node.module, is_package)
+            for alias in node.names:
+                submodule = _owner(f"{base}.{alias.name}")
+                if submodule and submodule != _owner(base):
+                    bound[alias.asname or alias.name] = submodule
+                    yield submodule, None, node.lineno
+                elif (owner := _owner(base)) is not None:
+                    yield owner, alias.name, node.lineno
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id in bound
+        ):
+            yield bound[node.value.id], node.attr, node.lineno
+
+
+def _edges() -> list[tuple[str, str, str | None, int]]:
+    return [(m, dep, name, line) for m in MODULES for dep, name, line in _imports(m) if dep != m]
+
+
+def _upward(src: str, dst: str) -> bool:
+    src_top, dst_top = src.split(".")[0], dst.split(".")[0]
+    if _is_cli(src):
+        return False
+    if _is_cli(dst):
+        return True
+    return src_top == "synth" and dst_top in GENERATORS
+
+
+def _private(src: str, dst: str, name: str | None) -> bool:
+    if name is None or not name.startswith("_") or name.startswith("__"):
+        return False
+    return dst != src
+
+
+def violations() -> set[str]:
+    """Every cycle, upward import and cross-module private import, as stable strings."""
+    found: set[str] = set()
+    graph = nx.DiGraph()
+    graph.add_nodes_from(MODULES)
+    for src, dst, name, _line in _edges():
+        # a module importing its own parent package: Python has initialised the parent first
+        if not src.startswith(dst + "."):
+            graph.add_edge(src, dst)
+        if _upward(src, dst):
+            found.add(f"upward: {src} -> {dst}")
+        if _private(src, dst, name):
+            found.add(f"private: {src} imports {dst}.{name}")
+    for component in nx.strongly_connected_components(graph):
+        if len(component) > 1:
+            found.add("cycle: " + " <-> ".join(sorted(component)))
+    return found
+
+
+# The state of the house when this guard was built (issue 16). Shrink it; never grow it.
+KNOWN_DEBT: set[str] = {
+    "cycle: archetypes.standin <-> archetypes.synthesizer",
+    "cycle: synth.engines <-> synth.engines.memory <-> synth.sbh <-> synth.sbh_cli",
+    "private: synth.engines.memory imports synth.sbh._bound_rank",
+    "private: synth.engines.memory imports synth.sbh._count",
+    "private: synth.sbh imports synth.sbh_cli._load",
+    "private: synth.simulate imports synth.taxonomy._read_gtfs",
+    "upward: synth.audit.empirical -> prefixtree",
+    "upward: synth.sbh -> synth.sbh_cli",
+}
+
+
+def test_module_discovery_sees_the_three_packages() -> None:
+    assert {m.split(".")[0] for m in MODULES} == set(PACKAGES)
+    assert "synth.privacy.ledger" in MODULES and "prefixtree.tree" in MODULES
+
+
+def test_the_detector_finds_each_kind_of_violation(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Canary: a cycle, an upward import and a private import in fake modules are all found."""
+    fake = {
+        "synth.a": "from synth.b import thing\n",
+        "synth.b": "def f():\n    from synth.a import _hidden\n",
+        "synth.c": "import prefixtree.tree\n",
+    }
+    real_parse = ast.parse
+
+    def parse(source: str, filename: str = "<unknown>", **kw: object) -> ast.Module:
+        for name, text in fake.items():
+            if filename.endswith(name.replace(".", "/") + ".py"):
+                return real_parse(text)
+        return real_parse(source, filename=filename)
+
+    for name in fake:
+        MODULES[name] = ROOT / (name.replace(".", "/") + ".py")
+    monkeypatch.setattr(ast, "parse", parse)
+    monkeypatch.setattr(Path, "read_text", lambda self, encoding=None: "")
+    try:
+        found = violations()
+    finally:
+        for name in fake:
+            MODULES.pop(name)
+    assert "cycle: synth.a <-> synth.b" in found
+    assert "upward: synth.c -> prefixtree.tree" in found
+    assert "private: synth.b imports synth.a._hidden" in found
+
+
+def test_no_new_layer_violations() -> None:
+    new = sorted(violations() - KNOWN_DEBT)
+    assert not new, "layer violations (see tests/test_layers.py):\n" + "\n".join(new)
+
+
+def test_known_debt_is_still_owed() -> None:
+    paid = sorted(KNOWN_DEBT - violations())
+    assert not paid, "remove from KNOWN_DEBT, it is fixed:\n" + "\n".join(paid)
