@@ -19,6 +19,7 @@ column-wide rule.
 
 from __future__ import annotations
 
+import inspect
 import json
 import textwrap
 from collections import Counter
@@ -39,12 +40,31 @@ PATHS = (("1", "2"), ("1", "3"), ("2",), ("1", "2", "3"))
 TIMES = ("07:05", "08:20", "09:35")
 DAY = "2019-11-28"
 
+
+def _private_input_in_manifest() -> bool:
+    """Finding 1 still there: the manifest writer takes the private input files (to hash)."""
+    from synth.privacy import PrivacyLedger
+
+    return "inputs" in inspect.signature(PrivacyLedger.to_dict).parameters
+
+
+def _column_wide_id_rule() -> bool:
+    """Finding 2 still there: whether ``2.0`` loses its ``.0`` depends on the other values."""
+    from synth.io import id_strings
+
+    return id_strings(pd.Series(["2.0", "3"])).tolist()[0] == "2.0"
+
+
+# Strict xfails while the finding is in the code (the probes above); once it is fixed the tests
+# run as usual and must pass.
 FINGERPRINT_XFAIL = pytest.mark.xfail(
+    _private_input_in_manifest(),
     strict=True,
     reason="issue 15 finding 1: manifest inputs.fingerprint is a SHA-256 of the private input "
     "(removed on branch p15-release)",
 )
 LOADER_XFAIL = pytest.mark.xfail(
+    _column_wide_id_rule(),
     strict=True,
     reason="issue 15 finding 2: a column-wide loader rule moves every record when one card is "
     "added (per-value rules on branch p15-loaders)",
@@ -390,9 +410,9 @@ def exact_count_in_manifest(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(synth.sbh.OpalRelease, "parameters", with_count)
 
 
-def column_wide_ids(series: pd.Series) -> pd.Series:
+def column_wide_ids(series: pd.Series, **_: object) -> pd.Series:
     """Canary: the identifier rule of finding 2, chosen from the whole column (``.0`` stripped
-    only when every value has it)."""
+    only when every value has it); the keywords of the per-value rule are ignored."""
     import numpy as np
 
     if pd.api.types.is_float_dtype(series):
