@@ -20,8 +20,23 @@ manifest and loader canaries, ``test_sbh_dp.py`` the twice-epsilon SBH canaries)
 
 Power: the smallest violation factor ``f`` each audit catches when every noise draw uses
 ``1/f`` of its calibrated scale (``tests.conftest.scale_noise``; about ``f`` times the claimed
-epsilon), with the lower bound / claim ratio of the genuine release (f = 1) in brackets; measured
-with this module's seeds (the table of ``POWER``).
+epsilon), with the lower bound / claim ratio of the genuine release (f = 1) in brackets and the
+number of trials; measured with these seeds (tests/dp/*.py)::
+
+    generator (audit)                                 default suite         slow suite
+    SBH / Opal, card unit, six tables (test_opal_*)   1.5 [0.70] 2,000      1.2 [0.80] 20,000
+    SBH histogram calibrated for f x epsilon          row 1.5 [0.61],       -
+      (test_sbh_dp.py: noise and threshold)           pure 1.25 [0.90],
+                                                      card new cell 2.0
+                                                      [0.44] 40,000
+    prefix tree via release_sequences                 1.75 [0.64] 2,000     1.5 [0.68] 20,000
+    archetypes noisy histograms (test_archetypes_dp)  1.5 [0.45] 2,000      1.3 [0.68] 30,000
+    archetypes end to end via release_trips           zero noise only, 30   ARCH_E2E
+
+The prefix tree has no threshold canary (its thresholds are post-processing: every candidate,
+empty or not, is noised, so the tree is pure epsilon-DP) and no "h + 1 locations" canary (a
+sequence adds at most one to each level whatever its length); its bounding canary is a card
+counted twice.
 """
 
 from __future__ import annotations
@@ -720,18 +735,6 @@ def test_archetypes_end_to_end_half_noise_is_caught(
 
 
 # ------------------------------------------------------------------------------------- power
-#: smallest noise-scale factor f caught (noise at scale/f), [genuine lower bound / claim]
-POWER = """
-generator (audit)                                   default suite          slow suite
-SBH / Opal, card unit, six tables (test_opal_*)     1.5 [0.70] 2,000       1.2 [0.80] 20,000
-SBH histogram calibrated for f x epsilon            row 1.5 [0.61],        -
-  (test_sbh_dp.py, noise and threshold)             pure 1.25 [0.90],
-                                                    card new cell 2.0
-                                                    [0.44] 40,000
-prefix tree via release_sequences (test_prefix_*)   1.75 [0.64] 2,000      1.5 [0.68] 20,000
-archetypes noisy histograms (test_archetypes_dp)    1.5 [0.45] 2,000       1.3 [0.68] 30,000
-archetypes end to end via release_trips             zero noise only, 30    ARCH_E2E
-"""
 
 
 @pytest.mark.slow
@@ -740,7 +743,7 @@ def test_power_at_the_slow_size(
     generator: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The slow suite catches noise at 1/1.3 of its scale in the Opal release and 1/1.75 in the
-    prefix tree (the smallest factors measured are in ``POWER``)."""
+    prefix tree (the smallest factors measured are in the module docstring)."""
     if generator == "opal":
         scale_noise(monkeypatch, 1 / 1.3)
         audits = audit_release(
