@@ -10,9 +10,10 @@ row count or any exact statistic of the private input fails here.
 With zero noise (:func:`tests.conftest.zero_noise`: every :class:`~synth.privacy.SecureNoise`
 draw is 0) a release is an exact function of the data, and D' may move it only by what one card
 contributes: the prefix tree releases exactly one more sequence (every node of D is far above its
-threshold), each marginal table differs in at most ``l0`` cells by at most ``linf``. A loader that
-decides how to read one record from the other records (identifier normalisation, time zones,
-time formats picked for the whole column) moves every record of the release and fails here; each
+threshold), each marginal table by at most its L1 sensitivity (read from the manifest). A
+loader that decides how to read one record from the other records (identifier normalisation,
+time zones, time formats picked for the whole column) moves every record of the release and
+fails here; each
 such case writes D's records the same way and gives only the added card the value that flips the
 column-wide rule.
 """
