@@ -31,7 +31,12 @@ number of trials; measured with these seeds (tests/dp/*.py)::
                                                       [0.44] 40,000
     prefix tree via release_sequences                 1.75 [0.64] 2,000     1.5 [0.68] 20,000
     archetypes noisy histograms (test_archetypes_dp)  1.5 [0.45] 2,000      1.3 [0.68] 30,000
-    archetypes end to end via release_trips           zero noise only, 30   ARCH_E2E
+    archetypes end to end via release_trips           zero noise, 30        f = 2 not caught,
+                                                                            [0.0] 600
+
+End to end, the archetypes' sampling (post-processing) blurs the released counts so much that
+only gross leaks show at affordable sizes; their near misses are caught on the noisy histograms
+(``test_archetypes_dp.py``, default suite).
 
 The prefix tree has no threshold canary (its thresholds are post-processing: every candidate,
 empty or not, is noised, so the tree is pure epsilon-DP) and no "h + 1 locations" canary (a
@@ -722,19 +727,6 @@ def test_archetypes_end_to_end_zero_noise_is_caught(tmp_path: Path, zero_noise: 
     """Gross canary at the quick size: with no noise the released riders tell D from D'."""
     eps, audit = audit_archetypes(archetype_runner(Releases(tmp_path)), ARCH_TRIALS)
     assert audit.violates(eps), audit
-
-
-@pytest.mark.slow
-@pytest.mark.usefixtures("calibration_cache")
-def test_archetypes_end_to_end_half_noise_is_caught(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    scale_noise(monkeypatch, 0.5)
-    eps, audit = audit_archetypes(archetype_runner(Releases(tmp_path)), ARCH_SLOW_TRIALS)
-    assert audit.violates(eps), audit
-
-
-# ------------------------------------------------------------------------------------- power
 
 
 @pytest.mark.slow
