@@ -14,7 +14,7 @@ reads private data; ``assign`` is the per-individual map applied to it.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import pandas as pd
@@ -24,19 +24,28 @@ from threadpoolctl import threadpool_limits
 
 from synth.errors import ConfigError, InputError
 
-__all__ = ["ArchetypeModel", "bound_individuals", "majority"]
+__all__ = ["ArchetypeModel", "TieBreaker", "bound_individuals", "majority"]
+
+
+class TieBreaker(Protocol):
+    """A secure source of uniform random permutations (e.g. :class:`synth.privacy.SecureNoise`)."""
+
+    def permutation(self, n: int) -> np.ndarray: ...
 
 
 def majority(
     groups: np.ndarray,
     values: np.ndarray,
     n_values: int,
-    rng: np.random.Generator,
+    rng: np.random.Generator | TieBreaker,
     n_groups: int | None = None,
 ) -> np.ndarray:
     """For group codes ``0..n_groups-1`` and value codes ``0..n_values-1`` (same length; negative
     values are ignored), the most frequent value of each group, ties broken uniformly at random;
-    -1 for a group without entries."""
+    -1 for a group without entries.
+
+    ``rng``: a numpy generator (public data) or, for private data, the secure noise source
+    (:class:`~synth.privacy.SecureNoise`, whose ``permutation`` ranks the ties)."""
     groups = np.asarray(groups, dtype=np.int64)
     values = np.asarray(values, dtype=np.int64)
     if n_groups is None:
@@ -51,9 +60,13 @@ def majority(
         return out
     pairs, counts = np.unique(groups * n_values + values, return_counts=True)
     group, value = pairs // n_values, pairs % n_values
-    # one sort: by group, then count descending, then a uniform tie-break
-    key = group * (counts.max() + 1.0) + (counts.max() - counts) + rng.random(len(pairs))
-    order = np.argsort(key, kind="stable")
+    tie = (
+        rng.random(len(pairs))
+        if isinstance(rng, np.random.Generator)
+        else rng.permutation(len(pairs))  # a uniform random rank from the secure source
+    )
+    # one sort: by group, then count descending, then the uniform tie-break
+    order = np.lexsort((tie, -counts, group))
     first = np.ones(len(order), dtype=bool)
     first[1:] = group[order][1:] != group[order][:-1]
     out[group[order][first]] = value[order][first]
@@ -195,8 +208,9 @@ class ArchetypeModel:
         with threadpool_limits(limits=1):
             return np.asarray(self.gmm_.predict(x), dtype=np.int64)
 
-    def assign(self, trips: pd.DataFrame, rng: np.random.Generator) -> pd.Series:
-        """The archetype of each individual: the one most of its trips fall in, ties at random.
+    def assign(self, trips: pd.DataFrame, rng: np.random.Generator | TieBreaker) -> pd.Series:
+        """The archetype of each individual: the one most of its trips fall in, ties at random
+        (from ``rng``: the secure noise source for private trips, see :func:`majority`).
         Exactly one archetype per individual (what makes the archetype histogram sensitivity 1)."""
         ids, codes = _codes(trips[self.id_column])
         arche = majority(codes, self.predict(trips), self.n_archetypes, rng, len(ids))

@@ -108,9 +108,11 @@ class TripSchema:
         """Read :meth:`from_dict`'s layout from a JSON file (``ConfigError`` if unreadable)."""
         p = Path(path)
         try:
-            spec = json.loads(p.read_text())
+            spec = json.loads(p.read_text(encoding="utf-8"))
         except FileNotFoundError:
             raise ConfigError(f"{p}: schema file not found") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"{p}: cannot read the schema (UTF-8 JSON): {exc}") from None
         except json.JSONDecodeError as exc:
             raise ConfigError(f"{p}: not valid JSON: {exc}") from None
         return cls.from_dict(spec, source=str(p))

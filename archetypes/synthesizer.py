@@ -76,6 +76,7 @@ __all__ = [
     "balanced_choice",
     "budget_shares",
     "rake",
+    "sampling_generator",
     "systematic_choice",
 ]
 
@@ -86,6 +87,18 @@ POOL_FACTOR = 4
 POOL_MAX = 200_000
 #: raking sweeps at most (noisy margins need not be consistent, so IPF may not converge exactly)
 RAKING_ITERATIONS = 30
+#: spawn keys of the numpy streams derived from an int ``random_state`` (the noise uses the seed
+#: itself): the public model's, and the sampler's
+PUBLIC_STREAM = 1
+SAMPLING_STREAM = 2
+
+
+def sampling_generator(random_state: int | None, stream: int) -> np.random.Generator:
+    """A numpy generator for non-private randomness: fresh OS entropy when ``random_state`` is
+    None, else the ``stream``-th child of the seed (never the noise's own stream)."""
+    if random_state is None:
+        return np.random.default_rng(int.from_bytes(os.urandom(16), "big"))
+    return np.random.default_rng(np.random.SeedSequence(int(random_state), spawn_key=(stream,)))
 
 
 def rake(seed: np.ndarray, rows: np.ndarray, cols: np.ndarray, iterations: int = 200) -> np.ndarray:
@@ -162,8 +175,8 @@ class ArchetypeSynthesizer:
         order_column: orders an individual's trips (bounding, and the synthetic trip chains).
         n_records: number of synthetic trips (None: as many individuals as the noisy counts say).
         unit: name of the privacy unit in the ledger ("taxi", "card", ...).
-        random_state: None = secure noise and an OS-seeded sampler; an int makes both reproducible
-            and the release NOT private.
+        random_state: None = secure noise and tie-breaks, and a sampler seeded from the OS after
+            the private queries; an int makes them reproducible and the release NOT private.
     """
 
     def __init__(
@@ -335,15 +348,15 @@ class ArchetypeSynthesizer:
                 raise InputError(f"public data: missing column(s) {', '.join(map(repr, missing))}")
 
         noise = noise_source(self.random_state, methods=("discrete_gaussian",))
-        rs = self.random_state
-        self.rng_ = np.random.default_rng(
-            int.from_bytes(os.urandom(16), "big") if rs is None else int(rs)
-        )
+        # public randomness (the mixture, the stand-in's expansion): its own stream
+        public_rng = sampling_generator(self.random_state, PUBLIC_STREAM)
+        # private tie-breaks (majorities over private trips) come from the secure source
+        self.tie_breaks_ = noise
         self.ledger_ = self._new_ledger()
         self.stand_in_: StandInSpec | None = None
         if public is None:
             assert stand_in_budget is not None
-            public = self._stand_in(private, used, features, stand_in_budget, noise)
+            public = self._stand_in(private, used, features, stand_in_budget, noise, public_rng)
 
         public = self.schema_.conform(public, source="public data", columns=used)
         public = bound_individuals(
@@ -357,7 +370,7 @@ class ArchetypeSynthesizer:
             key_columns=keys,
             category_column=self.category_column,
             category_values=self.category_values_,
-            random_state=self.rng_,
+            random_state=public_rng,
         ).fit(public)
         self.completer_ = ColumnCompleter(plan=self.completion).fit(public)
         self.marginal_edges_ = {c: self._edges(public, c) for c in marginals}
@@ -392,6 +405,8 @@ class ArchetypeSynthesizer:
                 totals.append((part, self.marginal_mechanism_.sigma))
         self.n_individuals_ = self._total(totals)
         self.strata_ = self._strata()
+        # the sampling generator, seeded only now: no stream that touched private data continues
+        self.rng_ = sampling_generator(self.random_state, SAMPLING_STREAM)
         return self
 
     def _numeric_domain(self, column: str) -> bool:
@@ -411,8 +426,10 @@ class ArchetypeSynthesizer:
         features: list[str],
         budget: tuple[float, float],
         noise: SecureNoise,
+        rng: np.random.Generator,
     ) -> pd.DataFrame:
-        """The SBH release standing in for public trips (:mod:`archetypes.standin`)."""
+        """The SBH release standing in for public trips (:mod:`archetypes.standin`); ``rng``
+        expands the noisy tables (post-processing)."""
         option = self.public_stand_in
         assert option is not None and option is not False
         order = [str(self.order_column)] if self.order_column in private.columns else []
@@ -436,7 +453,7 @@ class ArchetypeSynthesizer:
             delta=budget[1],
             noise=noise,
             ledger=self.ledger_,
-            rng=self.rng_,
+            rng=rng,
         )
         self.stand_in_cells_ = releaser.kept_cells_
         if len(public) < self.n_archetypes:
@@ -465,16 +482,17 @@ class ArchetypeSynthesizer:
             private, self.id_column, self.max_records_per_individual, self._order(private)
         )
         id_codes, _ = pd.factorize(private[self.id_column], sort=False)
-        archetypes = self.model_.assign(private, self.rng_).to_numpy()
+        ties = self.tie_breaks_  # secure: the private ties never touch a numpy generator
+        archetypes = self.model_.assign(private, ties).to_numpy()
         n_cat = len(self.category_values_)
-        category = majority(id_codes, self._codes(private, self.category_column), n_cat, self.rng_)
+        category = majority(id_codes, self._codes(private, self.category_column), n_cat, ties)
         out = [
             np.bincount(archetypes, minlength=self.n_archetypes),
             np.bincount(category[category >= 0], minlength=n_cat),
         ]
         for column in marginals:
             n_cells = self._n_cells(column)
-            value = majority(id_codes, self._bin(private, column), n_cells, self.rng_)
+            value = majority(id_codes, self._bin(private, column), n_cells, ties)
             if self.marginals_by_archetype:  # the cell (archetype, value): still one per column
                 value = np.where(value >= 0, archetypes * n_cells + value, -1)
             out.append(np.bincount(value[value >= 0], minlength=self._n_released(column)))
@@ -764,10 +782,15 @@ class ArchetypeSynthesizer:
         return np.arange(len(ind_arch)), np.arange(len(trip_arch)), True
 
     # -- reporting ---------------------------------------------------------------------------------
-    def manifest(self, inputs: Sequence[str | Path] | None = None) -> dict[str, Any]:
-        """The ledger's release manifest with this synthesizer's parameters."""
+    def manifest(
+        self, public_inputs: Mapping[str, str | os.PathLike[str]] | None = None
+    ) -> dict[str, Any]:
+        """The ledger's release manifest with this synthesizer's parameters; ``public_inputs``
+        (role -> file: public trips, schema) are fingerprinted, the private trips never."""
         params: dict[str, Any] = {
             "generator": "archetypes",
+            "id_column": self.id_column,
+            "order_column": self.order_column,
             "n_archetypes": self.n_archetypes,
             "key_columns": list(self.key_columns),
             "category_column": self.category_column,
@@ -787,4 +810,4 @@ class ArchetypeSynthesizer:
                 **self.stand_in_.to_dict(),
                 "kept_cells": list(self.stand_in_cells_),
             }
-        return self.ledger_.to_dict(parameters=params, inputs=list(inputs) if inputs else None)
+        return self.ledger_.to_dict(parameters=params, public_inputs=public_inputs)

@@ -1,4 +1,6 @@
-"""``transit-synth sequences``: a differentially private release of passenger sequences (KDD 2012).
+"""``transit-synth sequences``: a differentially private release of passenger sequences.
+
+The hybrid-granularity noisy prefix tree of Chen et al. 2012 (KDD).
 
 ``transit-synth sequences INPUT --taxonomy TAX --epsilon E --height H --out DIR
 [--variant hybrid|simple] [--location-column COL] [--time-bin MINUTES] [--format csv|parquet]
@@ -33,12 +35,20 @@ from synth.cli import (
     add_seed_option,
     engine_params,
     warn_if_seeded,
+    warn_if_underspent,
 )
 from synth.errors import ConfigError, InputError
 from synth.io import read_table, release_dir, table_format
 from synth.progress import Progress
+from synth.provenance import (
+    add_provenance_option,
+    private_inputs,
+    provenance_key,
+    write_provenance,
+)
 from synth.records import load_sequences
-from synth.taxonomy import Taxonomy
+from synth.taxonomy import Taxonomy, taxonomy_note
+from synth.times import add_timezone_option, check_timezone
 
 __all__ = ["read_locations", "register", "release_sequences", "run", "write_release"]
 
@@ -54,7 +64,10 @@ def read_locations(path: str) -> list[str]:
         col = "location" if "location" in df.columns else df.columns[0]
         values = df[col].dropna().astype(str).str.strip().tolist()
     else:
-        values = [line.strip() for line in p.read_text().splitlines()]
+        try:
+            values = [line.strip() for line in p.read_text(encoding="utf-8").splitlines()]
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InputError(f"{p}: cannot read the location list (UTF-8 text): {exc}") from None
     out = [v for v in dict.fromkeys(values) if v]
     if not out:
         raise InputError(f"{p}: the location list is empty")
@@ -100,8 +113,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``sequences`` subcommand."""
     p = subparsers.add_parser(
         "sequences",
-        help="DP synthetic passenger sequences (hybrid-granularity noisy prefix tree, KDD 2012)",
-        description=__doc__.split("\n\n")[0] if __doc__ else None,
+        help="DP synthetic passenger sequences (noisy prefix tree, Chen et al. 2012)",
+        description="\n\n".join(__doc__.split("\n\n")[:2]) if __doc__ else None,
     )
     p.add_argument("input", metavar="INPUT", help="taps or long-format sequences (CSV or Parquet)")
     p.add_argument(
@@ -180,9 +193,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default="error",
         help="input locations missing from the taxonomy: fail, or drop those rows",
     )
+    p.add_argument(
+        "--gtfs-stations",
+        action="store_true",
+        help="with a GTFS zip taxonomy: the parent stations are the locations (the taps name "
+        "stations), not the platforms",
+    )
+    add_timezone_option(p)
     add_seed_option(p)
     add_quiet_option(p)
     add_engine_options(p)
+    add_provenance_option(p)
     p.set_defaults(func=run)
 
 
@@ -210,9 +231,12 @@ def run(args: argparse.Namespace) -> int:
         location_column=args.location_column,
         locations=args.locations,
         on_unknown=args.on_unknown,
+        gtfs_stations=args.gtfs_stations,
         format=args.format,
         seed=args.seed,
         progress=Progress(args.quiet),
+        timezone=args.timezone,
+        provenance_key=provenance_key(args.provenance_key_file),
     )
     if not args.quiet:
         print(summary, file=sys.stderr)
@@ -228,18 +252,25 @@ def release_sequences(
     location_column: str | None = None,
     locations: str | os.PathLike[str] | None = None,
     on_unknown: str = "error",
+    gtfs_stations: bool = False,
     format: str = "csv",
     seed: int | None = None,
     progress: Progress | None = None,
     source: str | os.PathLike[str] | None = None,
+    timezone: str | None = None,
+    provenance_key: bytes | None = None,
 ) -> str:
     """Write a prefix-tree release of ``input`` into ``out`` (atomically); returns a summary line.
 
-    ``input`` is a file or a frame of taps or sequences (``source``: the file recorded in the
-    manifest for a frame).
+    ``timezone``: how times are read (:mod:`synth.times`; default the wall clock as written).
+    ``input`` is a file or a frame of taps or sequences (``source``: the file it came from, for
+    the provenance record). With ``provenance_key``, the operator-only record of
+    :mod:`synth.provenance` is written beside ``out`` (nothing about the private input goes into
+    the manifest).
     ``taxonomy`` is a taxonomy spec (CSV edge list, GTFS zip or ``fanout:N`` with ``locations``);
     ``params`` are :class:`~prefixtree.PrefixTreeSynthesizer` keyword parameters other than
-    ``taxonomy`` and ``random_state`` (``seed``). What ``transit-synth sequences`` and
+    ``taxonomy`` and ``random_state`` (``seed``); ``gtfs_stations``: a GTFS taxonomy's parent
+    stations as the locations. What ``transit-synth sequences`` and
     ``transit-synth run`` both call.
     """
     started = time.perf_counter()
@@ -251,13 +282,18 @@ def release_sequences(
     public = read_locations(str(locations)) if locations is not None else None
     if format not in ("csv", "parquet"):
         raise ConfigError(f"format must be 'csv' or 'parquet', got {format!r}")
+    recorded = source if source is not None else input
+    provenance = (
+        None if provenance_key is None else private_inputs(provenance_key, {"input": recorded})
+    )
     with progress.steps("sequences", 4) as step:
         step("taxonomy")
-        tax = Taxonomy.from_spec(spec, locations=public)
+        tax = Taxonomy.from_spec(spec, locations=public, use_stations=gtfs_stations)
         synth = PrefixTreeSynthesizer(**params, taxonomy=tax, random_state=seed)
         synth.check_params()  # fail on bad parameters before reading the data
+        check_timezone(timezone)
         step("load")
-        if synth.engine != "memory" and not isinstance(input, pd.DataFrame):
+        if synth.engine != "memory" and not isinstance(input, pd.DataFrame) and timezone is None:
             seqs: pd.DataFrame | str | os.PathLike[str] = input  # the engine reads the file
         else:
             seqs = load_sequences(
@@ -265,33 +301,51 @@ def release_sequences(
                 taxonomy=tax,
                 on_unknown=on_unknown,
                 location_column=location_column,
+                timezone=timezone,
             )
         step("fit")
         with progress.counter("tree levels", unit="level") as levels:
-            synth.fit(seqs, progress=levels, on_unknown=on_unknown, location_column=location_column)
+            synth.fit(
+                seqs,
+                progress=levels,
+                on_unknown=on_unknown,
+                location_column=location_column,
+                timezone=timezone,
+            )
         del seqs  # the input is not needed for the release
         step("release")
-        recorded = source if source is not None else input
-        inputs = ([] if isinstance(recorded, pd.DataFrame) else [str(recorded)]) + (
-            [spec] if Path(spec).is_file() else []
-        )
+        public_inputs = {"taxonomy": spec} if Path(spec).exists() else {}
         if locations is not None:
-            inputs.append(str(locations))
+            public_inputs["locations"] = str(locations)
         parameters = {
             **synth.parameters(),
             "taxonomy": spec,
             "location_column": location_column,
             "on_unknown": on_unknown,
+            **({"gtfs_stations": True} if gtfs_stations else {}),
+            **taxonomy_note(tax),
+            "timezone": timezone or "wall clock as written",
         }
         if "max_nodes" in params:
             parameters["max_nodes"] = params["max_nodes"]
         name = f"sequences.{format}"
+        written = {"sequences": 0}
+
+        def counted(chunks: Iterable[pd.DataFrame]) -> Iterable[pd.DataFrame]:
+            for chunk in chunks:  # whole sequences per chunk: the summary counts what is written
+                written["sequences"] += int(chunk["seq_id"].nunique())
+                yield chunk
+
         with release_dir(out) as stage:  # streamed chunk by chunk: never held whole
-            n_rows = write_release(synth.iter_sample(), stage / name)
-            synth.ledger_.to_json(stage / "manifest.json", parameters=parameters, inputs=inputs)
-    n_seq = int(synth.tree_["ending"].sum())
+            n_rows = write_release(counted(synth.iter_sample()), stage / name)
+            synth.ledger_.to_json(
+                stage / "manifest.json", parameters=parameters, public_inputs=public_inputs
+            )
+    if provenance is not None:
+        write_provenance(out, provenance, command="sequences")
+    warn_if_underspent(synth.ledger_, str(out))
     return (
-        f"sequences: {n_seq} synthetic sequences ({n_rows} rows) from a tree of "
+        f"sequences: {written['sequences']} synthetic sequences ({n_rows} rows) from a tree of "
         f"{len(synth.tree_)} nodes, epsilon {synth.ledger_.spent_epsilon:g} "
         f"-> {Path(out) / name} ({time.perf_counter() - started:.1f} s)"
     )

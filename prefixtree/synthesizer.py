@@ -70,6 +70,7 @@ from synth.errors import ConfigError, InputError
 from synth.privacy import PrivacyLedger, check_budget, exact, noise_source
 from synth.records import encode_sequences, load_sequences
 from synth.taxonomy import Taxonomy
+from synth.times import check_timezone, times_of_day
 
 __all__ = ["PrefixTreeSynthesizer"]
 
@@ -317,7 +318,7 @@ class PrefixTreeSynthesizer:
                 where = "" if single else f"[{i}]"
                 raise ConfigError(
                     f"false_children{where} must be in (0, 1], got {v!r} (above 1 the passing "
-                    "empty nodes branch without bound, paper 004 Theorem 4.2)"
+                    "empty nodes branch without bound: Chen et al. 2012, Theorem 4.2)"
                 )
         return [float(v) for v in values]
 
@@ -347,31 +348,17 @@ class PrefixTreeSynthesizer:
         return max(0.0, math.log(m / (false_children * (1 + p))) / float(epsilon))
 
     # ------------------------------------------------------------------ fit
-    def _time_matrix(self, seqs: pd.DataFrame, n_rows: int, height: int) -> np.ndarray:
+    def _time_matrix(
+        self, seqs: pd.DataFrame, n_rows: int, height: int, timezone: str | None = None
+    ) -> np.ndarray:
         width = int(self.time_bins)  # type: ignore[arg-type]
         if "time" not in seqs.columns:
             raise InputError("sequences: time_bins needs a 'time' column")
         raw = seqs["time"]
-        if pd.api.types.is_datetime64_any_dtype(raw):
-            minutes = (raw.dt.hour * 60 + raw.dt.minute).to_numpy(dtype=np.int64)
-        elif pd.api.types.is_timedelta64_dtype(raw):
+        if pd.api.types.is_timedelta64_dtype(raw):
             minutes = (raw.dt.total_seconds() // 60).to_numpy(dtype=np.int64) % MINUTES_PER_DAY
-        else:
-            text = raw.astype(str)
-            parsed = pd.to_datetime(text, format="ISO8601", errors="coerce")
-            if parsed.isna().any():
-                padded = text.where(text.str.count(":") != 1, text + ":00")
-                delta = pd.to_timedelta(padded, errors="coerce")
-                if delta.isna().any():
-                    bad = int(np.flatnonzero(delta.isna().to_numpy())[0]) + 1
-                    raise InputError(
-                        f"sequences: column 'time', row {bad}: cannot parse {text.iloc[bad - 1]!r} "
-                        "as a time (ISO 8601 timestamp or HH:MM expected)"
-                    )
-                minutes = (delta.dt.total_seconds() // 60).to_numpy(dtype=np.int64)
-                minutes %= MINUTES_PER_DAY
-            else:
-                minutes = (parsed.dt.hour * 60 + parsed.dt.minute).to_numpy(dtype=np.int64)
+        else:  # each value on its own: a timestamp (wall clock) or a clock time HH:MM
+            minutes = times_of_day(raw, timezone=timezone, source="sequences")[0] % MINUTES_PER_DAY
         row, _ = pd.factorize(seqs["seq_id"], sort=True)
         pos = seqs["pos"].to_numpy(dtype=np.int64)
         keep = pos < height
@@ -386,6 +373,7 @@ class PrefixTreeSynthesizer:
         progress: Callable[[int, int], None] | None = None,
         on_unknown: str = "error",
         location_column: str | None = None,
+        timezone: str | None = None,
     ) -> PrefixTreeSynthesizer:
         """Build the noisy prefix tree of long-format ``sequences`` (seq_id, pos, location[, time]).
 
@@ -393,6 +381,9 @@ class PrefixTreeSynthesizer:
         ``sequences`` may also be a file (taps or sequences, CSV or Parquet): the DuckDB engine
         reads the usual layouts itself, out of core; otherwise it is loaded with
         :func:`synth.records.load_sequences` (``on_unknown``, ``location_column``).
+        ``timezone``: times are read per value as the wall clock as written (default) or in
+        this IANA zone (:mod:`synth.times`). Sequences made with ``load_sequences(per_day=True)``
+        (``attrs["privacy_unit"] == "card-day"``) are one card-day each: the manifest says so.
         ``progress(done, total)``, when given, is called as each (level, sub-level) histogram of
         the tree is about to be drawn (``total`` = height x sub-levels; the tree may stop early).
         """
@@ -471,11 +462,19 @@ class PrefixTreeSynthesizer:
             ("locations" if j == len(levels) else f"taxonomy level {g}")
             for j, g in enumerate(index.levels)
         ]
+        unit = "card"
+        if isinstance(sequences, pd.DataFrame):
+            unit = str(sequences.attrs.get("privacy_unit", "card"))
         ledger = PrivacyLedger(
             epsilon=eps,
             delta=0,
-            unit="card",
-            neighbouring="add or remove one card's sequence (its first h locations)",
+            unit=unit,
+            neighbouring=f"add or remove one {unit}'s sequence (its first h locations)"
+            + (
+                "; a card active on d days is covered with d times the epsilon (group privacy)"
+                if unit == "card-day"
+                else ""
+            ),
         )
 
         n_sub = len(index.levels)
@@ -506,7 +505,7 @@ class PrefixTreeSynthesizer:
 
         with get_engine(self.engine, self.engine_options) as engine:
             counter = None
-            if not isinstance(sequences, pd.DataFrame):
+            if not isinstance(sequences, pd.DataFrame) and check_timezone(timezone) is None:
                 counter = engine.prefix_counter_from_file(
                     sequences,
                     locations=index.locations,
@@ -515,18 +514,21 @@ class PrefixTreeSynthesizer:
                     on_unknown=on_unknown,
                     location_column=location_column,
                 )
-                if counter is None:
-                    sequences = load_sequences(
-                        sequences,
-                        taxonomy=tax,
-                        on_unknown=on_unknown,
-                        location_column=location_column,
-                    )
+            if counter is None and not isinstance(sequences, pd.DataFrame):
+                sequences = load_sequences(
+                    sequences,
+                    taxonomy=tax,
+                    on_unknown=on_unknown,
+                    location_column=location_column,
+                    timezone=timezone,
+                )
             if counter is None:
                 assert isinstance(sequences, pd.DataFrame)
                 codes = encode_sequences(sequences, index.locations, h)
                 times = (
-                    None if self.time_bins is None else self._time_matrix(sequences, len(codes), h)
+                    None
+                    if self.time_bins is None
+                    else self._time_matrix(sequences, len(codes), h, timezone)
                 )
                 counter = engine.prefix_counter(
                     codes, times, n_bins=n_bins, n_locations=index.n_locations

@@ -10,12 +10,16 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import re
 import sys
+import traceback
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any, NoReturn
 
 from synth import __version__
 from synth.errors import TransitSynthError
+from synth.outdir import FORCE, Terminated, terminate_on_signals
 
 #: Subcommand -> (module exposing ``register(subparsers)``, one-line help), in ``--help`` order.
 #: Only the module of the subcommand being run is imported, so ``--help`` and each command start
@@ -27,16 +31,19 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "run": (
         "synth.run",
-        "run the releases a TOML config describes (configs/ reproduces the papers)",
+        "run the releases a TOML config describes (transit-synth configs: the shipped ones)",
     ),
     "sequences": (
         "prefixtree.cli",
-        "DP synthetic passenger sequences (hybrid-granularity noisy prefix tree, KDD 2012)",
+        "DP synthetic passenger sequences (noisy prefix tree, Chen et al. 2012)",
     ),
-    "trips": ("archetypes.cli", "synthetic trip microdata from GMM archetypes (GooseDP)"),
+    "trips": (
+        "archetypes.cli",
+        "synthetic trips from GMM archetypes (GooseDP, NIST 2020 challenge)",
+    ),
     "marginals": (
         "synth.sbh_cli",
-        "SBH marginal release (Opal style): six noisy tables per mode x day",
+        "SBH marginal tables per mode x day (Opal, Asghar et al. 2018)",
     ),
     "evaluate": (
         "synth.evaluate.cli",
@@ -50,10 +57,14 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "synth.export_cli",
         "OD matrices per time bin or MATSim population plans from a release",
     ),
+    "configs": (
+        "synth.configs_cli",
+        "list the shipped configs, or copy one to edit (configs NAME --out FILE)",
+    ),
 }
 
 SEEDED_WARNING = (
-    "warning: --seed makes the noise reproducible; a seeded release is NOT differentially private "
+    "--seed makes the noise reproducible; a seeded release is NOT differentially private "
     "and must not be published"
 )
 
@@ -64,34 +75,149 @@ def add_seed_option(parser: argparse.ArgumentParser) -> None:
         "--seed",
         type=int,
         default=None,
-        help="seed the noise for reproducible runs; the output is then NOT private",
+        help="seed the noise for reproducible runs (tests, debugging); a seeded release is NOT "
+        "differentially private and must not be published",
     )
 
 
 def add_quiet_option(parser: argparse.ArgumentParser) -> None:
     """Add ``--quiet`` (no progress bars or summaries on stderr)."""
-    parser.add_argument("--quiet", action="store_true", help="print no progress or summary")
+    parser.add_argument(
+        "--quiet",
+        action="store_true",
+        help="print errors only: no progress, summary, note or warning",
+    )
 
 
 def warn_if_seeded(seed: int | None) -> None:
-    """Print the not-private warning on stderr when a seed was given."""
+    """Warn (on stderr, as ``warning: ...``; silenced by ``--quiet``) when a seed was given."""
     if seed is not None:
-        print(SEEDED_WARNING, file=sys.stderr)
+        warnings.warn(SEEDED_WARNING, UserWarning, stacklevel=2)
+
+
+class HelpFormatter(argparse.HelpFormatter):
+    """``--help`` of every command: each option's default shown (unless its help already states
+    it, or it has none), and descriptions written on several lines (docstrings) kept as written."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        default = action.default
+        if (
+            not action.option_strings
+            or default is None
+            or default is False
+            or default is argparse.SUPPRESS
+            or default == []
+            or "default" in text
+        ):
+            return action.help
+        shown = " ".join(map(str, default)) if isinstance(default, list | tuple) else default
+        return f"{text} (default: {str(shown).replace('%', '%%')})"
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        if "\n" in text.strip():
+            return "".join(indent + line for line in text.splitlines(keepends=True))
+        return super()._fill_text(text, width, indent)
+
+
+#: Python parameter names whose command-line flag is not simply the name with dashes.
+FLAG_ALIASES: dict[str, str] = {
+    "bin_minutes": "--bin",
+    "time_bins": "--time-bin",
+    "coarse_time_bins": "--coarse-time-bin",
+    "n_archetypes": "--archetypes",
+    "use_stations": "--gtfs-stations",
+}
+
+
+def flag_names(message: str, parser: argparse.ArgumentParser) -> str:
+    """``message`` with the Python names of ``parser``'s options written as the user types them
+    (``on_unknown='drop'`` -> ``--on-unknown drop``, ``origin_column`` -> ``--origin-column``).
+    Messages about config keys (``key '...'``) keep the keys' names."""
+    if "key '" in message:
+        return message
+    flags = {
+        action.dest: max(action.option_strings, key=len)
+        for action in parser._actions
+        if action.option_strings and action.dest != "help"
+    }
+    flags.update({k: v for k, v in FLAG_ALIASES.items() if v in flags.values()})
+    everyone = "|".join(map(re.escape, sorted(flags, key=len, reverse=True)))
+    message = re.sub(  # name='value' (any option) -> --flag value
+        rf"(?<![\w\-/.])({everyone})=(['\"]?)([^'\"\s,;)]+)\2",
+        lambda m: f"{flags[m.group(1)]} {m.group(3)}",
+        message,
+    )
+    # bare names: only those that cannot be ordinary words (with an underscore, or aliased)
+    names = sorted((n for n in flags if "_" in n or n in FLAG_ALIASES), key=len, reverse=True)
+    if not names:
+        return message
+    alternatives = "|".join(map(re.escape, names))
+    return re.sub(
+        rf"(['`]?)(?<![\w\-/.])({alternatives})(?![\w\-/])\1",
+        lambda m: flags[m.group(2)],
+        message,
+    )
+
+
+#: commands whose messages name config keys, not flags
+NO_FLAGS = ("run", "demo", "configs")
+
+
+def _speaking_flags(
+    parser: argparse.ArgumentParser,
+    func: Callable[[argparse.Namespace], int],
+    *,
+    translate: bool = True,
+) -> Callable[[argparse.Namespace], int]:
+    """``func`` run as the command line wants: no warning with ``--quiet``, and user errors that
+    name ``parser``'s flags as typed (:func:`flag_names`; unless ``translate`` is false)."""
+
+    def run(args: argparse.Namespace) -> int:
+        if getattr(args, "quiet", False):  # --quiet: errors only
+            warnings.simplefilter("ignore")
+        try:
+            return func(args)
+        except TransitSynthError as exc:
+            if translate and exc.args:
+                exc.args = (flag_names(str(exc), parser), *exc.args[1:])
+            raise
+
+    return run
+
+
+def warn_if_underspent(ledger: Any, what: str) -> None:
+    """Warn when a release's ledger spent less than its cap (the guarantee stays the cap)."""
+    note = ledger.underspent_note()
+    if note is not None:
+        warnings.warn(f"{what}: {note}", UserWarning, stacklevel=2)
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The top-level parser; ``command``'s module registers its full subparser, the others are
     listed by name and help only (their modules are not imported)."""
-    parser = argparse.ArgumentParser(
+    parser = CommandParser(
         prog="transit-synth",
         description="Differentially private synthetic public-transport data.",
+        epilog="Exit status: 0 done; 2 bad input, parameters, budget or files (one line says "
+        "why); 1 internal error (rerun with --debug, anywhere on the line, for the traceback).",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    parser.add_argument(
+        "--debug", action="store_true", help="print the traceback of an error (any position)"
+    )
+    subparsers = parser.add_subparsers(
+        dest="command", metavar="COMMAND", parser_class=CommandParser
+    )
     subparsers.required = True
     for name, (module, summary) in COMMANDS.items():
         if name == command:
             importlib.import_module(module).register(subparsers)
+            sub = subparsers.choices[name]
+            _harden(sub)
+            func = sub.get_default("func")
+            if func is not None:
+                sub.set_defaults(func=_speaking_flags(sub, func, translate=name not in NO_FLAGS))
         else:
             subparsers.add_parser(name, help=summary)
     return parser
@@ -109,23 +235,124 @@ def _show_warning(
     print(f"warning: {message}", file=sys.stderr)
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line plus "see --help" (no usage block)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {' '.join(message.split())} (see {self.prog} --help)\n")
+
+
+class CommandParser(OneLineParser):
+    """The parser of ``transit-synth`` and its commands: one-line errors, and always
+    :class:`HelpFormatter` (defaults shown)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs["formatter_class"] = HelpFormatter
+        super().__init__(*args, **kwargs)
+
+
+def _nonempty_path(value: str) -> str:
+    if not value.strip():
+        raise argparse.ArgumentTypeError("must not be empty (name an output folder)")
+    return value
+
+
+def _harden(parser: argparse.ArgumentParser) -> None:
+    """What every command with ``--out`` shares: ``--out`` not empty, ``--force``."""
+    has_out = False
+    for action in parser._actions:
+        if action.dest == "out" and action.option_strings:
+            has_out = True
+            action.type = _nonempty_path
+    if has_out:
+        parser.add_argument(
+            "--force",
+            action="store_true",
+            help="write into an --out folder holding files this tool did not write (they are "
+            "kept: never deleted or replaced); without it such a folder is refused",
+        )
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return text or type(exc).__name__
+
+
+def _os_error(exc: OSError) -> str:
+    """An OSError as one line naming the file (permission denied, disk full, ...)."""
+    reason = exc.strerror or _one_line(exc)
+    names = [str(n) for n in (exc.filename, exc.filename2) if n is not None]
+    return f"{' -> '.join(names)}: {reason}" if names else reason
+
+
+_ENGINE_INPUT_ERRORS = ("InvalidInputException", "ConversionException", "IOException")
+
+
+def _engine_input_error(exc: Exception) -> str | None:
+    """DuckDB's complaint about an input file, in one line naming the file (else None)."""
+    if "duckdb" not in type(exc).__module__ or type(exc).__name__ not in (_ENGINE_INPUT_ERRORS):
+        return None
+    text = _one_line(exc)
+    file = re.search(r"\bfile = (\S+)", text)
+    text = re.split(r" Possible Solution| file = | LINE 1:", text)[0]
+    text = re.sub(r"^(Invalid Input|Conversion|IO) Error: ", "", text)
+    return f"{file.group(1)}: {text}" if file else text
+
+
+def _run(args: argparse.Namespace) -> int:
+    with warnings.catch_warnings():
+        warnings.simplefilter("default")
+        warnings.showwarning = _show_warning
+        FORCE.set(getattr(args, "force", False))
+        try:
+            with terminate_on_signals():
+                return int(args.func(args) or 0)
+        finally:
+            FORCE.set(False)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; returns the process exit status."""
+    """Run the command line; returns the process exit status.
+
+    Exit status 0: done; 2: the input, parameters, budget or environment (a file that cannot be
+    read or written, a full disk) is at fault, said in one line; 1: an internal error (a bug), one
+    line plus the hint to rerun with ``--debug``, which prints the traceback; 130/143/129: stopped
+    by Ctrl-C/SIGTERM/SIGHUP, after cleaning up.
+    """
     arguments = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in arguments
+    arguments = [a for a in arguments if a != "--debug"]
     command = next((a for a in arguments if not a.startswith("-")), None)
-    args = build_parser(command).parse_args(arguments)
+    parser = build_parser(command)
+    args = parser.parse_args(arguments)
+    prefix = f"transit-synth {args.command}"
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("default")
-            warnings.showwarning = _show_warning
-            return int(args.func(args) or 0)
-    except TransitSynthError as exc:
-        message = " ".join(str(exc).split())
-        print(f"transit-synth {args.command}: error: {message}", file=sys.stderr)
-        return 2
+        return _run(args)
+    except Terminated as exc:
+        print(f"{prefix}: stopped by {exc}; no output was written", file=sys.stderr)
+        return 128 + exc.signum
     except KeyboardInterrupt:
-        print(f"transit-synth {args.command}: interrupted; no output was written", file=sys.stderr)
+        print(f"{prefix}: interrupted; no output was written", file=sys.stderr)
         return 130
+    except Exception as exc:
+        if debug:
+            traceback.print_exc()
+        if isinstance(exc, TransitSynthError):
+            message, code = _one_line(exc), 2
+        elif isinstance(exc, OSError):
+            message, code = _os_error(exc), 2
+        elif _engine_input_error(exc) is not None:
+            message, code = str(_engine_input_error(exc)), 2
+        elif isinstance(exc, MemoryError):
+            message, code = "out of memory (try --engine duckdb, or a smaller input)", 2
+        else:
+            message = (
+                f"internal error: {type(exc).__name__}: {_one_line(exc)} (a bug: rerun with "
+                "--debug for the traceback and report it)"
+            )
+            code = 1
+        print(f"{prefix}: error: {message}", file=sys.stderr)
+        return code
 
 
 def add_engine_options(parser: argparse.ArgumentParser) -> None:

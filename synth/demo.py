@@ -3,26 +3,34 @@
 What it runs (budgets per release; each release is a separate use of the same private data, so
 publishing all of them would cost the sum: the demo compares them, an agency would pick one):
 
-* **Passenger sequences** (prefix tree, paper 004), epsilon 1, beside the non-private truncation
-  (epsilon = infinity) as the optimum, evaluated with count queries and top-k sequential patterns
-  (paper 004, section 5): (1) SUBE Wednesday 28/11/2019 boardings, one sequence of lines per card,
-  height 8 (real, but small: 10,000 cards spread over 382 lines): ``simple`` variant (the line ->
-  mode taxonomy barely generalises: one mode holds 373 lines), candidate-bound thresholds and the
-  budget on the first three levels (``SUBE_SEQUENCE_PARAMS``; with the paper's thresholds about
-  11 empty children per node pass and the tree grows as 11^h, Theorem 4.2); (2) 200,000
-  SIMULATED passenger sequences on the Montreal metro of the paper (``synth.simulate``), station
-  -> line taxonomy, height 12, ``hybrid`` variant with candidate-bound thresholds. Both complete
-  the sequences pruned below a node with the tree's Markov chain (``completion="markov"``).
-* **Marginal reference** (SBH / Opal, papers 000 and 001): the same taps, hourly bins, lines,
-  partitions mode x day, the card as the unit (its first 2 tap-ons and 2 tap-offs of the day),
-  ``consistent`` mode, epsilon 8 and delta 6/8e6 in all (the Opal budget of one partition).
-* **Trips** (GMM archetypes, paper 002): SUBE Tuesday as public data, Wednesday as private,
-  epsilon 1, delta 1e-5 per card; the Chicago taxi sample with 2013 public and 2014-2015 private,
-  epsilon 1, delta 2.5e-5 per trip (the sample has no taxi id). Evaluated with the k-marginal score
-  and marginal distances.
+* **Passenger sequences** (prefix tree, Chen et al. 2012), epsilon 1, beside the non-private
+  truncation (epsilon = infinity) as the optimum, evaluated with count queries and top-k
+  sequential patterns (Chen et al. 2012, section 5): (1) SUBE Wednesday 28/11/2019 boardings, one
+  sequence of lines per card, height 8 (real, but small: 10,000 cards spread over 382 lines):
+  ``simple`` variant (the line -> mode taxonomy barely generalises: one mode holds 373 lines),
+  candidate-bound thresholds and the budget on the first three levels (``SUBE_SEQUENCE_PARAMS``;
+  with the paper's thresholds about 11 empty children per node pass and the tree grows as 11^h,
+  Theorem 4.2); (2) 200,000 SIMULATED passenger sequences on the Montreal metro of the paper
+  (``synth.simulate``), station -> line taxonomy, height 12, ``hybrid`` variant with
+  candidate-bound thresholds. Both complete the sequences pruned below a node with the tree's
+  Markov chain (``completion="markov"``).
+* **Marginal reference** (SBH / Opal: Asghar et al. 2018; Culnane et al. 2017): the same taps,
+  hourly bins, lines, partitions mode x day, the card as the unit (its first 2 tap-ons and 2
+  tap-offs of the day), ``consistent`` mode, epsilon 8 and delta 6/8e6 in all (the Opal budget of
+  one partition).
+* **Trips** (GMM archetypes: GooseDP, NIST 2020 challenge): SUBE Tuesday as public data,
+  Wednesday as private, epsilon 1, delta 1e-5 per card; the Chicago taxi sample with 2013 public
+  and 2014-2015 private, epsilon 1, delta 2.5e-5 per trip (the sample has no taxi id). Evaluated
+  with the k-marginal score and marginal distances.
 * **Reference check**: the synthetic SUBE sequences and trips against the SBH release.
 
-Everything goes to one release directory, written atomically, with ``report.html``.
+Layout of ``--out DIR`` (written atomically as a whole):
+
+* ``DIR/releases/<name>/``: the releases, what may be published: each holds its DP data files and
+  ``manifest.json``, nothing else;
+* ``DIR/evaluation-private/``: ``private-report.html`` and ``private-evaluation.json``, the
+  comparisons with the original data. They contain exact statistics of the private data: NOT
+  private, for the data holder only, never to be published (each says so at its top).
 """
 
 from __future__ import annotations
@@ -30,6 +38,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -67,6 +76,10 @@ TRIPS_EPSILON = 1.0
 SUBE_DELTA = 1e-5
 TAXI_DELTA = 2.5e-5
 SUBE_DAY = "2019-11-28"
+DEFAULT_OUT = "transit-synth-demo"
+#: the publishable releases, and the internal evaluation, under --out
+RELEASES_DIR = "releases"
+EVALUATION_DIR = "evaluation-private"
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -77,7 +90,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--out", default="demo-release", help="release directory (demo-release)")
+    parser.add_argument(
+        "--out",
+        default=DEFAULT_OUT,
+        metavar="DIR",
+        help=f"output folder: releases/ (publishable) and {EVALUATION_DIR}/ (internal, NOT "
+        "private)",
+    )
     add_seed_option(parser)
     add_quiet_option(parser)
     parser.set_defaults(func=run)
@@ -118,7 +137,7 @@ class _TripRun:
     delta: float
     params: dict[str, Any]
     evaluate: dict[str, Any]
-    inputs: list[Path]
+    public_inputs: dict[str, Path]
 
 
 def _seed(base: int | None, offset: int) -> int | None:
@@ -144,7 +163,6 @@ def _prefix_tree(
     height: int,
     seed: int | None,
     step: _Steps,
-    inputs: list[Path],
     location: str,
     params: dict[str, Any],
 ) -> dict[str, Any]:
@@ -165,7 +183,7 @@ def _prefix_tree(
     folder.mkdir()
     write_table(synthetic, folder / "sequences.csv")
     manifest = synthesizer.ledger_.to_dict(
-        parameters={**synthesizer.parameters(), "location_column": location}, inputs=inputs
+        parameters={**synthesizer.parameters(), "location_column": location}
     )
     (folder / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True))
     releases = {
@@ -182,14 +200,20 @@ def _prefix_tree(
 def _sequences(stage: Path, taps: Any, seed: int | None, step: _Steps) -> dict[str, Any]:
     """Prefix-tree releases: SUBE Wednesday line sequences (real) and simulated Montreal metro."""
     from synth import datasets
-    from synth.records import load_sequences
+    from synth.records import UnknownLocationWarning, load_sequences
     from synth.simulate import simulate_sequences
 
     sube_lines = datasets.sube_taxonomy("line")
-    sube = load_sequences(taps, taxonomy=sube_lines, location_column="id_linea", on_unknown="drop")
+    with warnings.catch_warnings():  # the shipped data's own gap: a step note, not a warning
+        warnings.simplefilter("ignore", UnknownLocationWarning)
+        sube = load_sequences(
+            taps, taxonomy=sube_lines, location_column="id_linea", on_unknown="drop"
+        )
+    dropped = int(sube.attrs.get("dropped_unknown", 0))
     step(
         f"sequences: {sube['seq_id'].nunique():,} SUBE cards, {len(sube):,} boardings, "
-        f"{len(sube_lines.leaves())} lines"
+        f"{len(sube_lines.leaves())} lines ({dropped} boardings on lines missing from the "
+        "published line list left out)"
     )
     metro = datasets.montreal_taxonomy()
     simulated = simulate_sequences(SIMULATED_SEQUENCES, taxonomy=metro, seed=SIMULATION_SEED)
@@ -203,7 +227,6 @@ def _sequences(stage: Path, taps: Any, seed: int | None, step: _Steps) -> dict[s
             height=SEQUENCE_HEIGHT,
             seed=_seed(seed, 0),
             step=step,
-            inputs=[datasets.path("sube_wednesday")],
             location="id_linea",
             params=SUBE_SEQUENCE_PARAMS,
         ),
@@ -215,7 +238,6 @@ def _sequences(stage: Path, taps: Any, seed: int | None, step: _Steps) -> dict[s
             height=SIMULATED_HEIGHT,
             seed=_seed(seed, 1),
             step=step,
-            inputs=[],
             location="station (simulated)",
             params=MONTREAL_SEQUENCE_PARAMS,
         ),
@@ -225,7 +247,6 @@ def _sequences(stage: Path, taps: Any, seed: int | None, step: _Steps) -> dict[s
 def _marginals(stage: Path, taps: Any, seed: int | None, step: _Steps) -> tuple[Any, Any]:
     """The Opal-style SBH release of the SUBE Wednesday taps (the reference output), and the taps
     it was made from (to measure the release's own error against them)."""
-    from synth import datasets
     from synth.records import load_taps
     from synth.sbh import OpalRelease
 
@@ -243,7 +264,7 @@ def _marginals(stage: Path, taps: Any, seed: int | None, step: _Steps) -> tuple[
         max_contributions=OPAL_CONTRIBUTIONS,
         random_state=_seed(seed, 10),
     ).fit(taps)
-    release.save(stage / "marginals", inputs=[datasets.path("sube_wednesday")])
+    release.save(stage / "marginals")
     step("marginals: SBH release (consistent mode) written")
     return release, taps
 
@@ -293,7 +314,7 @@ def _trips(stage: Path, seed: int | None, step: _Steps) -> dict[str, Any]:
                 destination=None,
                 exclude=("lat", "lon"),
             ),
-            inputs=[datasets.path("sube_wednesday"), datasets.path("sube_tuesday")],
+            public_inputs={"public": datasets.path("sube_tuesday")},
         ),
         "trips-taxi": _TripRun(
             private=taxi_private,
@@ -320,7 +341,7 @@ def _trips(stage: Path, seed: int | None, step: _Steps) -> dict[str, Any]:
                 origin="pickup_community_area",
                 destination="dropoff_community_area",
             ),
-            inputs=[datasets.path("chicago_taxi")],
+            public_inputs={},  # one file holds the public and the private years
         ),
     }
     out: dict[str, Any] = {}
@@ -339,7 +360,7 @@ def _trips(stage: Path, seed: int | None, step: _Steps) -> dict[str, Any]:
             folder = stage / name
             folder.mkdir()
             write_table(synthetic, folder / "trips.csv")
-            manifest = synthesizer.manifest(inputs=cfg.inputs)
+            manifest = synthesizer.manifest(public_inputs=cfg.public_inputs)
             (folder / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True))
             part("evaluate")
             results = evaluate_trips(cfg.private, {"archetypes": synthetic}, **cfg.evaluate)
@@ -348,11 +369,66 @@ def _trips(stage: Path, seed: int | None, step: _Steps) -> dict[str, Any]:
     return out
 
 
-def _reference_rows(name: str, table: Any) -> list[list[Any]]:
-    return [
-        [name, r.table, r.cells, r.tvd, r.error_bound, r.outside_bound]
-        for r in table.itertuples(index=False)
-    ]
+#: What each demo release is, for the report's summary.
+_TITLES = {
+    "sequences-sube": "SUBE (Buenos Aires) Wednesday 28/11/2019 boardings, real: one sequence of "
+    "lines per card",
+    "sequences-montreal-simulated": f"{SIMULATED_SEQUENCES:,} SIMULATED passenger sequences on "
+    "the Montreal metro (stations)",
+    "marginals": "SUBE Wednesday taps, real: hourly tap-on/tap-off counts per line, mode x day",
+    "trips-sube": "SUBE Wednesday trips, real (Tuesday as public data)",
+    "trips-taxi": "Chicago taxi trips 2014-2015, real (2013 as public data; no taxi id, so one "
+    "trip is the unit)",
+}
+
+
+def _report(
+    sequences: dict[str, Any],
+    trips: dict[str, Any],
+    opal_manifest: dict[str, Any],
+    reference: dict[str, Any],
+) -> str:
+    """The demo's internal HTML report: summary first, then details and manifests per release."""
+    from synth.report import (
+        ReleaseEntry,
+        evaluation_sections,
+        manifest_section,
+        reference_section,
+        reference_verdict,
+        render_demo,
+    )
+
+    entries, details = [], []
+    for name, q in sequences.items():
+        key = q["manifest"]["parameters"]["variant"]
+        entries.append(ReleaseEntry(name, _TITLES[name], q["manifest"], q["results"], key))
+        body = [*evaluation_sections(q["results"]), manifest_section(name, q["manifest"])]
+        details.append((f"{name}: {_TITLES[name]}", body))
+    own = reference["original taps (the release's own error)"]
+    entries.append(
+        ReleaseEntry(
+            "marginals",
+            _TITLES["marginals"],
+            opal_manifest,
+            verdict="against the original taps: " + reference_verdict(own),
+        )
+    )
+    for name, t in trips.items():
+        entries.append(ReleaseEntry(name, _TITLES[name], t["manifest"], t["results"], "archetypes"))
+        body = [*evaluation_sections(t["results"]), manifest_section(name, t["manifest"])]
+        details.append((f"{name}: {_TITLES[name]}", body))
+    details.append(
+        (
+            "marginals: reference check of the synthetic SUBE data against the marginal release",
+            [reference_section(reference), manifest_section("marginals", opal_manifest)],
+        )
+    )
+    intro = (
+        "<p>Each release below is differentially private on its own, and each is a separate use "
+        "of the same private data: an agency would publish one of them from <code>releases/</code> "
+        "(publishing several costs the sum of their epsilons and deltas).</p>"
+    )
+    return render_demo(entries, details, intro=intro)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -371,20 +447,18 @@ def _run(args: argparse.Namespace, step: _Steps) -> None:
     import pandas as pd
 
     from synth.evaluate import against_reference
+    from synth.internal import INTERNAL_NOTICE
     from synth.io import release_dir
-    from synth.report import (
-        evaluation_sections,
-        manifest_section,
-        render_page,
-        table_section,
-        write_html,
-    )
+    from synth.report import REPORT_FILE, RESULTS_FILE, write_html
 
     with release_dir(args.out) as stage:
+        releases, internal = stage / RELEASES_DIR, stage / EVALUATION_DIR
+        releases.mkdir()
+        internal.mkdir()
         taps = _wednesday_taps(step)
-        sequences = _sequences(stage, taps, args.seed, step)
-        opal, opal_taps = _marginals(stage, taps, args.seed, step)
-        trips = _trips(stage, args.seed, step)
+        sequences = _sequences(releases, taps, args.seed, step)
+        opal, opal_taps = _marginals(releases, taps, args.seed, step)
+        trips = _trips(releases, args.seed, step)
         synthetic_trips = trips["trips-sube"]["synthetic"]
         sube_trips = pd.DataFrame(  # the synthetic boardings as taps, to match the SBH tables
             {
@@ -396,62 +470,32 @@ def _run(args: argparse.Namespace, step: _Steps) -> None:
             }
         )
         sube_sequences = sequences["sequences-sube"]["synthetic"]
-        reference = (
-            _reference_rows(
-                "original taps (the release's own error)", against_reference(opal_taps, opal)
-            )
-            + _reference_rows("sequences-sube", against_reference(sube_sequences, opal))
-            + _reference_rows("trips-sube", against_reference(sube_trips, opal))
-        )
+        reference = {
+            "original taps (the release's own error)": against_reference(opal_taps, opal),
+            "sequences-sube": against_reference(sube_sequences, opal),
+            "trips-sube": against_reference(sube_trips, opal),
+        }
         step("reference check against the SBH release done")
         summary = {
+            "notice": INTERNAL_NOTICE,
             "sequences": {name: q["results"] for name, q in sequences.items()},
             "trips": {name: t["results"] for name, t in trips.items()},
-            "reference": [
-                dict(zip(("release", "table", "cells", "tvd", "bound", "outside"), r, strict=True))
-                for r in reference
-            ],
+            "reference": {k: v.to_dict(orient="records") for k, v in reference.items()},
         }
-        (stage / "evaluation.json").write_text(
-            json.dumps(summary, indent=2, sort_keys=True, default=str)
-        )
-        sections = [
-            "<p>Every release below is differentially private on its own; each is a separate use "
-            "of the same private data (publishing several costs the sum of their budgets). Read "
-            "the manifests at the end for the exact privacy unit, epsilon and delta of each.</p>",
-        ]
-        titles = {
-            "sequences-sube": "Passenger sequences: prefix tree on SUBE Wednesday (real)",
-            "sequences-montreal-simulated": (
-                f"Passenger sequences: prefix tree on {SIMULATED_SEQUENCES:,} SIMULATED "
-                "Montreal metro sequences"
-            ),
-        }
-        for name, q in sequences.items():
-            sections += [f"<h2>{titles[name]}</h2>", *evaluation_sections(q["results"])]
-        for name, t in trips.items():
-            sections += [f"<h2>Trips: {name}</h2>", *evaluation_sections(t["results"])]
-        sections.append(
-            table_section(
-                "Reference check against the SBH marginal release",
-                ["release", "table", "cells", "TVD", "error bound", "cells outside bound"],
-                reference,
-            )
-        )
-        manifests = {
-            **{name: q["manifest"] for name, q in sequences.items()},
-            "marginals": opal.ledger_.to_dict(parameters=opal.parameters()),
-            **{name: t["manifest"] for name, t in trips.items()},
-        }
-        sections += [manifest_section(name, m) for name, m in manifests.items()]
-        write_html(render_page("transit-synth demo", sections), stage / "report.html")
+        (internal / RESULTS_FILE).write_text(json.dumps(summary, indent=2, default=str))
+        opal_manifest = opal.ledger_.to_dict(parameters=opal.parameters())
+        write_html(_report(sequences, trips, opal_manifest, reference), internal / REPORT_FILE)
     step.close()
     _summary(Path(args.out), sequences, trips, args.quiet)
 
 
 def _summary(out: Path, sequences: dict[str, Any], trips: dict[str, Any], quiet: bool) -> None:
     """Where everything went, and the headline figures."""
-    print(f"release written to {out}/ (open {out / 'report.html'})")
+    print(f"releases written to {out / RELEASES_DIR}/ (publishable: data and manifest.json only)")
+    print(
+        f"internal evaluation (NOT private, do not publish): "
+        f"{out / EVALUATION_DIR / 'private-report.html'}"
+    )
     if quiet:
         return
     for data, q in sequences.items():

@@ -59,7 +59,7 @@ import json
 import math
 import os
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -533,9 +533,19 @@ def od_matrix(release: Release, *, bin_minutes: int | None = None) -> pd.DataFra
     return out
 
 
-def write_od(od: pd.DataFrame, path: str | os.PathLike[str]) -> Path:
-    """Write an OD matrix as CSV or Parquet (by extension), atomically."""
+def write_od(od: pd.DataFrame, path: str | os.PathLike[str], *, csv_escape: bool = True) -> Path:
+    """Write an OD matrix as CSV or Parquet (by extension), atomically.
+
+    ``csv_escape`` (CSV only, on by default: OD tables are opened in spreadsheets): origin and
+    destination cells that a spreadsheet would run as a formula get a leading ``'``
+    (:func:`spreadsheet_safe`).
+    """
     frame = od.astype({"origin": str, "destination": str, "bin": str, "count": np.int64})
+    if csv_escape and str(path).lower().endswith(".csv"):
+        frame = frame.assign(
+            origin=spreadsheet_safe(frame["origin"]),
+            destination=spreadsheet_safe(frame["destination"]),
+        )
     return write_table(frame, path)
 
 
@@ -741,6 +751,39 @@ def _attr(value: str) -> str:
     return escape(value, {'"': "&quot;"})
 
 
+#: Characters XML 1.0 cannot carry, even escaped (control characters other than tab, newline and
+#: carriage return; surrogates; U+FFFE, U+FFFF).
+XML_INVALID = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def check_xml_text(values: Iterable[object], what: str) -> None:
+    """ConfigError naming the first value holding a character XML 1.0 cannot carry.
+
+    The MATSim export refuses such ids rather than altering them (a changed id would no longer
+    match the release or the stop table); rename them in the input.
+    """
+    for value in values:
+        bad = XML_INVALID.search(str(value))
+        if bad:
+            raise InputError(
+                f"{what} {str(value)!r} holds U+{ord(bad.group()):04X}, a character XML cannot "
+                "carry: the MATSim export refuses it (rename the id in the input)"
+            )
+
+
+#: Cell starts a spreadsheet reads as a formula (OWASP "CSV injection").
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+_PLAIN_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+
+
+def spreadsheet_safe(series: pd.Series) -> pd.Series:
+    """Text cells starting with ``= + - @``, tab or carriage return get a leading ``'`` (shown,
+    not evaluated, by spreadsheets); plain numbers such as ``-12`` are left alone."""
+    text = series.astype(str)
+    risky = text.str.startswith(FORMULA_START) & ~text.str.fullmatch(_PLAIN_NUMBER)
+    return text.where(~risky, "'" + text)
+
+
 def population_chunks(
     release: Release,
     coordinates: Coordinates,
@@ -755,6 +798,10 @@ def population_chunks(
         raise ConfigError("activity_type must be a non-empty string")
     loc = steps["location"].to_numpy(dtype=object)
     codes, uniq = pd.factorize(loc)
+    check_xml_text(uniq, f"{release.path}: location")
+    check_xml_text(pd.unique(steps["person"].astype(str)), f"{release.path}: person id")
+    check_xml_text(pd.unique(steps["mode"].astype(str)), f"{release.path}: mode")
+    check_xml_text([activity_type, coordinates.crs or "", release.path.parent.name], "name")
     xy = coordinates.lookup(uniq)
     digits = 7 if coordinates.crs == "EPSG:4326" else 3
     open_act = np.array(
@@ -800,6 +847,7 @@ def population_chunks(
         if timed.any():
             end_attr[timed] = ' end_time="' + _hms(end[timed]) + '"'
         m = mode[sl]
+        m = pd.Series(m, dtype=object).astype(str).map(_attr).to_numpy(dtype=object)
         tail = np.where(m == "", "</plan></person>\n", '<leg mode="' + m + '"/>\n')
         text = head + open_act[codes[sl]] + end_attr + attrs[codes[sl]] + tail
         yield "".join(text.tolist())
@@ -849,11 +897,13 @@ def export_release(
     bin_minutes: int | None = None,
     fmt: str = "csv",
     crs: str = "auto",
+    csv_escape: bool = True,
     **columns: str | None,
 ) -> dict[str, Any]:
     """Export a release directory (``to`` = ``"od"`` or ``"matsim"``) into ``out`` (default: the
     release directory): ``od.csv``/``od.parquet`` or ``population.xml``, plus ``export-<to>.json``
     describing the export. Written through :func:`synth.io.release_dir` (all or nothing).
+    ``csv_escape``: see :func:`write_od`.
     ``columns``: the trip column options of :func:`read_release`. Returns that JSON's dict.
     """
     if to not in ("od", "matsim"):
@@ -891,17 +941,21 @@ def export_release(
         "privacy_unit": release.manifest.get("privacy_unit"),
         "spent": release.manifest.get("spent"),
     }
-    with release_dir(target) as stage:
+    beside = target.resolve() == Path(directory).resolve()  # into the release: add, never replace
+    with release_dir(target, add=beside) as stage:
         if to == "od":
             od = od_matrix(release, bin_minutes=bin_minutes)
             name = f"od.{fmt}"
-            write_od(od, stage / name)
+            write_od(od, stage / name, csv_escape=csv_escape)
             width = _check_bin(release, bin_minutes)
             info.update(
                 file=name,
                 rows=len(od),
                 bin_minutes=width,
                 bins="all" if width is None else "HH:MM start of each bin",
+                csv_escape="cells starting with = + - @ (not plain numbers) prefixed with '"
+                if csv_escape and fmt == "csv"
+                else "none",
             )
         else:
             coords = load_coordinates(str(stops), crs=crs)
@@ -917,6 +971,7 @@ def export_release(
                 if release.bin_width == 0
                 else f"defaults: first end {DEFAULT_START // 60:02d}:00, "
                 f"then every {DEFAULT_GAP} minutes",
+                synthetic_times=release.bin_width is None,
             )
         with atomic_path(stage / f"export-{to}.json") as tmp:
             tmp.write_text(json.dumps(info, indent=2, default=str), encoding="utf-8")

@@ -14,6 +14,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+import warnings
+
+from synth.cli import add_quiet_option
 
 __all__ = ["register", "run"]
 
@@ -48,6 +51,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--format", choices=("csv", "parquet"), default="csv", help="OD file format")
     p.add_argument(
+        "--no-csv-escape",
+        dest="csv_escape",
+        action="store_false",
+        help="OD CSV: keep cells starting with = + - @ as they are (by default they get a "
+        "leading ' so that a spreadsheet shows them instead of running them as formulas)",
+    )
+    p.add_argument(
         "--crs",
         default="auto",
         help="auto (lat/lon projected to UTM), wgs84 (keep degrees), or the CRS of x/y in --stops",
@@ -66,7 +76,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--time-column", default=None, metavar="COL", help="trips: departure time column"
     )
-    p.add_argument("--quiet", action="store_true", help="print no summary")
+    add_quiet_option(p)
     p.set_defaults(func=run)
 
 
@@ -82,12 +92,21 @@ def run(args: argparse.Namespace) -> int:
         bin_minutes=args.bin,
         fmt=args.format,
         crs=args.crs,
+        csv_escape=args.csv_escape,
         id_column=args.id_column,
         origin_column=args.origin_column,
         destination_column=args.destination_column,
         location_column=args.location_column,
         time_column=args.time_column,
     )
+    if info.get("synthetic_times"):
+        warnings.warn(
+            f"{args.release} has no times: every person's first activity ends at "
+            f"{info['times'].removeprefix('defaults: first end ')} (made up, an artificial "
+            "peak; export a release with times, e.g. sequences --time-bin, for real ones)",
+            UserWarning,
+            stacklevel=1,
+        )
     if not args.quiet:
         where = args.out if args.out is not None else args.release
         print(

@@ -2,9 +2,9 @@
 
 Every file the library writes goes through :func:`atomic_path` (a temporary file in the
 destination directory, renamed over the target with :func:`os.replace` only once it is complete),
-and every release directory through :func:`release_dir` (files are staged in a hidden sibling
-directory and moved into place only when the whole release succeeded). A failed or interrupted run
-therefore leaves no partial output.
+and every release directory through :func:`release_dir` (:mod:`synth.outdir`: staged in a hidden
+sibling directory, put in place whole only when the whole release succeeded). A failed or
+interrupted run therefore leaves no partial output.
 """
 
 from __future__ import annotations
@@ -12,8 +12,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import shutil
-import tempfile
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
@@ -23,12 +21,16 @@ import numpy as np
 import pandas as pd
 
 from synth.errors import ConfigError, InputError
+from synth.outdir import release_dir
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
 __all__ = [
+    "CSV_NA_VALUES",
     "CSV_SUFFIXES",
+    "DOT_ZERO",
+    "ID_SPACE",
     "PARQUET_SUFFIXES",
     "atomic_path",
     "fingerprint",
@@ -55,24 +57,83 @@ def table_format(path: str | os.PathLike[str]) -> str | None:
     return None
 
 
-def id_strings(series: pd.Series) -> pd.Series:
-    """Identifiers as stripped strings, missing values kept missing.
+#: the text pandas reads as missing in a CSV file (its default ``na_values``); never in identifiers
+CSV_NA_VALUES = (
+    "",
+    "#N/A",
+    "#N/A N/A",
+    "#NA",
+    "-1.#IND",
+    "-1.#QNAN",
+    "-NaN",
+    "-nan",
+    "1.#IND",
+    "1.#QNAN",
+    "<NA>",
+    "N/A",
+    "NA",
+    "NULL",
+    "NaN",
+    "None",
+    "n/a",
+    "nan",
+    "null",
+)
+#: the white space stripped around an identifier (the same set in every engine)
+ID_SPACE = " \t\n\r\f\x0b"
+#: an identifier written from a float: ``-?digits.0+`` (group 1 is kept)
+DOT_ZERO = r"^(-?[0-9]+)\.0+$"
 
-    Integral floats (``32.0``, as pandas reads an integer column with gaps) become ``"32"``; so do
-    strings that are all of the form ``"123.0"`` (such a CSV column was written from floats).
+
+def id_strings(series: pd.Series, *, column: str = "id", source: str = "input") -> pd.Series:
+    """Identifiers as text, each value normalised on its own (never by looking at other rows).
+
+    Per value: surrounding white space (:data:`ID_SPACE`) is stripped, and text of the form
+    ``-?digits.0+`` (an integer written from a float) loses its ``.0+`` (``" 32.0 "`` -> ``"32"``;
+    ``"1.5"`` and ``"007"`` stay as they are). Numbers (a float column, as Parquet or pandas
+    store integers with gaps) must be integral and become their integer text; a non-integral
+    number raises :class:`InputError` naming ``source``, ``column`` and the 1-based row. Missing
+    values stay missing (callers decide: error or drop).
     """
-    if pd.api.types.is_float_dtype(series):
-        vals = series.to_numpy(dtype=float, na_value=np.nan)
-        finite = vals[~np.isnan(vals)]
-        if finite.size and np.all(finite == np.round(finite)):
-            return series.astype("Int64").astype(str).where(series.notna(), None)
-    out = series.astype(str).str.strip().where(series.notna(), None)
-    first = out.dropna().head(1)
-    if len(first) and first.iloc[0].endswith(".0"):
-        present = out.dropna()
-        if present.str.fullmatch(r"-?\d+\.0+").all():
-            out = out.str.replace(r"\.0+$", "", regex=True)
-    return out
+    if pd.api.types.is_bool_dtype(series):
+        text = series.astype(str)
+    elif pd.api.types.is_numeric_dtype(series):
+        text = _number_text(series, column, source)
+    elif pd.api.types.is_object_dtype(series):  # a frame built by hand: numbers and text mixed
+        num = series.map(_is_number)
+        text = series.astype(str)
+        if num.any():
+            numbers = _number_text(series.where(num, np.nan).astype(float), column, source)
+            text = text.where(~num, numbers)
+    else:
+        text = series.astype(str)
+    out = text.str.strip(ID_SPACE).str.replace(DOT_ZERO, r"\1", regex=True)
+    return out.where(series.notna(), None)
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float | np.number) and not isinstance(value, bool | np.bool_)
+
+
+def _number_text(series: pd.Series, column: str, source: str) -> pd.Series:
+    """Integral numbers as their integer text (missing stay missing); others raise InputError."""
+    if pd.api.types.is_integer_dtype(series) and not series.hasnans:
+        return series.astype(str)
+    vals = series.to_numpy(dtype=float, na_value=np.nan)
+    present = ~np.isnan(vals)
+    bad = present & (~np.isfinite(vals) | (vals != np.round(vals)))
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        raise InputError(
+            f"{source}: column '{column}', row {row + 1}: {float(vals[row])!r} is not an "
+            "identifier (a number that is not an integer)"
+        )
+    text = np.full(vals.size, None, dtype=object)
+    small = present & (np.abs(vals) < 2.0**63)
+    text[small] = vals[small].astype(np.int64).astype(str)
+    for i in np.flatnonzero(present & ~small):
+        text[i] = str(int(vals[i]))
+    return pd.Series(text, index=series.index, dtype=object)
 
 
 def _checked(path: str | os.PathLike[str]) -> tuple[Path, str]:
@@ -87,8 +148,35 @@ def _checked(path: str | os.PathLike[str]) -> tuple[Path, str]:
     return p, fmt
 
 
+def _bad_utf8(p: Path) -> str | None:
+    """Where a plain CSV file stops being UTF-8 (line and byte), or None if it is all UTF-8."""
+    import codecs
+
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    line, offset = 1, 0
+    with p.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            try:
+                decoder.decode(block)
+            except UnicodeDecodeError as exc:
+                bad = block[exc.start : exc.start + 1]
+                line += block[: exc.start].count(b"\n")
+                return f"byte 0x{bad.hex()} on line {line} (offset {offset + exc.start})"
+            line += block.count(b"\n")
+            offset += len(block)
+    return None
+
+
 def _unreadable(p: Path, fmt: str, exc: Exception) -> InputError:
     msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    if fmt == "csv" and p.is_file() and p.stat().st_size == 0:
+        msg = "the file is empty (no header line)"
+    elif fmt == "csv" and (isinstance(exc, UnicodeDecodeError) or "UTF8" in msg.upper()):
+        where = _bad_utf8(p) if p.name.lower().endswith(".csv") else None
+        msg = (
+            f"not UTF-8 text{f' ({where})' if where else ''}: CSV inputs must be UTF-8 (a BOM is "
+            "allowed); re-save it as UTF-8, e.g. iconv -f latin1 -t utf-8"
+        )
     return InputError(f"{p}: cannot read {fmt.upper()} file: {msg}")
 
 
@@ -116,15 +204,17 @@ def read_arrow(
     *,
     strings: Sequence[str] = (),
     dictionary: Sequence[str] = (),
+    text: Sequence[str] = (),
 ) -> pa.Table:
     """Read the named columns (stripped names; absent ones are skipped) as a pyarrow Table, in
     the order asked.
 
-    CSV is parsed as :func:`read_table` does, the ``strings`` columns as text (``007`` stays
-    ``007``). Parquet columns keep their stored types (no ``str`` conversion: callers convert), and
-    its string columns named in ``dictionary`` come dictionary-encoded (a small dictionary plus
-    int32 indices instead of one string per row). Raises :class:`InputError` like
-    :func:`read_table`.
+    CSV is parsed as :func:`read_table` does, the ``strings`` columns as identifiers (``007``
+    stays ``007``; ``NA`` is text) and the ``text`` columns as text (no type guessed from the
+    other rows, e.g. times). Parquet columns keep their stored types (no ``str`` conversion:
+    callers convert), and its string columns named in ``dictionary`` come dictionary-encoded (a
+    small dictionary plus int32 indices instead of one string per row). Raises
+    :class:`InputError` like :func:`read_table`.
     """
     import pyarrow as pa
 
@@ -133,8 +223,11 @@ def read_arrow(
         raw = {c.strip(): c for c in _raw_names(p, fmt)}
         use = [raw[c] for c in dict.fromkeys(columns) if c in raw]
         if fmt == "csv":
-            text = {raw[c]: str for c in strings if c in raw}
-            df = pd.read_csv(p, usecols=use, dtype=text, engine="pyarrow")
+            ids = {raw[c]: str for c in strings if c in raw}
+            kinds: dict[str, Any] = {raw[c]: "string" for c in text if c in raw}
+            kinds |= ids
+            df = pd.read_csv(p, usecols=use, dtype=kinds, engine="pyarrow")
+            df = _csv_ids(p, df, ids)
             table = pa.Table.from_pandas(df, preserve_index=False)
         else:
             import pyarrow.parquet as pq
@@ -161,12 +254,17 @@ def read_table(
     *,
     columns: list[str] | None = None,
     dtype: dict[str, Any] | None = None,
+    text: Sequence[str] = (),
 ) -> pd.DataFrame:
     """Read a CSV or Parquet table, chosen by extension.
 
     ``columns`` restricts the columns read (missing ones are ignored here; callers validate);
     ``dtype`` maps column names to dtypes for CSV parsing (e.g. ``str`` for identifiers so that
-    ``007`` stays ``007``) and is applied after reading for Parquet. Raises :class:`InputError`
+    ``007`` stays ``007``; identifiers: ``NA``, ``null`` ... are text, only the empty string is
+    missing) and is applied after reading for Parquet (numbers asked as ``str``: integral ones
+    become their integer text, others raise InputError). ``text``: CSV columns read as text
+    whatever the other rows hold (times: no type guessed from the column; missing values as
+    pandas reads them); Parquet columns keep their stored types. Raises :class:`InputError`
     for a missing, unreadable or unsupported file.
     """
     p, fmt = _checked(path)
@@ -174,8 +272,10 @@ def read_table(
         if fmt == "csv":
             header = pd.read_csv(p, nrows=0).columns
             usecols = None if columns is None else [c for c in columns if c in header]
-            dtypes = None if dtype is None else {k: v for k, v in dtype.items() if k in header}
-            df = pd.read_csv(p, usecols=usecols, dtype=dtypes, engine="pyarrow")
+            dtypes = {k: v for k, v in (dtype or {}).items() if k in header}
+            dtypes |= {k: "string" for k in text if k in header and k not in dtypes}
+            df = pd.read_csv(p, usecols=usecols, dtype=dtypes or None, engine="pyarrow")
+            df = _csv_ids(p, df, {k: v for k, v in dtypes.items() if v is str})
         else:
             import pyarrow.parquet as pq
 
@@ -183,10 +283,47 @@ def read_table(
             use = None if columns is None else [c for c in columns if c in schema_names]
             df = pd.read_parquet(p, columns=use)
             if dtype:
-                df = df.astype({k: v for k, v in dtype.items() if k in df.columns})
+                asked = {k: v for k, v in dtype.items() if k in df.columns}
+                df = df.astype({k: v for k, v in asked.items() if not _numeric_id(df, k, v)})
     except Exception as exc:  # parser errors of pandas / pyarrow, permissions, corrupt files
         raise _unreadable(p, fmt, exc) from exc
+    for k in [k for k, v in (dtype or {}).items() if k in df.columns and _numeric_id(df, k, v)]:
+        df[k] = id_strings(df[k], column=k, source=str(p))  # per value: integral -> integer text
     df.columns = [str(c).strip() for c in df.columns]
+    return df
+
+
+def _numeric_id(df: pd.DataFrame, column: str, dtype: Any) -> bool:
+    """A column asked as text (an identifier) but stored as numbers (Parquet)."""
+    return dtype is str and pd.api.types.is_numeric_dtype(df[column])
+
+
+def _csv_ids(p: Path, df: pd.DataFrame, text: dict[str, Any]) -> pd.DataFrame:
+    """Identifier columns of a CSV file with the empty string as their only missing value.
+
+    pandas reads ``NA``, ``None``, ``null``, ``nan`` ... as missing; as identifiers they are
+    text like any other (the rule is per value: it does not depend on other rows). Only when such
+    a column came back with missing values are the text columns read again, alone, by pyarrow
+    with ``""`` as the only missing value.
+    """
+    names = [c for c in text if c in df.columns and df[c].hasnans]
+    if not names:
+        return df
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+
+    table = pacsv.read_csv(
+        pa.input_stream(str(p)),
+        convert_options=pacsv.ConvertOptions(
+            include_columns=names,
+            column_types={c: pa.string() for c in names},
+            null_values=[""],
+            strings_can_be_null=True,
+            quoted_strings_can_be_null=False,
+        ),
+    )
+    for c in names:
+        df[c] = pd.Series(table.column(c).to_pandas(), index=df.index).astype("str")
     return df
 
 
@@ -228,47 +365,6 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
         for d in created:  # deepest first
             with contextlib.suppress(OSError):
                 d.rmdir()
-        raise
-
-
-def _nearest_existing(path: Path) -> Path:
-    for parent in path.parents:
-        if parent.is_dir():
-            return parent
-    return Path.cwd()
-
-
-@contextlib.contextmanager
-def release_dir(out_dir: str | os.PathLike[str]) -> Iterator[Path]:
-    """Stage a release: yield an empty directory; on success its entries move into ``out_dir``.
-
-    When ``out_dir`` does not exist, the staged directory is renamed to it in one atomic step (its
-    parents are created at that moment, not before). When it exists, each staged entry replaces the
-    entry of the same name (other files in ``out_dir`` are left alone). On any exception, including
-    ``KeyboardInterrupt``, the stage is deleted and ``out_dir`` is left absent or unchanged.
-    """
-    out = Path(out_dir).absolute()
-    if out.exists() and not out.is_dir():
-        raise ConfigError(f"{out}: output path exists and is not a directory")
-    anchor = out.parent if out.parent.is_dir() else _nearest_existing(out)
-    stage = Path(tempfile.mkdtemp(prefix=f".{out.name}.stage-", dir=anchor))
-    umask = os.umask(0)
-    os.umask(umask)
-    stage.chmod(0o777 & ~umask)  # mkdtemp makes it private; a release gets the usual permissions
-    try:
-        yield stage
-        if not out.exists():
-            out.parent.mkdir(parents=True, exist_ok=True)
-            os.replace(stage, out)
-            return
-        for entry in sorted(stage.iterdir()):
-            dest = out / entry.name
-            if entry.is_dir() and dest.is_dir():
-                shutil.rmtree(dest)
-            os.replace(entry, dest)
-        stage.rmdir()
-    except BaseException:
-        shutil.rmtree(stage, ignore_errors=True)
         raise
 
 

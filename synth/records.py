@@ -39,7 +39,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from synth.errors import ConfigError, InputError
-from synth.io import id_strings, read_arrow, read_table, table_columns
+from synth.io import DOT_ZERO, ID_SPACE, id_strings, read_arrow, read_table, table_columns
+from synth.times import check_timezone, parse_times
 
 if TYPE_CHECKING:
     from synth.taxonomy import Taxonomy
@@ -96,10 +97,18 @@ def _source(data: PathOrFrame) -> str:
     return "input DataFrame" if isinstance(data, pd.DataFrame) else str(data)
 
 
-def _read(data: PathOrFrame, id_columns: Sequence[str]) -> pd.DataFrame:
+#: time and date columns: read from CSV as text (the type of a column is never guessed from its
+#: values: one odd value would change how the others are read)
+_TIME_COLUMNS = ("time", "on_time", "off_time", "date", "fecha")
+
+
+def _read(
+    data: PathOrFrame, id_columns: Sequence[str], time_columns: Sequence[str | None] = ()
+) -> pd.DataFrame:
     if isinstance(data, pd.DataFrame):
         return data.reset_index(drop=True)
-    return read_table(data, dtype={c: str for c in id_columns})
+    times = [c for c in (*time_columns, *_TIME_COLUMNS) if c]
+    return read_table(data, dtype={c: str for c in id_columns}, text=times)
 
 
 def _require(df: pd.DataFrame | Sequence[str], columns: Sequence[str], src: str) -> None:
@@ -131,7 +140,7 @@ def _ids(df: pd.DataFrame, column: str, src: str) -> pd.Series:
 
 
 def _checked_ids(values: pd.Series, column: str, src: str) -> pd.Series:
-    vals = id_strings(values)
+    vals = id_strings(values, column=column, source=src)
     bad = vals.isna() | (vals == "")
     if bad.any():
         raise InputError(f"{src}: column '{column}', row {_first_row(bad)}: empty value")
@@ -144,41 +153,22 @@ def _resolve(df: pd.DataFrame, role: str, given: str | None) -> str | None:
     return next((c for c in TAP_ALIASES[role] if c in df.columns), None)
 
 
-def _parse_times(raw: pd.Series, column: str, src: str) -> pd.Series:
-    """ISO 8601 strings (or datetimes, or unix seconds) -> datetime64; errors name the row."""
-    if raw.isna().any():
-        raise InputError(f"{src}: column '{column}', row {_first_row(raw.isna())}: empty time")
-    if pd.api.types.is_datetime64_any_dtype(raw):
-        return raw
-    if pd.api.types.is_numeric_dtype(raw):
-        return pd.to_datetime(raw, unit="s")
-    try:
-        parsed = pd.to_datetime(raw, format="ISO8601", errors="coerce")
-    except (ValueError, TypeError):  # mixed UTC offsets
-        parsed = pd.to_datetime(raw, format="ISO8601", errors="coerce", utc=True)
-    if parsed.isna().any():
-        row = _first_row(parsed.isna())
-        raise InputError(
-            f"{src}: column '{column}', row {row}: cannot parse {_show(raw.iloc[row - 1])} as a "
-            "time (ISO 8601 expected, e.g. 2019-11-27T08:15:00)"
-        )
-    return parsed
-
-
 def _parse_dates(raw: pd.Series, column: str, src: str, date_format: str | None) -> pd.Series:
-    """Dates parsed once per distinct value: ``date_format``, else ISO, else day-first d/m/Y."""
+    """Dates, each value on its own (parsed once per distinct value): ``date_format`` when
+    declared, else ISO ``YYYY-MM-DD``, else day-first ``dd/mm/yyyy``."""
     if raw.isna().any():
         raise InputError(f"{src}: column '{column}', row {_first_row(raw.isna())}: empty date")
     if pd.api.types.is_datetime64_any_dtype(raw):
         return raw.dt.normalize()
     codes, uniques = pd.factorize(raw.astype(str).str.strip())
-    u = pd.Series(uniques)
-    formats = [date_format] if date_format else ["ISO8601", "%d/%m/%Y"]
-    parsed = pd.Series(pd.NaT, index=u.index, dtype="datetime64[ns]")
-    for fmt in formats:
-        parsed = pd.to_datetime(u, format=fmt, errors="coerce")
-        if parsed.notna().all():
-            break
+    u = pd.Series(uniques, dtype=object)
+    if date_format:
+        parsed = pd.to_datetime(u, format=date_format, errors="coerce")
+    else:  # per value: ISO if it is ISO, else day-first
+        parsed = pd.to_datetime(u, format="ISO8601", errors="coerce")
+        other = parsed.isna()
+        if other.any():
+            parsed[other] = pd.to_datetime(u[other], format="%d/%m/%Y", errors="coerce")
     if parsed.isna().any():
         bad = u[parsed.isna()].iloc[0]
         row = _first_row(raw.astype(str).str.strip() == bad)
@@ -186,7 +176,7 @@ def _parse_dates(raw: pd.Series, column: str, src: str, date_format: str | None)
         raise InputError(
             f"{src}: column '{column}', row {row}: cannot parse {bad!r} as a date ({expected})"
         )
-    return pd.Series(parsed.to_numpy()[codes], index=raw.index)
+    return pd.Series(parsed.to_numpy(dtype="datetime64[ns]")[codes], index=raw.index)
 
 
 def _int_column(raw: pd.Series, column: str, src: str, lo: int, hi: int | None) -> np.ndarray:
@@ -359,12 +349,17 @@ def _times(
     hour_column: str | None,
     minute_column: str | None,
     date_format: str | None,
+    timezone: str | None = None,
 ) -> pd.Series:
-    """One time column (ISO 8601, datetimes, unix seconds) or date + hour [+ minute] columns."""
+    """One time column (ISO 8601, datetimes, unix seconds; :func:`synth.times.parse_times`, per
+    value, ``timezone``) or date + hour [+ minute] columns (wall clock as written)."""
     tcol = time_column or (default if default in df.columns else None)
     if tcol is not None:
         _require(df, [tcol], src)
-        return _parse_times(df[tcol], tcol, src)
+        return pd.Series(
+            parse_times(df[tcol], timezone=timezone, column=tcol, source=src).to_numpy(),
+            index=df.index,
+        )
     dcol = _resolve(df, "date", date_column)
     hcol = _resolve(df, "hour", hour_column)
     if dcol is None or hcol is None or dcol not in df.columns or hcol not in df.columns:
@@ -395,20 +390,23 @@ def load_taps(
     date_format: str | None = None,
     taxonomy: Taxonomy | None = None,
     on_unknown: str = "error",
+    timezone: str | None = None,
 ) -> pd.DataFrame:
     """Load and validate taps; returns all input columns plus canonical ``card_id``, ``time``.
 
     ``time`` is taken from ``time_column`` (default ``time``) as ISO 8601 (datetimes and unix
-    seconds accepted too), or, when there is no such column, built from ``date_column`` +
-    ``hour_column`` [+ ``minute_column``] (defaults: the :data:`TAP_ALIASES`). The location column
-    is converted to strings and, with a ``taxonomy``, checked against its leaves (``on_unknown``).
-    A ``tap`` column is normalised to ``on``/``off``. Row order is preserved (it breaks ties
-    between equal times).
+    seconds accepted too; each value on its own, see :mod:`synth.times`: the wall clock as
+    written, or converted to ``timezone``), or, when there is no such column, built from
+    ``date_column`` + ``hour_column`` [+ ``minute_column``] (defaults: the
+    :data:`TAP_ALIASES`). Ids and locations are normalised per value
+    (:func:`synth.io.id_strings`) and, with a ``taxonomy``, locations are checked against its
+    leaves (``on_unknown``). A ``tap`` column is normalised to ``on``/``off``. Row order is
+    preserved (it breaks ties between equal times).
     """
     src = _source(data)
     id_cols = [c for c in (card_column, location_column, *TAP_ALIASES["card_id"]) if c]
     return _taps_from_frame(
-        _read(data, id_cols),
+        _read(data, id_cols, (time_column, date_column)),
         src,
         location_column=location_column,
         card_column=card_column,
@@ -419,6 +417,7 @@ def load_taps(
         date_format=date_format,
         taxonomy=taxonomy,
         on_unknown=on_unknown,
+        timezone=check_timezone(timezone),
     )
 
 
@@ -435,6 +434,7 @@ def _taps_from_frame(
     date_format: str | None,
     taxonomy: Taxonomy | None,
     on_unknown: str,
+    timezone: str | None = None,
 ) -> pd.DataFrame:
     card_col = _resolve(df, "card_id", card_column) or "card_id"
     _require(df, [card_col, location_column], src)
@@ -443,10 +443,18 @@ def _taps_from_frame(
     out["card_id"] = _ids(df, card_col, src)
     out[location_column] = _ids(df, location_column, src)
     out["time"] = _times(
-        df, src, "time", time_column, date_column, hour_column, minute_column, date_format
+        df,
+        src,
+        "time",
+        time_column,
+        date_column,
+        hour_column,
+        minute_column,
+        date_format,
+        timezone,
     )
     if "tap" in df.columns:
-        tap = df["tap"].astype(str).str.strip().str.lower()
+        tap = df["tap"].astype(str).str.strip(ID_SPACE).str.lower()
         out["tap"] = np.where(tap.isin(OFF_VALUES), "off", "on")
     elif "tipo_trx_tren" in df.columns:  # SUBE: rail check-outs are alightings
         kind = df["tipo_trx_tren"].astype(str).str.upper()
@@ -468,18 +476,18 @@ def sequences_from_taps(
     Taps are ordered by time within a card; equal times keep input row order (a stable sort).
     With ``boardings_only`` (default) taps whose ``tap`` column is ``off`` are left out, so a
     sequence lists boardings. ``seq_id`` is the card id, or ``"<card_id>|<YYYY-MM-DD>"`` with
-    ``per_day``.
+    ``per_day``: then each sequence is one card-day and ``attrs["privacy_unit"]`` says
+    ``"card-day"`` (the prefix tree records it as the manifest's unit: a card active on ``d``
+    days is protected with ``d`` times the epsilon).
     Returns ``seq_id, pos, location, time`` sorted by ``seq_id``, ``pos``.
     """
     src = "taps"
     _require(taps, [card_column, time_column, location_column], src)
     if boardings_only and "tap" in taps.columns:
         taps = taps[taps["tap"].astype(str) != "off"]
-    time = pd.to_datetime(taps[time_column]) if len(taps) else taps[time_column]
-    if len(taps) and time.isna().any():
-        raise InputError(
-            f"{src}: column '{time_column}', row {_first_row(time.isna())}: empty time"
-        )
+    time = taps[time_column]
+    if len(taps):  # each value on its own (loaded taps are wall-clock datetimes already)
+        time = parse_times(time, column=time_column, source=src)
     seq = _arrow_strings(taps[card_column].astype(str))
     if per_day:  # format each distinct day once
         day_codes, days = pd.factorize(time.dt.normalize())
@@ -500,6 +508,8 @@ def sequences_from_taps(
     ).to_pandas()
     out["time"] = time.to_numpy()[order]
     out.attrs.update(taps.attrs)
+    if per_day:  # one sequence per card and day: the privacy unit is the card-day, not the card
+        out.attrs["privacy_unit"] = "card-day"
     return out
 
 
@@ -511,6 +521,7 @@ def load_sequences(
     on_unknown: str = "error",
     location_column: str | None = None,
     per_day: bool = False,
+    timezone: str | None = None,
     **tap_options: str | None,
 ) -> pd.DataFrame:
     """Load long-format sequences, or taps turned into sequences.
@@ -519,7 +530,10 @@ def load_sequences(
     location column; ``pos`` must hold non-negative integers without duplicates per sequence; gaps
     are closed by renumbering in ``pos`` order). Otherwise it is read as taps with
     :func:`load_taps` (``location_column`` default ``stop_id``; ``tap_options`` are its column
-    options) and grouped by :func:`sequences_from_taps`. Unknown locations follow ``on_unknown``;
+    options; times per value, wall clock as written or converted to ``timezone``) and grouped by
+    :func:`sequences_from_taps` (``per_day``: one sequence per card and day, so the privacy unit
+    is the card-day). A long-format ``time`` column is kept as given (its readers parse each value
+    on its own, :func:`synth.times.times_of_day`). Unknown locations follow ``on_unknown``;
     dropped rows are counted in ``attrs["dropped_unknown"]`` and positions renumbered.
 
     Long format read from a file (or given with a categorical location column) comes back with
@@ -528,6 +542,7 @@ def load_sequences(
     integer codes throughout (no Python string per row).
     """
     src = _source(data)
+    timezone = check_timezone(timezone)
     unknown_opts = sorted(set(tap_options) - set(_TAP_OPTIONS))
     if unknown_opts:
         raise ConfigError(f"load_sequences: unknown option(s) {', '.join(unknown_opts)}")
@@ -544,12 +559,26 @@ def load_sequences(
         names = table_columns(data)
         if {"seq_id", "pos"}.issubset(names):
             _require(names, [loc], src)
-            table = read_arrow(data, wanted, strings=("seq_id", loc), dictionary=(loc,))
+            table = read_arrow(
+                data, wanted, strings=("seq_id", loc), dictionary=(loc,), text=("time",)
+            )
             cols = {c: table.column(c) for c in table.column_names}
             del table
             return _long_format(cols, loc, src, taxonomy, on_unknown, categorical=True)
         ids = ("seq_id", loc, location_column or "stop_id", tap_options.get("card_column"))
-        df = read_table(data, dtype={c: str for c in (*ids, *TAP_ALIASES["card_id"]) if c})
+        df = read_table(
+            data,
+            dtype={c: str for c in (*ids, *TAP_ALIASES["card_id"]) if c},
+            text=[
+                c
+                for c in (
+                    tap_options.get("time_column"),
+                    tap_options.get("date_column"),
+                    *_TIME_COLUMNS,
+                )
+                if c
+            ],
+        )
     stop_col = location_column or "stop_id"
     taps = _taps_from_frame(
         df,
@@ -563,6 +592,7 @@ def load_sequences(
         date_format=tap_options.get("date_format"),
         taxonomy=taxonomy,
         on_unknown=on_unknown,
+        timezone=timezone,
     )
     return sequences_from_taps(taps, location_column=stop_col, per_day=per_day)
 
@@ -576,10 +606,11 @@ def _str_array(values: pa.Array | pa.ChunkedArray) -> pd.api.extensions.Extensio
 
 
 def _fallback_series(values: Column) -> pd.Series:
-    """The column as :func:`synth.io.read_table` gives it with ``dtype=str`` (slow path)."""
+    """The column as pandas, numbers kept as numbers (:func:`synth.io.id_strings` turns each
+    integral one into its integer text and refuses the others) (slow path)."""
     if isinstance(values, pd.Series):
         return values.reset_index(drop=True)
-    return values.to_pandas().astype(str)
+    return values.to_pandas()
 
 
 def _chunked(values: pa.Array | pa.ChunkedArray) -> pa.ChunkedArray:
@@ -614,10 +645,10 @@ def _id_text(values: Column, column: str, src: str) -> pa.ChunkedArray:
 def _normalized(values: pa.Array | pa.ChunkedArray, column: str, src: str, rows: Any) -> pa.Array:
     """:func:`synth.io.id_strings` applied to the distinct (or run) values of an id column.
 
-    ``values[0]`` must be the column's first value (its ``.0`` rule looks at it) and ``rows(i)``
-    the first 1-based row holding ``values[i]``: an empty value raises InputError naming it.
+    Each value is normalised alone; ``rows(i)`` is the first 1-based row holding ``values[i]``:
+    an empty value raises InputError naming it.
     """
-    norm = id_strings(pd.Series(_str_array(values)))
+    norm = id_strings(pd.Series(_str_array(values)), column=column, source=src)
     bad = (norm.isna() | (norm == "")).to_numpy()
     if bad.any():
         row = rows(np.flatnonzero(bad))
@@ -640,16 +671,20 @@ def _take_sorted(values: pa.ChunkedArray, rows: np.ndarray) -> pa.Array:
 
 def _plain_ids(values: pa.Array) -> bool:
     """True when :func:`synth.io.id_strings` leaves every value as it is and none is empty: none
-    has white space to strip (arrow's strip, as pandas' ``str.strip``) and the first does not
-    end with ``.0``."""
+    has white space to strip (:data:`synth.io.ID_SPACE`) and none is of the form
+    ``-?digits.0+`` (each value is looked at alone)."""
     if len(values) == 0:
         return True
-    if values[0].as_py().endswith(".0"):
+    if pc.any(pc.match_substring_regex(values, DOT_ZERO)).as_py():
         return False
     length = pc.binary_length(values)
     if pc.any(pc.equal(length, 0)).as_py():
         return False
-    return bool(pc.all(pc.equal(pc.binary_length(pc.utf8_trim_whitespace(values)), length)).as_py())
+    return bool(
+        pc.all(
+            pc.equal(pc.binary_length(pc.utf8_trim(values, characters=ID_SPACE)), length)
+        ).as_py()
+    )
 
 
 def _runs(values: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
@@ -708,8 +743,8 @@ def _location_codes(values: Column, column: str, src: str) -> tuple[np.ndarray, 
         encoded = pc.dictionary_encode(_id_text(values, column, src))
     chunks = [c for c in encoded.chunks if len(c)]
     del values, encoded
-    # the distinct values of every chunk's dictionary, the first row's value first (".0" rule)
-    parts = [c.dictionary.take(c.indices.slice(0, 1)) for c in chunks[:1]]
+    # the distinct values of every chunk's dictionary
+    parts = []
     for c in chunks:
         used = np.flatnonzero(np.bincount(c.indices.to_numpy(zero_copy_only=False)))
         parts.append(c.dictionary.take(pa.array(used)))
@@ -936,6 +971,7 @@ def load_trips(
     minute_column: str | None = None,
     date_format: str | None = None,
     count_columns: Sequence[str] = (),
+    timezone: str | None = None,
 ) -> pd.DataFrame:
     """Load trips: ``card_id`` (str; none if ``card_column=None``), ``on_time`` + other columns.
 
@@ -944,14 +980,22 @@ def load_trips(
     ``count_columns`` (and a ``count`` column when present) must hold non-negative integers.
     """
     src = _source(data)
-    df = _read(data, [card_column] if card_column else [])
+    df = _read(data, [card_column] if card_column else [], (time_column, date_column))
     _require(df, [card_column] if card_column else [], src)
     _nonempty(df, src)
     out = df.copy()
     if card_column:
         out["card_id"] = _ids(df, card_column, src)
     out["on_time"] = _times(
-        df, src, "on_time", time_column, date_column, hour_column, minute_column, date_format
+        df,
+        src,
+        "on_time",
+        time_column,
+        date_column,
+        hour_column,
+        minute_column,
+        date_format,
+        check_timezone(timezone),
     )
     counts = list(count_columns) + (["count"] if "count" in df.columns else [])
     check_counts(df, list(dict.fromkeys(counts)), source=src)
@@ -966,7 +1010,8 @@ def bound_trips(
         raise ConfigError(f"k (trips per card) must be an integer >= 1, got {k!r}")
     _require(trips, [card_column, time_column], "trips")
     codes = pd.factorize(trips[card_column])[0]
-    t = pd.to_datetime(trips[time_column]).to_numpy(dtype="datetime64[ns]").view(np.int64)
+    stamps = parse_times(trips[time_column], column=time_column, source="trips")
+    t = stamps.to_numpy(dtype="datetime64[ns]").view(np.int64)
     order = np.lexsort((t, codes))
     rank = np.empty(len(trips), dtype=np.int64)
     rank[order] = _group_positions(codes[order])

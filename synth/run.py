@@ -4,12 +4,15 @@ A config holds one or more releases, each a table named after the subcommand tha
 
 * ``[sequences]`` (prefix tree): ``input`` (taps or long-format sequences), ``taxonomy`` (CSV edge
   list, GTFS zip or ``fanout:N``), optional ``location_column``, ``locations`` (the public list for
-  ``fanout:N``), ``on_unknown`` (``error`` | ``drop``), ``format`` (``csv`` | ``parquet``);
+  ``fanout:N``), ``on_unknown`` (``error`` | ``drop``), ``gtfs_stations`` (``true``: a GTFS zip's
+  parent stations as the locations), ``format`` (``csv`` | ``parquet``), ``timezone`` (how times
+  are read, as ``--timezone``; default the wall clock as written);
 * ``[trips]`` (GMM archetypes): ``private``, ``public`` (unless ``parameters.public_stand_in``),
   optional ``input_format`` (``trips`` | ``chicago-taxi`` | ``sube-taps``), ``public_years``,
   ``private_years``, ``metadata``, ``schema``, ``format``;
 * ``[marginals]`` (SBH / Opal): ``input`` (trips or taps), optional ``taxonomy``,
-  ``location_column`` (default ``stop_id``), ``format``;
+  ``location_column`` (default ``stop_id``), ``on_unknown``, ``gtfs_stations``, ``format``,
+  ``timezone``;
 
 each with a sub-table ``parameters`` of the generator's constructor parameters
 (:class:`~prefixtree.PrefixTreeSynthesizer`, :class:`~archetypes.ArchetypeSynthesizer`,
@@ -34,6 +37,7 @@ from __future__ import annotations
 import argparse
 import inspect
 import os
+import re
 import shutil
 import sys
 from collections.abc import Callable, Mapping
@@ -42,8 +46,9 @@ from pathlib import Path
 from typing import Any
 
 from synth.cli import add_quiet_option, add_seed_option, warn_if_seeded
-from synth.config import check_params, load_config
-from synth.errors import ConfigError, InputError
+from synth.config import TRIPS_TABLE, check_io, check_params, load_config
+from synth.errors import ConfigError
+from synth.provenance import add_provenance_option, provenance_key
 
 __all__ = ["KINDS", "Planned", "plan", "register", "run", "run_config"]
 
@@ -55,23 +60,19 @@ KINDS: dict[str, dict[str, Any]] = {
         "location_column": str,
         "locations": "path",
         "on_unknown": ("error", "drop"),
+        "gtfs_stations": bool,
         "format": ("csv", "parquet"),
+        "timezone": str,
     },
-    "trips": {
-        "private": "path",
-        "public": "path",
-        "input_format": ("trips", "chicago-taxi", "sube-taps"),
-        "public_years": "years",
-        "private_years": "years",
-        "metadata": "path",
-        "schema": "path",
-        "format": ("csv", "parquet"),
-    },
+    "trips": TRIPS_TABLE,
     "marginals": {
         "input": "path",
         "taxonomy": "spec",
         "location_column": str,
+        "on_unknown": ("error", "drop"),
+        "gtfs_stations": bool,
         "format": ("csv", "parquet"),
+        "timezone": str,
     },
 }
 _REQUIRED = {
@@ -82,9 +83,8 @@ _REQUIRED = {
 _EXCLUDED = {
     "sequences": ("taxonomy", "random_state"),
     "trips": ("schema", "random_state"),
-    "marginals": ("taxonomy", "random_state"),
+    "marginals": ("taxonomy", "random_state", "on_unknown"),
 }
-EMBEDDED = "embedded:"
 
 
 @dataclass
@@ -102,7 +102,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``run`` subcommand."""
     p = subparsers.add_parser(
         "run",
-        help="run the releases a TOML config describes (configs/ reproduces the papers)",
+        help="run the releases a TOML config describes (transit-synth configs: the shipped ones)",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -115,6 +115,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     add_seed_option(p)
     add_quiet_option(p)
+    add_provenance_option(p)
     p.set_defaults(func=run)
 
 
@@ -131,79 +132,6 @@ def _target(kind: str) -> Callable[..., Any]:
     from synth.sbh import OpalRelease
 
     return OpalRelease
-
-
-def _resolve(value: str, base: Path, source: Path, where: str) -> str:
-    """A path of the config: ``embedded:NAME``, absolute, or relative to the config's folder."""
-    if value.startswith(EMBEDDED):
-        from synth import datasets
-
-        name = value[len(EMBEDDED) :]
-        if name not in datasets.FILES:
-            raise ConfigError(
-                f"{source}: key {where}: unknown embedded file {name!r} "
-                f"(choose one of {', '.join(sorted(datasets.FILES))})"
-            )
-        return str(datasets.path(name))
-    path = Path(value).expanduser()
-    return str(path if path.is_absolute() else base / path)
-
-
-def _check_io(
-    kind: str,
-    table: Mapping[str, Any],
-    *,
-    source: Path,
-    section: str,
-    base: Path,
-    check_files: bool = True,
-) -> tuple[dict[str, Any], dict[str, str]]:
-    """The IO keys of a release table: known, well typed, paths resolved and present; and which
-    keys named an embedded file."""
-    allowed = KINDS[kind]
-    io: dict[str, Any] = {}
-    embedded: dict[str, str] = {}
-    for key, value in table.items():
-        if key in ("name", "parameters"):
-            continue
-        if key not in allowed:
-            raise ConfigError(
-                f"{source}: unknown key '{key}' in [{section}] "
-                f"(allowed: {', '.join(sorted([*allowed, 'name', 'parameters']))})"
-            )
-        rule = allowed[key]
-        where = f"'{key}' in [{section}]"
-        if rule in ("path", "spec") or rule is str:
-            if not isinstance(value, str) or not value.strip():
-                raise ConfigError(
-                    f"{source}: key {where} has the wrong type ({type(value).__name__} "
-                    f"{value!r}; expected a non-empty string)"
-                )
-        if rule == "years" and not (
-            isinstance(value, list)
-            and all(isinstance(v, int) and not isinstance(v, bool) for v in value)
-        ):
-            raise ConfigError(
-                f"{source}: key {where} has the wrong type ({type(value).__name__} {value!r}; "
-                "expected a list of years)"
-            )
-        if isinstance(rule, tuple) and value not in rule:
-            raise ConfigError(
-                f"{source}: key {where} must be one of {', '.join(rule)}, got {value!r}"
-            )
-        if rule == "spec" and not value.strip().lower().startswith("fanout:"):
-            rule = "path"
-        if rule == "path":
-            if value.startswith(EMBEDDED):
-                embedded[key] = value[len(EMBEDDED) :]
-            value = _resolve(value, base, source, where)
-            if check_files and not Path(value).exists():
-                raise InputError(f"{source}: key {where}: {value}: file not found")
-        io[key] = value
-    missing = [k for k in _REQUIRED[kind] if k not in io]
-    if missing:
-        raise ConfigError(f"{source}: missing key '{missing[0]}' in [{section}]")
-    return io, embedded
 
 
 def _check_parameters(kind: str, params: Any, *, source: Path, section: str) -> dict[str, Any]:
@@ -244,6 +172,41 @@ def _check_parameters(kind: str, params: Any, *, source: Path, section: str) -> 
     return checked
 
 
+def _check_table(
+    kind: str,
+    table: Mapping[str, Any],
+    *,
+    source: Path,
+    section: str,
+    base: Path,
+    check_files: bool,
+) -> Planned:
+    """Check one release table of a config: its IO keys and its ``parameters`` sub-table."""
+    io, embedded = check_io(
+        KINDS[kind],
+        table,
+        source=source,
+        section=section,
+        base=base,
+        check_files=check_files,
+        required=_REQUIRED[kind],
+    )
+    params = _check_parameters(
+        kind,
+        table.get("parameters", {}),
+        source=source,
+        section=section.replace(kind, f"{kind}.parameters", 1),
+    )
+    if kind == "trips" and "public" not in io and not params.get("public_stand_in"):
+        raise ConfigError(
+            f"{source}: missing key 'public' in [{section}] "
+            "(or set public_stand_in in its parameters)"
+        )
+    return Planned(
+        kind=kind, name=str(table.get("name", kind)), io=io, params=params, embedded=embedded
+    )
+
+
 def plan(path: str | os.PathLike[str], *, check_files: bool = True) -> list[Planned]:
     """Read and check a run config; returns its releases in file order (nothing is run).
 
@@ -254,7 +217,8 @@ def plan(path: str | os.PathLike[str], *, check_files: bool = True) -> list[Plan
     unknown = [key for key in config if key not in KINDS]
     if unknown:
         hint = (
-            " (this looks like a `transit-synth trips --config` file)"
+            " (this is the old `transit-synth trips --config` form: write it as a [trips] table "
+            "with a [trips.parameters] sub-table)"
             if set(config) & {"input", "archetypes"}
             else ""
         )
@@ -281,21 +245,11 @@ def plan(path: str | os.PathLike[str], *, check_files: bool = True) -> list[Plan
             if any(r.name == name for r in releases) or name == "config.toml":
                 raise ConfigError(f"{source}: key 'name' in [{kind}]: {name!r} is used twice")
             section = kind if single else f"{kind}, name = {name!r}"
-            io, embedded = _check_io(
+            planned = _check_table(
                 kind, table, source=source, section=section, base=base, check_files=check_files
             )
-            params = _check_parameters(
-                kind,
-                table.get("parameters", {}),
-                source=source,
-                section=f"{kind}.parameters" if single else f"{kind}.parameters, name = {name!r}",
-            )
-            if kind == "trips" and "public" not in io and not params.get("public_stand_in"):
-                raise ConfigError(
-                    f"{source}: missing key 'public' in [{section}] "
-                    "(or set public_stand_in in its parameters)"
-                )
-            releases.append(Planned(kind=kind, name=name, io=io, params=params, embedded=embedded))
+            planned.name = name
+            releases.append(planned)
     if not releases:
         raise ConfigError(f"{source}: no release ([sequences], [trips] or [marginals]) in the file")
     return releases
@@ -328,10 +282,12 @@ def _release(planned: Planned, out: Path, seed: int | None, progress: Any) -> st
             location_column=io.get("location_column"),
             locations=io.get("locations"),
             on_unknown=io.get("on_unknown", "error"),
+            gtfs_stations=io.get("gtfs_stations", False),
             format=io.get("format", "csv"),
             seed=seed,
             progress=progress,
             source=io["input"],
+            timezone=io.get("timezone"),
         )
     if planned.kind == "trips":
         from archetypes.cli import release_trips
@@ -359,11 +315,15 @@ def _release(planned: Planned, out: Path, seed: int | None, progress: Any) -> st
         )
     from synth.sbh_cli import release_marginals
 
+    params = dict(planned.params)
+    if "timezone" in io:
+        params.setdefault("timezone", io["timezone"])
     return release_marginals(
         _input(planned),
         out,
-        params=planned.params,
+        params={**params, "on_unknown": io.get("on_unknown", "error")},
         taxonomy=io.get("taxonomy"),
+        gtfs_stations=io.get("gtfs_stations", False),
         location_column=io.get("location_column", "stop_id"),
         format=io.get("format", "csv"),
         seed=seed,
@@ -378,12 +338,28 @@ def run_config(
     *,
     seed: int | None = None,
     quiet: bool = True,
+    provenance_key: bytes | None = None,
 ) -> list[str]:
-    """Check ``config``, run its releases into ``out`` (atomically); returns the summary lines."""
+    """Check ``config``, run its releases into ``out`` (atomically); returns the summary lines.
+
+    With ``provenance_key``, one operator-only record of every release's private input is written
+    beside ``out`` (:mod:`synth.provenance`), never inside it."""
     from synth.io import release_dir
     from synth.progress import Progress
+    from synth.provenance import private_inputs, write_provenance
 
     releases = plan(config)
+    provenance = None
+    if provenance_key is not None:
+        provenance = private_inputs(
+            provenance_key,
+            {
+                f"{r.name}: {'private' if r.kind == 'trips' else 'input'}": r.io[
+                    "private" if r.kind == "trips" else "input"
+                ]
+                for r in releases
+            },
+        )
     progress = Progress(quiet)
     summaries: list[str] = []
     with release_dir(out) as stage:
@@ -393,9 +369,13 @@ def run_config(
                 planned, stage / planned.name, None if seed is None else seed + i, progress
             )
             summary = summary.replace(str(stage), str(out))  # name the final place, not the stage
+            # "NAME: summary", without the subcommand's own "KIND: " prefix
+            summary = re.sub(rf"^(transit-synth )?{planned.kind}:\s*", "", summary)
             summaries.append(f"{planned.name}: {summary}")
             if not quiet:
                 progress.write(summaries[-1])
+    if provenance is not None:
+        write_provenance(out, provenance, command="run")
     return summaries
 
 
@@ -403,7 +383,13 @@ def run(args: argparse.Namespace) -> int:
     """``transit-synth run``."""
     warn_if_seeded(args.seed)
     out = Path(args.out) if args.out is not None else Path(f"{Path(args.config).stem}-release")
-    summaries = run_config(args.config, out, seed=args.seed, quiet=args.quiet)
+    summaries = run_config(
+        args.config,
+        out,
+        seed=args.seed,
+        quiet=args.quiet,
+        provenance_key=provenance_key(args.provenance_key_file),
+    )
     print(f"{len(summaries)} release(s) written to {out}/", file=sys.stdout)
     if not args.quiet and len(summaries) > 1:
         print(

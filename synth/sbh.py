@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 import os
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from fractions import Fraction
@@ -41,7 +42,9 @@ from synth.privacy import (
     noise_source,
     threshold_delta,
 )
-from synth.taxonomy import Taxonomy
+from synth.records import UnknownLocationWarning
+from synth.taxonomy import Taxonomy, taxonomy_note
+from synth.times import NO_DAY, check_timezone, times_of_day
 
 __all__ = [
     "DEFAULT_SPLIT",
@@ -111,6 +114,8 @@ class SBHCalibration:
         if not 0.0 < beta < 1.0:
             raise ConfigError(f"beta must be in (0, 1), got {beta!r}")
         p = math.exp(-1.0 / self.scale)
+        if p == 0.0:  # scale below 1/745: |X| > 0 has probability below 1e-323
+            return self.threshold - 1
         m = max(0, math.ceil(math.log(beta * (1.0 + p) / 2.0) / math.log(p) - 1.0))
         while m > 0 and 2.0 * p**m / (1.0 + p) <= beta:
             m -= 1
@@ -413,9 +418,8 @@ def _record(
 
 
 # --------------------------------------------------------------------------- Opal pipeline inputs
-_TIME_ONLY = r"^\s*\d{1,2}:\d{2}(:\d{2}(\.\d+)?)?\s*$"
 _MINUTE_LABELS = np.array([f"{m // 60:02d}:{m % 60:02d}" for m in range(1440)], dtype=object)
-_NO_DAY = np.int64(np.iinfo(np.int64).min)  # "no date in the input": a single day partition
+_NO_DAY = NO_DAY  # "no date in the input": a single day partition
 
 
 @dataclass
@@ -440,42 +444,16 @@ def _bad_row(column: str, mask: np.ndarray, index: pd.Index, what: str) -> Input
 
 
 def _parse_times(
-    frame: pd.DataFrame, column: str, date_column: str | None
+    frame: pd.DataFrame, column: str, date_column: str | None, timezone: str | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(minute of day, day number) of ``frame[column]``; the day from ``date_column`` when given."""
-    values = frame[column]
-    if pd.api.types.is_datetime64_any_dtype(values):
-        stamps = values.to_numpy(dtype="datetime64[ns]")
-        if np.isnat(stamps).any():
-            raise _bad_row(column, np.isnat(stamps), frame.index, "missing time")
-        minute = None
-    else:
-        text = values.astype("string")
-        if text.isna().any():
-            raise _bad_row(column, text.isna().to_numpy(), frame.index, "missing time")
-        if text.str.match(_TIME_ONLY).all():
-            hm = text.str.extract(r"^\s*(\d{1,2}):(\d{2})").astype(np.int32).to_numpy()
-            minute = hm[:, 0] * 60 + hm[:, 1]
-            if (hm[:, 0] > 23).any() or (hm[:, 1] > 59).any():
-                bad = (hm[:, 0] > 23) | (hm[:, 1] > 59)
-                raise _bad_row(column, bad, frame.index, "not a time of day")
-            stamps = None
-        else:
-            parsed = pd.to_datetime(text, errors="coerce", format="ISO8601")
-            if parsed.isna().any():
-                raise _bad_row(
-                    column, parsed.isna().to_numpy(), frame.index, "not an ISO 8601 time"
-                )
-            if getattr(parsed.dt, "tz", None) is not None:
-                parsed = parsed.dt.tz_localize(None)
-            stamps = parsed.to_numpy(dtype="datetime64[ns]")
-            minute = None
-    if stamps is not None:
-        days = stamps.astype("datetime64[D]")
-        minute = ((stamps - days) // np.timedelta64(1, "m")).astype(np.int32)
-        day = days.astype(np.int64)
-    else:
-        day = np.full(len(frame), _NO_DAY, dtype=np.int64)
+    """(minute of day, day number) of ``frame[column]``, each value on its own
+    (:func:`synth.times.times_of_day`: a clock time ``HH:MM`` has no day, a timestamp is its wall
+    clock as written or in ``timezone``); the day from ``date_column`` when given."""
+    minute, day = times_of_day(
+        frame[column], timezone=timezone, column=column, source=None, rows=frame.index
+    )
+    if (minute >= 1440).any():
+        raise _bad_row(column, minute >= 1440, frame.index, "not a time of day")
     if date_column is not None:
         dates = pd.to_datetime(
             frame[date_column].astype("string"), errors="coerce", format="ISO8601"
@@ -485,7 +463,6 @@ def _parse_times(
                 date_column, dates.isna().to_numpy(), frame.index, "not an ISO 8601 date"
             )
         day = dates.to_numpy(dtype="datetime64[ns]").astype("datetime64[D]").astype(np.int64)
-    assert minute is not None
     return np.asarray(minute, dtype=np.int32), day
 
 
@@ -508,11 +485,15 @@ def _merge_codes(parts: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray
     return np.concatenate(codes).astype(np.int64), cats.astype(object)
 
 
-def _read_events(data: pd.DataFrame, *, unit_column: str | None) -> _Events:
+def _read_events(
+    data: pd.DataFrame, *, unit_column: str | None, timezone: str | None = None
+) -> _Events:
     """Trips (``on_time, on_stop[, off_time, off_stop]``), taps (``time, stop_id[, tap]``) or
     long-format sequences (``seq_id, location[, time]``) as tap events.
 
     ``mode`` and ``date`` columns are optional (one mode ``all``; the day from the times).
+    Every value is read on its own: ids and locations by :func:`synth.io.id_strings`, times by
+    :func:`synth.times.times_of_day` (wall clock as written, or in ``timezone``).
     """
     if unit_column is not None and unit_column not in data:
         raise InputError(f"missing privacy-unit column '{unit_column}'")
@@ -550,7 +531,11 @@ def _read_events(data: pd.DataFrame, *, unit_column: str | None) -> _Events:
             "expected trips (on_time, on_stop, ...), taps (time, stop_id, ...) "
             "or sequences (seq_id, pos, location)"
         )
-    unit_codes = None if unit_column is None else pd.factorize(data[unit_column])[0]
+    unit_codes = None
+    if unit_column is not None:
+        if data[unit_column].isna().any():
+            raise _bad_row(unit_column, data[unit_column].isna().to_numpy(), data.index, "empty")
+        unit_codes = _factor(data[unit_column])[0]
     mode = _factor(data["mode"].fillna("")) if "mode" in data else None
     factored: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     timed: dict[str | None, tuple[np.ndarray, np.ndarray]] = {}
@@ -566,15 +551,15 @@ def _read_events(data: pd.DataFrame, *, unit_column: str | None) -> _Events:
             day = np.full(int(mask.sum()), _NO_DAY, dtype=np.int64)
             if date_col is not None:
                 frame = data.loc[mask, [date_col]].assign(_t="00:00")
-                day = _parse_times(frame, "_t", date_col)[1]
+                day = _parse_times(frame, "_t", date_col, timezone)[1]
         elif mask is every or mask.all() or time_col in timed:
             if time_col not in timed:
                 cols = [time_col] + ([date_col] if date_col else [])
-                timed[time_col] = _parse_times(data[cols], time_col, date_col)
+                timed[time_col] = _parse_times(data[cols], time_col, date_col, timezone)
             minute, day = (a[mask] for a in timed[time_col])
         else:
             cols = [time_col] + ([date_col] if date_col else [])
-            minute, day = _parse_times(data.loc[mask, cols], time_col, date_col)
+            minute, day = _parse_times(data.loc[mask, cols], time_col, date_col, timezone)
         codes, labels = factored[loc_col]
         sides.append(np.full(minute.size, side, dtype=np.int8))
         modes.append(np.zeros(minute.size, np.int64) if mode is None else mode[0][mask])
@@ -713,6 +698,10 @@ class OpalRelease:
     ``random_state``: ``None`` (secure), an int (reproducible, NOT private) or a noise source.
     ``engine`` (``"memory"``, ``"duckdb"``, ``"spark"``) and ``engine_options``: where the bounding
     and the cell counts run (:mod:`synth.engines`); the noise is drawn here on the collected counts.
+    ``on_unknown``: events at a location that is not a leaf of ``taxonomy`` fail the fit
+    (``"error"``) or are dropped (``"drop"``, a per-event rule against the public taxonomy).
+    ``timezone``: times are read per value as the wall clock as written (default), or converted
+    to this IANA zone (:mod:`synth.times`); a public setting.
 
     Fitted: ``tables_`` (name -> DataFrame ``mode, day[, time][, location], count``),
     ``calibrations_`` (name -> :class:`SBHCalibration` of the noise each table carries),
@@ -736,7 +725,11 @@ class OpalRelease:
         random_state: int | NoiseSource | None = None,
         engine: str = "memory",
         engine_options: Mapping[str, Any] | None = None,
+        on_unknown: Literal["error", "drop"] = "error",
+        timezone: str | None = None,
     ) -> None:
+        self.on_unknown = on_unknown
+        self.timezone = timezone
         self.engine = engine
         self.engine_options = engine_options
         self.epsilon = epsilon
@@ -776,6 +769,9 @@ class OpalRelease:
 
     def _check(self) -> None:
         check_engine(self.engine, self.engine_options)
+        if self.on_unknown not in ("error", "drop"):
+            raise ConfigError(f"on_unknown must be 'error' or 'drop', got {self.on_unknown!r}")
+        check_timezone(self.timezone)
         if self.mode not in ("sbh", "consistent", "pure"):
             raise ConfigError(f"mode must be 'sbh', 'consistent' or 'pure', got {self.mode!r}")
         b = self.bin_minutes
@@ -823,12 +819,24 @@ class OpalRelease:
         if self.taxonomy is not None:
             tax = self.taxonomy
             unknown = tax.unknown(raw)
+            if unknown and self.on_unknown != "drop":
+                raise InputError(
+                    f"location '{unknown[0]}' is not a leaf of the taxonomy {tax.source} "
+                    f"({len(unknown)} distinct unknown locations; on_unknown='drop' drops them)"
+                )
             if unknown:
-                raise InputError(f"location '{unknown[0]}' is not a leaf of the taxonomy")
+                warnings.warn(
+                    f"dropped the events at {len(unknown)} distinct locations not in the "
+                    f"taxonomy {tax.source} (e.g. '{unknown[0]}')",
+                    UnknownLocationWarning,
+                    stacklevel=4,
+                )
             level = tax.height if self.level is None else int(self.level)
             gen_map = tax.generalization_map(level)
             domain = sorted(set(gen_map.values()))
-            loc_code = pd.Index(domain).get_indexer(pd.Index([gen_map[x] for x in raw]))
+            loc_code = pd.Index(domain).get_indexer(  # -1 (dropped): not in the taxonomy
+                pd.Index([gen_map.get(x, "\0unknown") for x in raw])
+            )
         else:
             domain, loc_code = raw, np.arange(len(raw))
         grid = _Grid(
@@ -854,9 +862,10 @@ class OpalRelease:
             list(events.modes), days_present, list(events.locations)
         )
         mode_code, day_code = mode_map[events.mode], day_map[day_index]
-        keep = (mode_code >= 0) & (day_code >= 0)
+        location = loc_map[events.location]
+        keep = (mode_code >= 0) & (day_code >= 0) & (location >= 0)
         part = np.where(keep, mode_code, 0) * len(grid.days) + np.where(keep, day_code, 0)
-        return grid, part.astype(np.int64), loc_map[events.location], keep
+        return grid, part.astype(np.int64), location, keep
 
     def fit(
         self,
@@ -890,13 +899,14 @@ class OpalRelease:
         with get_engine(self.engine, self.engine_options) as engine:
             scan = None
             if not isinstance(data, pd.DataFrame):
-                scan = engine.sbh_scan(
-                    data, location_column=location_column, unit_column=self.privacy_unit
-                )
+                if self.timezone is None:  # engines read times as written only
+                    scan = engine.sbh_scan(
+                        data, location_column=location_column, unit_column=self.privacy_unit
+                    )
                 if scan is None:
                     from synth.sbh_cli import _load
 
-                    data = _load(Path(data), location_column)
+                    data = _load(Path(data), location_column, self.timezone)
             if scan is not None:
                 grid, mode_code, day_code, loc_code = self._label_grid(
                     scan.modes, np.asarray(scan.days, dtype=np.int64), scan.locations
@@ -915,7 +925,7 @@ class OpalRelease:
                 kind = scan.kind
             else:
                 assert isinstance(data, pd.DataFrame)
-                events = _read_events(data, unit_column=self.privacy_unit)
+                events = _read_events(data, unit_column=self.privacy_unit, timezone=self.timezone)
                 grid, part, loc, keep = self._grid(events)
                 if (events.minute[keep] < 0).any():
                     raise InputError(
@@ -1065,11 +1075,14 @@ class OpalRelease:
             "split": [float(w) for w in self.split],
             "bin_minutes": int(self.bin_minutes),
             "taxonomy": None if tax is None else tax.source,
+            **taxonomy_note(tax),
+            **({"on_unknown": "drop"} if self.on_unknown == "drop" else {}),
             "level": None if tax is None else (tax.height if self.level is None else self.level),
             "modes": None if self.modes is None else sorted(str(m) for m in self.modes),
             "days": None if self.days is None else [_day_label(d) for d in self.grid_.days],
             "privacy_unit": self.privacy_unit or self.row_kind_,
             "max_contributions": int(self.max_contributions),
+            "timezone": self.timezone or "wall clock as written",
             "tables": self.error_bounds(),
         }
 
@@ -1078,9 +1091,11 @@ class OpalRelease:
         out_dir: str | os.PathLike[str],
         *,
         format: Literal["csv", "parquet"] = "csv",
-        inputs: Sequence[str | os.PathLike[str]] | None = None,
+        public_inputs: Mapping[str, str | os.PathLike[str]] | None = None,
     ) -> Path:
-        """Write one file per table and ``manifest.json`` atomically (``synth.io.release_dir``)."""
+        """Write one file per table and ``manifest.json`` atomically (``synth.io.release_dir``);
+        ``public_inputs`` (role -> file, e.g. the taxonomy) are fingerprinted in the manifest,
+        nothing of the private input is."""
         from synth.io import release_dir, write_table
 
         self._fitted()
@@ -1092,7 +1107,7 @@ class OpalRelease:
             self.ledger_.to_json(
                 stage / "manifest.json",
                 parameters=self.parameters(),
-                inputs=None if inputs is None else [Path(p) for p in inputs],
+                public_inputs=public_inputs,
             )
         return Path(out_dir)
 
@@ -1103,6 +1118,7 @@ def marginal_tables(
     bin_minutes: int = 15,
     taxonomy: Taxonomy | None = None,
     level: int | None = None,
+    timezone: str | None = None,
 ) -> dict[str, pd.DataFrame]:
     """The exact (NOT private) tables of the release, in its format, for trips, taps or sequences.
 
@@ -1111,7 +1127,7 @@ def marginal_tables(
     """
     spec = OpalRelease(bin_minutes=bin_minutes, taxonomy=taxonomy, level=level)
     spec._check()
-    events = _read_events(data, unit_column=None)
+    events = _read_events(data, unit_column=None, timezone=check_timezone(timezone))
     grid, part, loc, _ = spec._grid(events)
     keys: dict[str, np.ndarray] = {}
     for side in events.sides:

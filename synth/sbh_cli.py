@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
@@ -22,13 +23,21 @@ from synth.cli import (
     add_seed_option,
     engine_params,
     warn_if_seeded,
+    warn_if_underspent,
 )
 from synth.errors import ConfigError
-from synth.io import read_table, table_format
+from synth.io import read_table, table_columns, table_format
 from synth.progress import Progress
+from synth.provenance import (
+    add_provenance_option,
+    private_inputs,
+    provenance_key,
+    write_provenance,
+)
 from synth.records import load_taps, load_trips
 from synth.sbh import TABLES, Mode, OpalRelease
 from synth.taxonomy import Taxonomy
+from synth.times import add_timezone_option
 
 _ID_COLUMNS = ("card_id", "on_stop", "off_stop", "mode")
 
@@ -37,9 +46,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``marginals`` subcommand."""
     p = subparsers.add_parser(
         "marginals",
-        help="SBH marginal release (Opal style): six noisy tables per mode x day",
+        help="SBH marginal tables per mode x day (Opal, Asghar et al. 2018)",
         description=(
-            "Stability-based histogram release of the six Opal tables (tap-on/off time, location, "
+            "Stability-based histogram release (Asghar et al. 2018, the Opal release) of the six "
+            "tables (tap-on/off time, location, "
             "time x location) per mode x day partition; --epsilon/--delta are per partition for a "
             "row unit (parallel composition) and for the whole release with --privacy-unit, split "
             "1,1,1,1,2,2 (epsilon) and equally (delta) over the tables."
@@ -74,6 +84,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="COL",
         help="location column of taps (default stop_id; e.g. id_linea for SUBE lines)",
     )
+    p.add_argument(
+        "--on-unknown",
+        choices=("error", "drop"),
+        default="error",
+        help="with --taxonomy: locations missing from it fail the release, or their events are "
+        "dropped",
+    )
+    p.add_argument(
+        "--gtfs-stations",
+        action="store_true",
+        help="with a GTFS zip --taxonomy: the parent stations are the locations, not the platforms",
+    )
     p.add_argument("--modes", help="public comma-separated list of modes (the partition domain)")
     p.add_argument("--days", help="public comma-separated ISO dates, or FIRST:LAST (inclusive)")
     p.add_argument(
@@ -89,9 +111,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="with --privacy-unit: events kept per card and side over all partitions (default 1)",
     )
     p.add_argument("--format", choices=("csv", "parquet"), default="csv", help="table file format")
+    add_timezone_option(p)
     add_seed_option(p)
     add_quiet_option(p)
     add_engine_options(p)
+    add_provenance_option(p)
     p.set_defaults(func=run)
 
 
@@ -106,26 +130,28 @@ def _days(spec: str) -> list[str]:
         raise ConfigError(f"--days {spec!r}: expected ISO dates 'a,b' or 'FIRST:LAST'") from None
 
 
-def _load(path: Path | pd.DataFrame, location_column: str) -> pd.DataFrame:
+def _load(
+    path: Path | pd.DataFrame, location_column: str, timezone: str | None = None
+) -> pd.DataFrame:
     """Trips (an ``on_stop`` column) or taps, through :mod:`synth.records` (SUBE loads as is)."""
     if isinstance(path, pd.DataFrame):
         columns = set(path.columns)
-    elif path.is_file() and table_format(path) == "parquet":
-        import pyarrow.parquet as pq
-
-        columns = set(pq.read_schema(path).names)
-    elif path.is_file() and table_format(path) == "csv":
-        columns = set(pd.read_csv(path, nrows=0).columns.str.strip())
+    elif path.is_file() and table_format(path) is not None:
+        columns = set(table_columns(path))  # a bad header is an InputError naming the file
     else:
         columns = set()  # load_taps names the problem (missing file, unsupported type)
     if "on_stop" in columns:
         trips = (
             path
             if isinstance(path, pd.DataFrame)
-            else read_table(path, dtype={c: str for c in _ID_COLUMNS})
+            else read_table(
+                path, dtype={c: str for c in _ID_COLUMNS}, text=("on_time", "off_time", "date")
+            )
         )
-        return load_trips(trips, card_column="card_id" if "card_id" in columns else None)
-    taps = load_taps(path, location_column=location_column)
+        return load_trips(
+            trips, card_column="card_id" if "card_id" in columns else None, timezone=timezone
+        )
+    taps = load_taps(path, location_column=location_column, timezone=timezone)
     if location_column != "stop_id":
         taps = taps.drop(columns=["stop_id"], errors="ignore")
         taps = taps.rename(columns={location_column: "stop_id"})
@@ -151,17 +177,41 @@ def run(args: argparse.Namespace) -> int:
             "days": None if args.days is None else _days(args.days),
             "privacy_unit": args.privacy_unit,
             "max_contributions": args.max_contributions,
+            "on_unknown": args.on_unknown,
+            "timezone": args.timezone,
             **engine_params(args),
         },
         taxonomy=args.taxonomy,
+        gtfs_stations=args.gtfs_stations,
         location_column=args.location_column,
         format=args.format,
         seed=args.seed,
         progress=Progress(args.quiet),
+        provenance_key=provenance_key(args.provenance_key_file),
     )
     if not args.quiet:
         print(summary, file=sys.stderr)
     return 0
+
+
+def _warn_if_few_locations(release: OpalRelease, where: str) -> None:
+    """Warn when the released location tables keep fewer than half of the locations (the others'
+    cells all fell under the SBH threshold: e.g. 6 of 382 SUBE lines at epsilon 1). The domain
+    is the taxonomy's (public) or, without one, the input's: the warning goes to the operator's
+    terminal only, never into the release."""
+    domain = len(release.grid_.locations)
+    kept = set()
+    for name in ("on_location", "off_location"):
+        table = release.tables_[name]
+        kept |= set(table.loc[table["count"] > 0, "location"].astype(str))
+    if domain >= 4 and len(kept) < domain / 2:
+        warnings.warn(
+            f"{where}: the release keeps {len(kept)} of {domain} locations; the others' counts "
+            "fell under the stability threshold and were suppressed (raise --epsilon, use "
+            "coarser --bin, or collapse the locations with --taxonomy and --level)",
+            UserWarning,
+            stacklevel=2,
+        )
 
 
 def release_marginals(
@@ -170,35 +220,52 @@ def release_marginals(
     *,
     params: Mapping[str, Any],
     taxonomy: str | None = None,
+    gtfs_stations: bool = False,
     location_column: str = "stop_id",
     format: Literal["csv", "parquet"] = "csv",
     seed: int | None = None,
     progress: Progress | None = None,
     source: str | os.PathLike[str] | None = None,
+    provenance_key: bytes | None = None,
 ) -> str:
     """Fit an :class:`~synth.sbh.OpalRelease` on ``input`` and write it into ``out`` atomically;
     returns a summary line. ``input`` is a file or a frame of trips or taps (``source``: the file
-    recorded in the manifest for a frame); ``params`` are the release's keyword parameters other
-    than ``taxonomy`` (a spec here) and ``random_state`` (``seed``). What ``transit-synth
+    it came from, for the operator-only provenance record written beside ``out`` with
+    ``provenance_key``, :mod:`synth.provenance`); ``params`` are the release's keyword parameters
+    other than ``taxonomy`` (a spec here; ``gtfs_stations``: a GTFS zip's parent stations as its
+    leaves) and ``random_state`` (``seed``). What ``transit-synth
     marginals`` and ``transit-synth run`` both call.
     """
     progress = Progress(quiet=True) if progress is None else progress
+    recorded = source if source is not None else input
+    provenance = (
+        None if provenance_key is None else private_inputs(provenance_key, {"input": recorded})
+    )
     with progress.steps("marginals", 3) as step:
         step("load")
-        tax = None if taxonomy is None else Taxonomy.from_spec(taxonomy)
+        if gtfs_stations and taxonomy is None:
+            raise ConfigError("--gtfs-stations needs a GTFS zip --taxonomy")
+        tax = None if taxonomy is None else Taxonomy.from_spec(taxonomy, use_stations=gtfs_stations)
         release = OpalRelease(**params, taxonomy=tax, random_state=seed)
         release._check()  # fail on bad parameters before reading the data
         data: pd.DataFrame | str | os.PathLike[str]
         if release.engine != "memory" and not isinstance(input, pd.DataFrame):
             data = input  # the engine reads the file (out of core when it can)
         else:
-            data = _load(input if isinstance(input, pd.DataFrame) else Path(input), location_column)
+            data = _load(
+                input if isinstance(input, pd.DataFrame) else Path(input),
+                location_column,
+                release.timezone,
+            )
         step("fit")
         release.fit(data, location_column=location_column)
         step("write")
-        recorded = source if source is not None else input
-        inputs = [] if isinstance(recorded, pd.DataFrame) else [Path(recorded)]
-        written = release.save(out, format=format, inputs=inputs)
+        public = {} if taxonomy is None or not Path(taxonomy).exists() else {"taxonomy": taxonomy}
+        written = release.save(out, format=format, public_inputs=public)
+    if provenance is not None:
+        write_provenance(out, provenance, command="marginals")
+    warn_if_underspent(release.ledger_, str(out))
+    _warn_if_few_locations(release, str(out))
     cells = sum(len(release.tables_[t]) for t in TABLES)
     return (
         f"marginals ({release.mode}): {cells} cells in {len(TABLES)} tables, epsilon "

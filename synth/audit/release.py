@@ -16,8 +16,9 @@ from typing import Any
 
 import pandas as pd
 
+from synth.audit.manifest import validate_manifest
 from synth.errors import InputError
-from synth.io import read_table, table_format
+from synth.io import read_table, table_columns, table_format
 
 __all__ = ["AuditedRelease", "TableNoise", "load_release", "zeros_perturbed"]
 
@@ -126,15 +127,8 @@ class AuditedRelease:
 
 
 def _columns(path: Path, fmt: str) -> list[str]:
-    """Column names of a table file, read from its header only."""
-    try:
-        if fmt == "parquet":
-            import pyarrow.parquet as pq
-
-            return [str(c) for c in pq.read_schema(path).names]
-        return [str(c).strip() for c in pd.read_csv(path, nrows=0).columns]
-    except Exception as exc:  # parser errors of pandas / pyarrow, permissions, corrupt files
-        raise InputError(f"{path}: cannot read the table header ({exc})") from exc
+    """Column names of a table file, read from its header only (InputError if unreadable)."""
+    return table_columns(path)
 
 
 def load_release(path: str | os.PathLike[str]) -> AuditedRelease:
@@ -149,8 +143,7 @@ def load_release(path: str | os.PathLike[str]) -> AuditedRelease:
         manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise InputError(f"{manifest_path}: not a readable JSON manifest ({exc})") from exc
-    if not isinstance(manifest, dict):
-        raise InputError(f"{manifest_path}: the manifest must be a JSON object")
+    validate_manifest(manifest, str(manifest_path))
     tables: dict[str, pd.DataFrame] = {}
     for f in sorted(root.iterdir()):
         fmt = table_format(f)

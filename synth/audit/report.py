@@ -12,6 +12,8 @@ import datetime as _dt
 import html
 import json
 import os
+import re
+import shlex
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, cast
@@ -21,6 +23,7 @@ import pandas as pd
 
 from synth import __version__
 from synth.audit.differencing import difference_tables
+from synth.audit.manifest import consistency_findings, consistency_summary
 from synth.audit.release import AuditedRelease, load_release
 from synth.audit.scale import Model, fit_scale, named_pairs, paired_counts, route_pairs
 from synth.audit.zeros import check_zeros
@@ -28,10 +31,12 @@ from synth.errors import ConfigError
 from synth.io import release_dir
 
 __all__ = [
+    "PLACEHOLDERS",
     "SEVERITIES",
     "add_findings",
     "audit_release",
     "base_report",
+    "marginals_command",
     "render_html",
     "write_report",
 ]
@@ -40,15 +45,88 @@ SEVERITIES: tuple[str, ...] = ("high", "medium", "low", "info")
 _MAX_LISTED = 25
 
 
-def _finding(check: str, severity: str, title: str, detail: str, remedy: str, **data: Any) -> dict:
+def _finding(
+    check: str,
+    severity: str,
+    title: str,
+    detail: str,
+    remedy: str,
+    *,
+    command: str | None = None,
+    **data: Any,
+) -> dict:
     return {
         "check": check,
         "severity": severity,
         "title": title,
         "detail": detail,
         "remedy": remedy,
+        "command": command,
         "data": data,
     }
+
+
+#: Upper-case words of a remedy's command that the audit cannot know, and what to put there.
+PLACEHOLDERS = {
+    "INPUT": "the private table the release was made from",
+    "TAX": "the public location taxonomy (CSV edge list or GTFS zip)",
+    "MODES": "the public comma-separated list of modes",
+    "DAYS": "the public days (comma-separated ISO dates, or FIRST:LAST)",
+    "EPSILON": "the epsilon to spend",
+    "DELTA": "the delta to spend",
+    "NEW_DIR": "a new release directory",
+}
+
+
+def marginals_command(release: AuditedRelease, kind: str) -> str:
+    """A ``transit-synth marginals`` command re-making ``release`` with ``--consistent`` or
+    ``--pure``: its public parameters from the manifest, placeholders (:data:`PLACEHOLDERS`) for
+    the rest."""
+    p = release.parameters
+    opal = p.get("release") == "opal-marginals"
+    argv = ["transit-synth", "marginals", "INPUT", f"--{kind}"]
+    argv += ["--epsilon", _number(p.get("epsilon_per_partition"), "EPSILON") if opal else "EPSILON"]
+    argv += ["--delta", _number(p.get("delta_per_partition"), "DELTA") if opal else "DELTA"]
+    if opal and p.get("location_column"):
+        argv += ["--location-column", str(p["location_column"])]
+    if opal and p.get("bin_minutes"):
+        argv += ["--bin", str(int(p["bin_minutes"]))]
+    if opal and p.get("taxonomy"):
+        argv += ["--taxonomy", str(p["taxonomy"])]
+        if p.get("level") is not None:
+            argv += ["--level", str(int(p["level"]))]
+    elif kind == "pure":
+        argv += ["--taxonomy", "TAX"]
+    modes, days = (p.get("modes"), p.get("days")) if opal else (None, None)
+    if modes or kind == "pure":
+        argv += ["--modes", ",".join(map(str, modes)) if modes else "MODES"]
+    if days or kind == "pure":
+        argv += ["--days", ",".join(map(str, days)) if days else "DAYS"]
+    if opal and str(p.get("budget_scope", "")).startswith("the whole release"):
+        argv += ["--privacy-unit", str(p.get("privacy_unit"))]
+        argv += ["--max-contributions", str(int(p.get("max_contributions") or 1))]
+    return shlex.join([*argv, "--out", "NEW_DIR"])
+
+
+def _min_count_hint(release: AuditedRelease, tables: set[str], current: int | None) -> int:
+    """A --min-count above the suppression threshold of the paired tables (twice the largest)."""
+    thresholds = [
+        float(s["threshold"])
+        for s in release.spends
+        if s.get("label") in tables and s.get("threshold") is not None
+    ]
+    return max(int(2 * max(thresholds, default=10)), 2 * (current or 0), 1)
+
+
+def _number(value: Any, placeholder: str) -> str:
+    return placeholder if value is None else f"{float(value):g}"
+
+
+def _audit_command(release: AuditedRelease, routes: Sequence[tuple[str, str, int]], n: int) -> str:
+    argv = ["transit-synth", "audit", str(release.path)]
+    for origin, destination, minutes in routes:
+        argv += ["--route", origin, destination, str(minutes)]
+    return shlex.join([*argv, "--min-count", str(n)])
 
 
 # --------------------------------------------------------------------------- scale
@@ -76,22 +154,12 @@ def _scale_section(
                 "medium",
                 "The manifest does not publish every noise scale",
                 f"No scale is recorded for: {', '.join(missing_scale)}. The scale can be "
-                "recovered from the data anyway (001 section 2); hiding it only hurts analysts.",
+                "recovered from the data anyway (Culnane et al. 2017, section 2); hiding it "
+                "only hurts analysts.",
                 "Publish the mechanism, its scale and threshold for every table.",
             )
         )
-    if not frames:
-        findings.append(
-            _finding(
-                "scale",
-                "info",
-                "Scale recovery not run: no paired counts named",
-                "Scale recovery needs counts that share one raw value, e.g. the tap-ons and "
-                "tap-offs of a point-to-point service (--route ORIGIN:DESTINATION:MINUTES) or "
-                "pairs listed in a file (--pairs).",
-                "Name the point-to-point services of the network to run it.",
-            )
-        )
+    if not frames:  # not a finding: the page says how to run it
         return {"run": False}, findings
     data = paired_counts(frames, min_count)
     noises = [n for n in (release.noise(t) for t in sorted(tables)) if n is not None]
@@ -167,6 +235,9 @@ def _scale_section(
                 "interval: the pairs probably do not share one raw value (people who do not tap "
                 "off, trips across bins), or pairs near the threshold were kept.",
                 "Check the pairs named; raise --min-count to drop pairs near the threshold.",
+                command=_audit_command(
+                    release, routes, _min_count_hint(release, tables, min_count)
+                ),
                 recovered=est.scale,
                 stated=stated,
             )
@@ -212,7 +283,8 @@ def _zeros_section(release: AuditedRelease) -> tuple[dict[str, Any], list[dict]]
                     "medium",
                     f"{c.label}: the manifest does not say whether zero counts were perturbed",
                     f"{where}: if only non-zero counts were perturbed, a released cell proves "
-                    "presence (001 Theorem 1) and the release cannot be pure epsilon-DP.",
+                    "presence (Culnane et al. 2017, Theorem 1) and the release cannot be pure "
+                    "epsilon-DP.",
                     "Record in the manifest whether every cell of the public domain was perturbed.",
                     label=c.label,
                 )
@@ -223,7 +295,8 @@ def _zeros_section(release: AuditedRelease) -> tuple[dict[str, Any], list[dict]]
                 f"{where} perturbs only counts present in the data (threshold {c.threshold:g}, "
                 f"scale {c.scale:g}). A released cell can only come from a non-zero count, so it "
                 "proves that at least one person was there. The chance that one person alone in "
-                f"a cell is revealed is {c.delta_lower_bound:.3g} (Theorem 1 of 001 as published: "
+                f"a cell is revealed is {c.delta_lower_bound:.3g} (Theorem 1 of Culnane et al. "
+                f"2017 as published: "
                 f"{c.theorem1_delta:.3g}); for groups of {groups}."
             )
             if c.understated:
@@ -236,6 +309,7 @@ def _zeros_section(release: AuditedRelease) -> tuple[dict[str, Any], list[dict]]
                         detail + " No epsilon-DP claim can hold for this table.",
                         "Perturb every cell of the public domain, zeros included (transit-synth "
                         "marginals --pure), or state the delta honestly.",
+                        command=marginals_command(release, "pure"),
                         label=c.label,
                         theorem1_delta=c.theorem1_delta,
                         delta_lower_bound=c.delta_lower_bound,
@@ -251,7 +325,8 @@ def _zeros_section(release: AuditedRelease) -> tuple[dict[str, Any], list[dict]]
                         detail + f" The manifest's delta {c.claimed_delta:.3g} covers it: the "
                         "release is (epsilon, delta)-DP by design.",
                         "Acceptable if that probability is; for pure epsilon-DP perturb zeros "
-                        "too (--pure).",
+                        "too (transit-synth marginals --pure).",
+                        command=marginals_command(release, "pure"),
                         label=c.label,
                         theorem1_delta=c.theorem1_delta,
                         delta_lower_bound=c.delta_lower_bound,
@@ -277,7 +352,7 @@ def _differencing_section(
     pairs = []
     for (fine, coarse), g in rows.groupby(["fine", "coarse"], sort=True):
         flagged = g.loc[g["flagged"]].sort_values("lower", ascending=False)
-        info = {
+        info: dict[str, Any] = {
             "fine": fine,
             "coarse": coarse,
             "rows": len(g),
@@ -299,7 +374,9 @@ def _differencing_section(
                         f"{coarse}: stated as summed from {fine}, but {off} row(s) do not add up",
                         f"The manifest says {what} is derived, yet {off} of {len(g)} coarse "
                         "counts differ from the sum of the released fine cells.",
-                        "Re-derive the coarse table from the released fine table.",
+                        "Re-derive the coarse table from the released fine table "
+                        "(transit-synth marginals --consistent does).",
+                        command=marginals_command(release, "consistent"),
                         **{k: v for k, v in info.items() if k != "flagged_rows"},
                     )
                 )
@@ -311,7 +388,8 @@ def _differencing_section(
                         f"{coarse} is the sum of {fine}: nothing to recover",
                         f"Every one of the {len(g)} counts of {what} equals the sum of the "
                         "released fine cells, so differencing reveals nothing about suppressed "
-                        "cells (the consistent release 001 section 4 asks for).",
+                        "cells (the consistent release that Culnane et al. 2017, section 4, "
+                        "recommend).",
                         "None needed.",
                         **{k: v for k, v in info.items() if k != "flagged_rows"},
                     )
@@ -335,6 +413,7 @@ def _differencing_section(
                     "add up), but suppression does not hide those cells.",
                     "Release only the fine table with noise and derive the coarse tables by "
                     "summing it (transit-synth marginals --consistent).",
+                    command=marginals_command(release, "consistent"),
                     **{k: v for k, v in info.items() if k != "flagged_rows"},
                 )
             )
@@ -375,6 +454,7 @@ def audit_release(
     scale, f1 = _scale_section(release, routes, pairs, model, confidence, min_count)
     zeros, f2 = _zeros_section(release)
     diff, f3 = _differencing_section(release, confidence)
+    f4 = consistency_findings(release.manifest)
     report = base_report(str(Path(path)))
     report.update(
         {
@@ -385,9 +465,10 @@ def audit_release(
             "scale": scale,
             "zeros": zeros,
             "differencing": diff,
+            "consistency": consistency_summary(release.manifest, f4),
         }
     )
-    return add_findings(report, f1 + f2 + f3)
+    return add_findings(report, f1 + f2 + f3 + f4)
 
 
 def base_report(release: str | None) -> dict[str, Any]:
@@ -414,7 +495,8 @@ _STYLE = """
 body{font-family:system-ui,sans-serif;margin:2em auto;max-width:70em;color:#222}
 table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #bbb;padding:.3em .6em}
 th{background:#eee}.high{background:#f8d0d0}.medium{background:#fbe8c8}.low{background:#eef3d6}
-.info{background:#e4eef8}img{max-width:100%}
+.info{background:#e4eef8}img{max-width:100%}code{background:#f4f4f4;padding:0 .2em}
+code span{white-space:nowrap}td:last-child{min-width:20em}
 """
 
 
@@ -422,8 +504,14 @@ def _png(fig: Any) -> str:
     import base64
     import io
 
+    import matplotlib
+    from matplotlib.text import Text
+
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=100, bbox_inches="tight")
+    for text in fig.findobj(Text):  # user strings (stop, release names) are never mathtext
+        text.set_parse_math(False)
+    with matplotlib.rc_context({"text.parse_math": False}):  # tick labels made while drawing
+        fig.savefig(buf, format="png", dpi=100, bbox_inches="tight")
     data = base64.b64encode(buf.getvalue()).decode("ascii")
     return f'<img alt="{html.escape(str(fig.get_label()))}" src="data:image/png;base64,{data}">'
 
@@ -488,6 +576,23 @@ def _rows(header: list[str], rows: list[list[Any]], classes: list[str] | None = 
     return f"<table><tr>{head}</tr>{body}</table>"
 
 
+def _findings_table(findings: list[dict[str, Any]]) -> str:
+    """Severity-coloured findings; a remedy's command (one the CLI accepts) under its text."""
+    e = html.escape
+    head = "".join(f"<th>{h}</th>" for h in ("severity", "check", "finding", "detail", "remedy"))
+    rows = []
+    for f in findings:
+        remedy = e(str(f["remedy"]))
+        if f.get("command"):  # one unbreakable span per word: wraps between words only
+            words = shlex.split(str(f["command"]))
+            spans = " ".join(f"<span>{e(shlex.quote(w))}</span>" for w in words)
+            remedy += f"<br><code>{spans}</code>"
+        cells = [e(str(f[k])) for k in ("severity", "check", "title", "detail")] + [remedy]
+        tds = "".join(f"<td>{c}</td>" for c in cells)
+        rows.append(f'<tr class="{e(str(f["severity"]))}">{tds}</tr>')
+    return f"<table><tr>{head}</tr>{''.join(rows)}</table>"
+
+
 def render_html(report: dict[str, Any]) -> str:
     """The report as one self-contained HTML page (figures embedded)."""
     e = html.escape
@@ -499,22 +604,30 @@ def render_html(report: dict[str, Any]) -> str:
         + ", ".join(f"{n} {s}" for s, n in report["counts"].items())
         + ".</p>",
         "<h2>Findings</h2>",
-        _rows(
-            ["severity", "check", "finding", "detail", "remedy"],
-            [
-                [f["severity"], f["check"], f["title"], f["detail"], f["remedy"]]
-                for f in report["findings"]
-            ],
-            [f["severity"] for f in report["findings"]],
-        ),
+        _findings_table(report["findings"]),
     ]
+    commands = " ".join(f.get("command") or "" for f in report["findings"])
+    used = [k for k in PLACEHOLDERS if re.search(rf"\b{k}\b", commands)]
+    if used:
+        parts.append(
+            "<p>In the commands: "
+            + "; ".join(f"<code>{k}</code> is {e(PLACEHOLDERS[k])}" for k in used)
+            + ".</p>"
+        )
+    if (report.get("scale") or {}).get("run") is False:
+        parts.append(
+            "<p>Noise-scale recovery was not run: it needs counts that share one raw value, "
+            "such as the tap-ons and tap-offs of a point-to-point service "
+            "(<code>--route ORIGIN DESTINATION MINUTES</code>, repeatable) or pairs listed in a "
+            "file (<code>--pairs FILE</code>).</p>"
+        )
     scale = report.get("scale") or {}
     if scale.get("estimate"):
-        parts.append("<h2>Noise scale from paired counts (001 section 2)</h2>")
+        parts.append("<h2>Noise scale from paired counts (Culnane et al. 2017, section 2)</h2>")
         parts.append(_scale_figure(scale))
     zeros = report.get("zeros") or {}
     if zeros.get("checks"):
-        parts.append("<h2>Zero counts (001 section 3, Theorem 1)</h2>")
+        parts.append("<h2>Zero counts (Culnane et al. 2017, section 3, Theorem 1)</h2>")
         parts.append(
             _rows(
                 [
@@ -542,7 +655,9 @@ def render_html(report: dict[str, Any]) -> str:
         )
     diff = report.get("differencing") or {}
     if diff.get("pairs"):
-        parts.append("<h2>Differencing across tables (001 section 4, Appendix E)</h2>")
+        parts.append(
+            "<h2>Differencing across tables (Culnane et al. 2017, section 4, Appendix E)</h2>"
+        )
         parts.append(
             _rows(
                 ["coarse", "fine", "rows", "flagged", "Bonferroni", "derived"],

@@ -16,13 +16,22 @@ local mode or any cluster through ``master``; the optional extra ``transit-synth
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
 from synth.engines.base import ENGINES, Engine, PrefixCounter, SBHEvents
 from synth.errors import ConfigError
 
-__all__ = ["ENGINES", "Engine", "PrefixCounter", "SBHEvents", "check_engine", "get_engine"]
+__all__ = [
+    "ENGINES",
+    "Engine",
+    "PrefixCounter",
+    "SBHEvents",
+    "check_engine",
+    "check_memory_size",
+    "get_engine",
+]
 
 _OPTIONS: dict[str, tuple[str, ...]] = {
     "memory": (),
@@ -45,7 +54,29 @@ def check_engine(name: object, options: Mapping[str, Any] | None = None) -> str:
             f"engine_options: unknown option(s) {', '.join(unknown)} for engine {name!r} "
             f"(allowed: {allowed})"
         )
+    if "memory_limit" in opts:
+        check_memory_size(opts["memory_limit"])
+    threads = opts.get("threads")
+    if threads is not None and (
+        isinstance(threads, bool) or not isinstance(threads, int) or threads < 1
+    ):
+        raise ConfigError(f"engine threads must be a positive integer, got {threads!r}")
     return str(name)
+
+
+_SIZE = re.compile(r"\s*(\d+(?:\.\d*)?|\.\d+)\s*([kmgt]i?b?|b)?\s*", re.IGNORECASE)
+
+
+def check_memory_size(value: object) -> str:
+    """A memory size such as ``2GB``, ``512MiB`` or ``4g`` (positive; a bare number is bytes),
+    else ConfigError (DuckDB would read a negative limit as no limit)."""
+    match = _SIZE.fullmatch(str(value)) if isinstance(value, str | int) else None
+    if match is None or isinstance(value, bool) or float(match.group(1)) <= 0:
+        raise ConfigError(
+            "invalid engine options: --engine-memory-limit (memory_limit) must be a positive "
+            f"size such as 2GB, 512MiB or 4g, got {value!r}"
+        )
+    return str(value).strip()
 
 
 def get_engine(name: str = "memory", options: Mapping[str, Any] | None = None) -> Engine:

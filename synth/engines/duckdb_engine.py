@@ -25,6 +25,7 @@ with the same result (or the same error).
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 import warnings
 from collections.abc import Callable, Iterator, Sequence
@@ -44,7 +45,9 @@ from synth.engines.base import (
     table_spec,
 )
 from synth.errors import ConfigError, InputError
+from synth.io import CSV_NA_VALUES, DOT_ZERO, ID_SPACE
 from synth.records import OFF_VALUES, UnknownLocationWarning
+from synth.times import CLOCK, OFFSET, SECONDS
 
 __all__ = ["DuckDBEngine", "DuckDBPrefixCounter"]
 
@@ -55,6 +58,63 @@ def _quote(text: str) -> str:
 
 def _ident(name: str) -> str:
     return '"' + str(name).replace('"', '""') + '"'
+
+
+#: :data:`synth.io.ID_SPACE` as a DuckDB string (for ``trim(text, characters)``)
+_CHARS = "(" + " || ".join(f"chr({ord(c)})" for c in ID_SPACE) + ")"
+
+
+def _trimmed(expr: str) -> str:
+    return f"trim(CAST({expr} AS VARCHAR), {_CHARS})"
+
+
+def _id_sql(expr: str) -> str:
+    """An identifier normalised per value, as :func:`synth.io.id_strings`: surrounding white
+    space stripped, ``-?digits.0+`` -> ``-?digits`` (the column must be text or integers; the
+    regular expression only runs on values ending in ``.0...``)."""
+    t = _trimmed(expr)
+    dot_zero = (
+        f"suffix({t}, '0') AND contains({t}, '.') AND regexp_full_match({t}, {_quote(DOT_ZERO)})"
+    )
+    return f"CASE WHEN {dot_zero} THEN regexp_replace({t}, {_quote(DOT_ZERO)}, '\\1') ELSE {t} END"
+
+
+def _stamp_sql(text: str) -> str:
+    """A timestamp per value, as :func:`synth.times.parse_times` without a time zone: unix
+    seconds (UTC), else ISO 8601 at the wall clock as written (a UTC offset is dropped); NULL
+    when it does not parse. Regular expressions only run on the values that may need them."""
+    t = _trimmed(text)
+    after_date = f"substr({t}, 11)"
+    zoned = (
+        f"(suffix({t}, 'Z') OR suffix({t}, 'z') OR contains({after_date}, '+') "
+        f"OR contains({after_date}, '-'))"
+    )
+    iso = (
+        f"CASE WHEN {zoned} THEN TRY_CAST(regexp_replace({t}, {_quote(OFFSET)}, '\\1') AS "
+        f"TIMESTAMP) ELSE TRY_CAST({t} AS TIMESTAMP) END"
+    )
+    micros = f"CAST(round(TRY_CAST({t} AS DOUBLE) * 1000000) AS BIGINT)"
+    unix = f"NOT contains({t}, ':') AND regexp_full_match({t}, {_quote(SECONDS)})"
+    return f"CASE WHEN {unix} THEN make_timestamp({micros}) ELSE {iso} END"
+
+
+def _clock_sql(text: str) -> tuple[str, str]:
+    """(is a clock time ``HH:MM[:SS]``, its minutes ``h * 60 + m`` or NULL when ``m > 59``)."""
+    hours = f"TRY_CAST(regexp_extract({text}, {_quote(CLOCK)}, 1) AS INTEGER)"
+    minutes = f"TRY_CAST(regexp_extract({text}, {_quote(CLOCK)}, 2) AS INTEGER)"
+    value = f"CASE WHEN {minutes} <= 59 THEN {hours} * 60 + {minutes} END"
+    return f"regexp_matches({text}, {_quote(CLOCK)})", value
+
+
+def _pos_sql(column: str) -> str:
+    """``pos`` as a number (NULL when it is not one): callers refuse NULL, negative and
+    non-integral values (``1.5`` is an error in every engine, never rounded)."""
+    return f"TRY_CAST({_ident(column)} AS DOUBLE)"
+
+
+#: column types read as identifiers here (others, e.g. floats, are loaded by synth.records)
+_ID_TYPES: tuple[str, ...] = ("VARCHAR", "BIGINT", "INTEGER", "SMALLINT", "TINYINT", "UBIGINT")
+_ID_TYPES += ("UINTEGER", "USMALLINT", "UTINYINT", "HUGEINT")
 
 
 class DuckDBPrefixCounter:
@@ -279,6 +339,11 @@ class DuckDBEngine(Engine):
         with_time = time_bin_minutes is not None
         if with_time and "time" not in columns:
             raise InputError(f"{p}: time_bins needs a 'time' column")
+        id_col = "seq_id" if kind == "sequences" else "card_id"
+        if not all(types[c].upper().startswith(_ID_TYPES) for c in (id_col, loc)) or (
+            (with_time or kind == "taps") and types["time"].upper().startswith("TIMESTAMP WITH")
+        ):
+            return None  # float ids, zoned times: synth.records reads them (same rules)
         self._read_path = "hash"
         if fmt == "parquet":
             grouped = self._wide_grouped(
@@ -312,22 +377,64 @@ class DuckDBEngine(Engine):
             f"CREATE TABLE {locs} AS SELECT name, CAST(code AS INTEGER) AS code FROM _locations"
         )
         self.con.unregister("_locations")
-        loc_expr = f"CAST({_ident(loc)} AS VARCHAR)"
-        minute = "NULL"
+        loc_expr = _id_sql(_ident(loc))
+        minute, stamp = "NULL", "NULL"
         if with_time or kind == "taps":
-            minute, stamp = self._minute_expr("time", types.get("time", "VARCHAR"))
+            minute, stamp = self._minute_expr(
+                "time", types.get("time", "VARCHAR"), clock=kind == "sequences"
+            )
         # one pass for every check, by location value: rows with an id, with a time (when used),
         # with an integer pos >= 0 (sequences); locations empty or unknown
-        id_col = "seq_id" if kind == "sequences" else "card_id"
-        pos = f"TRY_CAST({_ident('pos')} AS BIGINT)"
-        no_id = f"{_ident(id_col)} IS NULL OR CAST({_ident(id_col)} AS VARCHAR) = ''"
+        # every value normalised once, in one projection over the file
+        kept = (["tap"] if kind == "taps" and "tap" in columns else []) + (
+            ["file_row_number"] if fmt == "parquet" else []
+        )
+        raw_sid, raw_loc = (f"CAST({_ident(c)} AS VARCHAR)" for c in (id_col, loc))
+        minute_sql, stamp_sql = minute, stamp
+
+        def projection(sid_expr: str, loc_sql: str, *extra: str) -> str:
+            cols = [
+                f"{_ident(id_col)} IS NULL AS _no_id",
+                f"{sid_expr} AS _sid",
+                f"{loc_sql} AS _loc",
+                f"{_pos_sql('pos') if kind == 'sequences' else 'NULL'} AS _num",
+                f"{minute_sql} AS _minute",
+                f"{stamp_sql if kind == 'taps' else 'NULL'} AS _stamp",
+                *(_ident(c) for c in kept),
+                *extra,
+            ]
+            return f"(SELECT {', '.join(cols)} FROM {file})"
+
+        file = src
+        src = projection(
+            _id_sql(_ident(id_col)),
+            loc_expr,
+            f"{raw_sid} IS DISTINCT FROM {_id_sql(_ident(id_col))} AS _sid_changed",
+            f"{raw_loc} IS DISTINCT FROM {loc_expr} AS _loc_changed",
+        )
+        loc_expr, stamp = "_loc", "_stamp"
+        minute = "_minute" if minute != "NULL" else minute
+        sid, number = "_sid", "_num"
+        pos = f"CAST({number} AS BIGINT)"
+        no_id = f"_no_id OR {sid} = ''"
         no_time = f"{minute} IS NULL" if minute != "NULL" else "FALSE"
-        bad_pos = f"{pos} IS NULL OR {pos} < 0" if kind == "sequences" else "FALSE"
+        bad_pos = (
+            f"{number} IS NULL OR {number} < 0 OR {number} <> floor({number})"
+            if kind == "sequences"
+            else "FALSE"
+        )
         per_location = self.sql(
             f"SELECT {loc_expr} AS v, count(*), count(*) FILTER (WHERE {no_id}), "
-            f"count(*) FILTER (WHERE {no_time}), count(*) FILTER (WHERE {bad_pos}) "
+            f"count(*) FILTER (WHERE {no_time}), count(*) FILTER (WHERE {bad_pos}), "
+            "bool_or(_sid_changed), bool_or(_loc_changed) "
             f"FROM {src} GROUP BY v"
         ).fetchall()
+        # the later passes normalise only the columns where normalising changes a value (the
+        # same values either way: the rule is per value, this only skips work)
+        src = projection(
+            _id_sql(_ident(id_col)) if any(r[5] for r in per_location) else raw_sid,
+            _id_sql(_ident(loc)) if any(r[6] for r in per_location) else raw_loc,
+        )
         n_rows, n_no_id, n_no_time, n_bad_pos = (
             sum(int(r[j]) for r in per_location) for j in range(1, 5)
         )
@@ -360,22 +467,21 @@ class DuckDBEngine(Engine):
 
             def rows(bucket: str) -> str:
                 return (
-                    f"SELECT CAST(seq_id AS VARCHAR) AS sid, {pos} AS pos, l.code AS code, "
+                    f"SELECT {sid} AS sid, {pos} AS pos, l.code AS code, "
                     f"{minute} AS minute FROM {src} {known} WHERE {bucket}"
                 )
 
         else:
-            off = f"lower(trim(CAST(tap AS VARCHAR))) NOT IN {_OFF}" if "tap" in columns else "TRUE"
+            off = f"NOT ({_off_sql('tap')})" if "tap" in columns else "TRUE"
 
             def rows(bucket: str) -> str:  # the bucket filter must apply below the window
                 return (
-                    f"SELECT CAST(card_id AS VARCHAR) AS sid, row_number() OVER (PARTITION BY "
-                    f"CAST(card_id AS VARCHAR) ORDER BY {stamp}, file_row_number) - 1 AS pos, "
+                    f"SELECT {sid} AS sid, row_number() OVER (PARTITION BY "
+                    f"{sid} ORDER BY {stamp}, file_row_number) - 1 AS pos, "
                     f"l.code AS code, {minute} AS minute FROM {src} {known} "
                     f"WHERE {off} AND {bucket}"
                 )
 
-        sid = f"CAST({_ident(id_col)} AS VARCHAR)"
         table = self._name("seq")
         self._wide(table, rows, sid, height, with_time, time_bin_minutes, n_rows)
         if kind == "sequences":
@@ -384,7 +490,7 @@ class DuckDBEngine(Engine):
             ).fetchone()[0]
             if irregular:  # duplicates are an error; gaps (or dropped rows) are renumbered
                 dup = self.sql(
-                    f"SELECT CAST(seq_id AS VARCHAR), {pos} FROM {src} GROUP BY ALL "
+                    f"SELECT {sid}, {pos} FROM {src} GROUP BY ALL "
                     "HAVING count(*) > 1 ORDER BY ALL LIMIT 1"
                 ).fetchall()
                 if dup:
@@ -410,8 +516,10 @@ class DuckDBEngine(Engine):
             n_locations=len(locations),
         )
 
-    def _minute_expr(self, column: str, sql_type: str) -> tuple[str, str]:
-        """(minute-of-day expression, sortable time expression) of a time column."""
+    def _minute_expr(self, column: str, sql_type: str, *, clock: bool) -> tuple[str, str]:
+        """(minute-of-day expression, sortable time expression) of a time column, each value on
+        its own as :mod:`synth.times` reads it: a timestamp (wall clock as written) or, with
+        ``clock`` (long-format sequences), a clock time ``HH:MM[:SS]`` (hours past 23 wrap)."""
         col = _ident(column)
         if sql_type.upper().startswith(("TIMESTAMP", "DATE")):
             stamp = f"CAST({col} AS TIMESTAMP)"
@@ -419,12 +527,14 @@ class DuckDBEngine(Engine):
         if sql_type.upper().startswith("TIME"):
             return f"(hour({col}) * 60 + minute({col}))", col
         text = f"CAST({col} AS VARCHAR)"
-        stamp = f"TRY_CAST({text} AS TIMESTAMP)"
-        clock = f"TRY_CAST({text} AS TIME)"
-        minute = (
-            f"CASE WHEN {stamp} IS NOT NULL THEN hour({stamp}) * 60 + minute({stamp}) "
-            f"ELSE hour({clock}) * 60 + minute({clock}) END"
-        )
+        stamp = _stamp_sql(text)
+        minute = f"hour({stamp}) * 60 + minute({stamp})"
+        if clock:  # a clock time is never a timestamp: its regular expression runs on the others
+            is_clock, clock_minutes = _clock_sql(text)
+            minute = (
+                f"CASE WHEN {stamp} IS NOT NULL THEN {minute} WHEN {is_clock} THEN "
+                f"({clock_minutes}) % 1440 END"
+            )
         return f"({minute})", stamp
 
     def _memory_limit_bytes(self) -> float:
@@ -602,7 +712,24 @@ class DuckDBEngine(Engine):
 
 _OFF = "(" + ", ".join(_quote(word) for word in OFF_VALUES) + ")"
 _TICKS_PER_SECOND = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
-_CLOCK = r"'^\s*\d{1,2}:\d{2}(:\d{2}(\.\d+)?)?\s*$'"  # HH:MM[:SS[.f]], as synth.sbh
+
+
+def _plain_id(value: str) -> str:
+    """One identifier normalised as :func:`synth.io.id_strings` does it."""
+    text = value.strip(ID_SPACE)
+    return re.sub(DOT_ZERO, r"\1", text)
+
+
+def _day_sql(stamp: str) -> str:
+    return f"date_diff('day', DATE '1970-01-01', CAST({stamp} AS DATE))"
+
+
+def _off_sql(column: str) -> str:
+    """A tap-off, per value, as :mod:`synth.records` reads the ``tap`` column (missing: on)."""
+    text = f"coalesce(CAST({_ident(column)} AS VARCHAR), '')"
+    return f"lower({_trimmed(text)}) IN {_OFF}"
+
+
 _NO_DAY = int(np.iinfo(np.int64).min)
 
 
@@ -737,9 +864,14 @@ class _GroupedScan:
         if pa.types.is_dictionary(ids.type):
             ids = ids.dictionary_decode()
         if ids.null_count or (
-            not pa.types.is_integer(ids.type) and pc.min(pc.binary_length(ids)).as_py() == 0
+            not pa.types.is_integer(ids.type)
+            and (
+                pc.min(pc.binary_length(ids)).as_py() == 0
+                or pc.any(pc.match_substring_regex(ids, DOT_ZERO)).as_py()
+                or not pc.all(pc.equal(pc.utf8_trim(ids, characters=ID_SPACE), ids)).as_py()
+            )
         ):
-            raise _NotGrouped
+            raise _NotGrouped  # ids to normalise (synth.io.id_strings): the SQL path does it
         same = np.zeros(m, dtype=bool)  # row i continues the run of row i - 1
         if m > 1:
             same[1:] = pc.equal(ids.slice(1), ids.slice(0, m - 1)).to_numpy(zero_copy_only=False)
@@ -842,7 +974,7 @@ class _GroupedScan:
         locs = batch.column(self.loc_col)
         if locs.null_count:
             raise _NotGrouped
-        names = locs.dictionary.to_pylist()
+        names = ["" if v is None else _plain_id(v) for v in locs.dictionary.to_pylist()]
         index = locs.indices.to_numpy(zero_copy_only=False)
         lut = np.array([self.codes.get(name, -1) for name in names], dtype=np.int64)
         used = np.bincount(index, minlength=len(names))
@@ -861,7 +993,7 @@ class _GroupedScan:
                 raise _NotGrouped
             off = np.array(
                 [
-                    v is None or v.strip(" ").lower() in OFF_VALUES
+                    v is not None and v.strip(ID_SPACE).lower() in OFF_VALUES
                     for v in taps.dictionary.to_pylist()
                 ],
                 dtype=bool,
@@ -969,13 +1101,21 @@ def _sbh_scan(
         kind = "trip"
         sides: list[tuple[int, str, str, str]] = [(0, "on_time", "on_stop", "TRUE")]
         if "off_stop" in types and "off_time" in types:
+            # as pandas reads a CSV file: NA, null, ... are missing times (not ids)
+            na = ", ".join(_quote(v) for v in CSV_NA_VALUES)
             sides.append(
-                (1, "off_time", "off_stop", "off_stop IS NOT NULL AND off_time IS NOT NULL")
+                (
+                    1,
+                    "off_time",
+                    "off_stop",
+                    "off_stop IS NOT NULL AND off_time IS NOT NULL AND "
+                    f"trim(CAST(off_time AS VARCHAR)) NOT IN ({na})",
+                )
             )
     elif {location_column, "time"} <= set(types) and "seq_id" not in types:
         kind = "tap"
         if "tap" in types:
-            is_off = f"lower(trim(CAST(tap AS VARCHAR))) IN {_OFF}"
+            is_off = _off_sql("tap")
             sides = [
                 (0, "time", location_column, f"NOT ({is_off})"),
                 (1, "time", location_column, is_off),
@@ -984,38 +1124,39 @@ def _sbh_scan(
             sides = [(0, "time", location_column, "TRUE")]
     else:
         return None
-    for _, tcol, lcol, _ in sides:
-        if types[tcol].startswith(("TIMESTAMP WITH", "TIMESTAMPTZ")) or not types[lcol].startswith(
-            ("VARCHAR", "INT", "BIGINT", "SMALLINT", "TINYINT", "UBIGINT", "UINTEGER")
-        ):
-            return None  # zoned times, float ids: synth.records normalises them
-    mode = "coalesce(CAST(mode AS VARCHAR), '')" if "mode" in types else "'all'"
-    unit = f"CAST({_ident(unit_column)} AS VARCHAR)" if unit_column else "NULL"
+    ids = [lcol for _, _, lcol, _ in sides] + [c for c in (unit_column, "mode") if c in types]
+    if any(types[tcol].startswith(("TIMESTAMP WITH", "TIMESTAMPTZ")) for _, tcol, _, _ in sides):
+        return None  # zoned times: synth.records reads them (the same rules)
+    if not all(types[c].startswith(_ID_TYPES) for c in ids if c):
+        return None  # float ids: synth.records refuses the non-integral ones
+    mode = f"coalesce({_id_sql('mode')}, '')" if "mode" in types else "'all'"
+    unit = _id_sql(_ident(unit_column)) if unit_column else "NULL"
     row = "file_row_number" if fmt == "parquet" else "0"
     selects = []
     for side, tcol, lcol, cond in sides:
         col = _ident(tcol)
-        if types[tcol].startswith(("TIMESTAMP", "DATE")):
-            stamp, day = f"CAST({col} AS TIMESTAMP)", None
-        else:
+        stamp, day = f"CAST({col} AS TIMESTAMP)", None
+        minute = f"hour({stamp}) * 60 + minute({stamp})"
+        if not types[tcol].startswith(("TIMESTAMP", "DATE")):
+            # each value on its own (synth.times): a clock time HH:MM has no day (the times of
+            # tap files and trips' on_time are timestamps, as synth.records reads them)
             text = f"CAST({col} AS VARCHAR)"
-            time_only = engine.sql(
-                f"SELECT bool_and(regexp_matches({text}, {_CLOCK})) FROM {src} WHERE {cond}"
-            ).fetchone()[0]
-            if time_only:
-                stamp = f"CAST(TRY_CAST(trim({text}) AS TIME) AS TIMESTAMP)"
-                day = str(_NO_DAY)
-            else:
-                stamp, day = f"TRY_CAST({text} AS TIMESTAMP)", None
+            stamp, day = _stamp_sql(text), None
+            minute = f"hour({stamp}) * 60 + minute({stamp})"
+            if tcol == "off_time":
+                is_clock, clock = _clock_sql(text)
+                of_clock = f"CASE WHEN {clock} < 1440 THEN {clock} END"
+                minute = f"CASE WHEN {is_clock} THEN {of_clock} ELSE {minute} END"
+                day = f"CASE WHEN {is_clock} THEN {_NO_DAY} ELSE {_day_sql(stamp)} END"
         if "date" in types:
             day = "date_diff('day', DATE '1970-01-01', TRY_CAST(CAST(date AS VARCHAR) AS DATE))"
         elif day is None:
-            day = f"date_diff('day', DATE '1970-01-01', CAST({stamp} AS DATE))"
+            day = _day_sql(stamp)
         selects.append(
             f"SELECT CAST({side} AS TINYINT) AS side, {mode} AS mode, "
             f"CAST({day} AS BIGINT) AS day, "
-            f"CAST(hour({stamp}) * 60 + minute({stamp}) AS INTEGER) AS minute, "
-            f"CAST({_ident(lcol)} AS VARCHAR) AS loc, {unit} AS unit, {row} AS row, "
+            f"CAST({minute} AS INTEGER) AS minute, "
+            f"{_id_sql(_ident(lcol))} AS loc, {unit} AS unit, {row} AS row, "
             f"CAST({col} AS VARCHAR) AS raw_time FROM {src} WHERE {cond}"
         )
     table = engine._name("sbh_events")

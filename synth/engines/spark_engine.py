@@ -36,6 +36,7 @@ from synth.engines.base import (
     table_spec,
 )
 from synth.errors import ConfigError, InputError
+from synth.io import DOT_ZERO
 
 __all__ = ["SparkEngine", "SparkPrefixCounter", "spark_available"]
 
@@ -50,6 +51,21 @@ def spark_available() -> str | None:
     if not (java_home and (Path(java_home) / "bin" / "java").exists()) and not shutil.which("java"):
         return "engine='spark' needs a Java runtime (java on PATH or JAVA_HOME), e.g. OpenJDK 17"
     return None
+
+
+#: column types read as identifiers by Spark (others, e.g. floats, are loaded by synth.records)
+_ID_TYPES = ("string", "bigint", "int", "smallint", "tinyint")
+#: :data:`synth.io.ID_SPACE` as a Java regular expression class
+_SPACE = r"[ \t\n\r\f\x0B]"
+
+
+def _normalised_id(column: Any) -> Any:
+    """An identifier per value, as :func:`synth.io.id_strings`: surrounding white space stripped,
+    ``-?digits.0+`` -> ``-?digits``."""
+    from pyspark.sql import functions as F
+
+    text = F.regexp_replace(column.cast("string"), f"^{_SPACE}+|{_SPACE}+$", "")
+    return F.regexp_replace(text, DOT_ZERO, "$1")
 
 
 def _collect_counts(df: Any) -> Counts:
@@ -221,15 +237,27 @@ class SparkEngine(Engine):
         )
         if not {"seq_id", "pos", loc} <= set(raw.columns):
             return None
+        kinds = dict(raw.dtypes)
+        if any(kinds[c] not in _ID_TYPES for c in ("seq_id", loc)):
+            return None  # float ids: synth.records refuses the non-integral ones
+        number = F.col("pos").cast("double")
         raw = raw.select(
-            F.col("seq_id").cast("string").alias("sid"),
-            F.col("pos").cast("long").alias("pos"),
-            F.col(loc).cast("string").alias("name"),
+            _normalised_id(F.col("seq_id")).alias("sid"),
+            number.alias("number"),
+            _normalised_id(F.col(loc)).alias("name"),
         )
-        if raw.where(F.col("pos").isNull() | (F.col("pos") < 0)).limit(1).count():
+        bad_pos = (
+            F.col("number").isNull()
+            | (F.col("number") < 0)
+            | (F.col("number") != F.floor(F.col("number")))
+        )
+        if raw.where(bad_pos).limit(1).count():  # 1.5 is refused, never truncated
             raise InputError(f"{p}: column 'pos': values that are not integers >= 0")
+        raw = raw.withColumn("pos", F.col("number").cast("long")).drop("number")
         if raw.where(F.col("sid").isNull() | (F.col("sid") == "")).limit(1).count():
             raise InputError(f"{p}: column 'seq_id': empty values")
+        if raw.where(F.col("name").isNull() | (F.col("name") == "")).limit(1).count():
+            raise InputError(f"{p}: column '{loc}': empty values")
         locs = self.session.createDataFrame(
             pd.DataFrame({"name": list(locations), "code": np.arange(len(locations))})
         )

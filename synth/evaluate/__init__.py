@@ -1,6 +1,6 @@
 """Utility of synthetic releases: count queries, sequential patterns, marginal scores (design.md 6).
 
-Sequences follow the KDD 2012 paper (004, sections 3.3 and 5.1); trips follow the NIST temporal map
+Sequences follow Chen et al. 2012 (sections 3.3 and 5.1); trips follow the NIST temporal map
 challenge's k-marginal scoring. :func:`evaluate_sequences` / :func:`evaluate_trips` run everything
 and return JSON-ready dictionaries; :mod:`synth.report` turns them into an HTML report.
 """

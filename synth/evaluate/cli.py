@@ -1,37 +1,46 @@
-"""``transit-synth evaluate ORIGINAL SYNTHETIC [SYNTHETIC ...] [--kind sequences|trips] [--out
-DIR]``.
+"""``transit-synth evaluate ORIGINAL SYNTHETIC [SYNTHETIC ...] [--out DIR]``.
 
 Compares one or more synthetic releases (files, or release directories holding ``sequences.*`` /
-``trips.*`` and ``manifest.json``) with the original; writes ``evaluation.json`` and ``report.html``
-into DIR atomically (default: the first release's directory) and prints a summary.
+``trips.*`` and ``manifest.json``) with the original. What a release is (sequences or trips), the
+height of its prefix tree, its location, id and time columns are read from its manifest; flags
+override them. Writes ``private-evaluation.json`` and ``private-report.html`` into DIR atomically
+and prints a summary. Both hold exact statistics of the original (NOT private, for the data holder
+only, and say so at their top), so DIR is never a release directory: by default
+``<release>-evaluation-private/`` beside the first release
+(:func:`synth.internal.default_evaluation_dir`); an ``--out`` inside a release is refused.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from synth.cli import add_quiet_option
-from synth.errors import InputError
+from synth.errors import ConfigError, InputError
 from synth.evaluate.suite import PAPER_KS, evaluate_sequences, evaluate_trips
-from synth.io import CSV_SUFFIXES, PARQUET_SUFFIXES, read_table, release_dir
-from synth.records import load_sequences
-from synth.report import write_report
+from synth.internal import INTERNAL_NOTICE, check_outside_releases, default_evaluation_dir
+from synth.io import CSV_SUFFIXES, PARQUET_SUFFIXES, read_table, release_dir, table_format
+from synth.records import load_sequences, truncate_sequences
+from synth.report import REPORT_FILE, RESULTS_FILE, verdict, write_report
 from synth.taxonomy import Taxonomy
 
-RESULTS_FILE = "evaluation.json"
-REPORT_FILE = "report.html"
+#: What each generator of a manifest (``parameters.generator`` / ``.release``) releases.
+KINDS = {"prefixtree": "sequences", "archetypes": "trips"}
+DEFAULT_HEIGHT = 12
+#: Name of the non-private baseline: the original truncated to the workload's height.
+BASELINE = "eps=inf (truncated)"
 
 
 def register(subparsers: Any) -> None:
     """Add the ``evaluate`` subcommand."""
     p = subparsers.add_parser(
         "evaluate",
-        help="compare synthetic releases with the original data (utility report)",
+        help="compare synthetic releases with the original data (internal utility report)",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -45,24 +54,75 @@ def register(subparsers: Any) -> None:
     p.add_argument(
         "--kind",
         choices=("sequences", "trips"),
-        default="sequences",
-        help="long-format sequences (count queries, patterns) or trip tables (marginals)",
+        default=None,
+        help="long-format sequences (count queries, patterns) or trip tables (marginals) "
+        "(default: from the release's manifest, else the table's name, else sequences)",
     )
-    p.add_argument("--out", metavar="DIR", help="output directory (default: the first release's)")
     p.add_argument(
+        "--out",
+        metavar="DIR",
+        help="output directory for the internal (NOT private) evaluation; never a release "
+        "directory (default: <release>-evaluation-private beside the first release)",
+    )
+    seq = p.add_argument_group("sequences")
+    seq.add_argument(
         "--taxonomy",
         metavar="TAX",
         help="public taxonomy (CSV edge list or GTFS zip) whose leaves are the query universe "
-        "(default: the locations of ORIGINAL)",
+        "(default: the release's taxonomy when its file exists, else the locations of ORIGINAL)",
     )
-    p.add_argument(
-        "--height", type=int, default=12, help="h of the count-query workload (default 12)"
+    seq.add_argument(
+        "--height",
+        type=int,
+        default=None,
+        help=f"h of the count-query workload (default: the release's height, else "
+        f"{DEFAULT_HEIGHT})",
     )
-    p.add_argument(
+    seq.add_argument(
+        "--no-baseline",
+        dest="baseline",
+        action="store_false",
+        help=f"leave out '{BASELINE}', the original cut to h locations without noise (the best "
+        "any release of height h can score)",
+    )
+    seq.add_argument(
         "--queries", type=int, default=40_000, help="queries per workload (default 40000)"
     )
-    p.add_argument("--top-k", type=int, default=max(PAPER_KS), help="largest k of top-k patterns")
-    p.add_argument("--location-column", metavar="COL", help="location column when ORIGINAL is taps")
+    seq.add_argument(
+        "--top-k", type=int, default=max(PAPER_KS), help="largest k of top-k patterns (300)"
+    )
+    seq.add_argument(
+        "--location-column",
+        metavar="COL",
+        help="location column when ORIGINAL is taps (default: the release's, if ORIGINAL has it)",
+    )
+    trips = p.add_argument_group("trips")
+    trips.add_argument(
+        "--id-column",
+        metavar="COL",
+        help="individual id column (default: the release's, else card_id)",
+    )
+    trips.add_argument(
+        "--time-column",
+        metavar="COL",
+        help="time of a trip: timestamps (read as hour of day) or numbers used as given, e.g. a "
+        "shift (default: the release's order column, else on_time)",
+    )
+    trips.add_argument(
+        "--origin-column", metavar="COL", default="on_stop", help="origin column (on_stop)"
+    )
+    trips.add_argument(
+        "--destination-column",
+        metavar="COL",
+        default="off_stop",
+        help="destination column (off_stop); give 'none' when trips record no destination",
+    )
+    trips.add_argument(
+        "--exclude",
+        metavar="COLS",
+        default="",
+        help="comma-separated columns left out of the marginals (e.g. lat,lon)",
+    )
     p.add_argument(
         "--workload-seed", type=int, default=0, help="seed of the query workload and marginal picks"
     )
@@ -70,91 +130,169 @@ def register(subparsers: Any) -> None:
     p.set_defaults(func=run)
 
 
-def _release(arg: str, kind: str) -> tuple[str, Path, dict[str, Any] | None]:
-    """(name, table path, manifest) of a synthetic argument: a table file or a release directory."""
+def _read_manifest(path: Path) -> dict[str, Any] | None:
+    if not path.is_file():
+        return None
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise InputError(f"{path}: not valid JSON: {exc}") from None
+    if not isinstance(manifest, dict):
+        raise InputError(f"{path}: not a release manifest (expected a JSON object)")
+    return manifest
+
+
+def _manifest_kind(manifest: dict[str, Any] | None, where: Path) -> str | None:
+    params = (manifest or {}).get("parameters") or {}
+    generator = params.get("generator") or params.get("release")
+    if generator == "opal-marginals":
+        raise InputError(
+            f"{where}: a marginal-table release (transit-synth marginals): evaluate compares "
+            "synthetic sequences or trips; check a marginal release with transit-synth audit"
+        )
+    return KINDS.get(str(generator)) if generator else None
+
+
+def _release(arg: str, kind: str | None) -> tuple[str, Path, dict[str, Any] | None, str | None]:
+    """(name, table, manifest, kind from the manifest) of a table file or release directory."""
     path = Path(arg)
     if path.is_dir():
-        tables = [path / f"{kind}{ext}" for ext in (*CSV_SUFFIXES, *PARQUET_SUFFIXES)]
+        manifest = _read_manifest(path / "manifest.json")
+        stated = _manifest_kind(manifest, path)
+        kinds = [kind or stated] if (kind or stated) else ["sequences", "trips"]
+        tables = [path / f"{k}{ext}" for k in kinds for ext in (*CSV_SUFFIXES, *PARQUET_SUFFIXES)]
         found = [t for t in tables if t.is_file()]
         if not found:
-            raise InputError(f"{path}: release directory has no {kind}.csv or {kind}.parquet")
-        table, name = found[0], path.name
-    else:
-        table = path
-        name = (
-            path.parent.name if path.name.split(".")[0] == kind and path.parent.name else path.stem
+            names = " or ".join(f"{k}.csv, {k}.parquet" for k in kinds)
+            raise InputError(f"{path}: release directory has no {names}")
+        return path.name, found[0], manifest, stated or found[0].name.split(".")[0]
+    stem = path.name.split(".")[0]
+    if stem not in KINDS.values():  # a loose table: no manifest of its own
+        return path.stem, path, None, None
+    manifest = _read_manifest(path.parent / "manifest.json")
+    stated = _manifest_kind(manifest, path.parent)
+    return path.parent.name or path.stem, path, manifest, stated or stem
+
+
+def _resolve_kind(args: argparse.Namespace, stated: Sequence[str | None]) -> str:
+    if args.kind is not None:
+        return str(args.kind)
+    kinds = {k for k in stated if k is not None}
+    if len(kinds) > 1:
+        raise ConfigError(
+            "the releases are of different kinds (sequences and trips): evaluate them separately"
         )
-    manifest_path = table.parent / "manifest.json"
-    manifest = None
-    if manifest_path.is_file():
-        try:
-            manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-        except ValueError as exc:
-            raise InputError(f"{manifest_path}: not valid JSON: {exc}") from None
-    return name, table, manifest
+    return kinds.pop() if kinds else "sequences"
+
+
+def _from_manifests(manifests: Sequence[dict[str, Any] | None], key: str) -> Any:
+    """The parameter ``key`` of the releases' manifests (the first one stating it)."""
+    for m in manifests:
+        value = ((m or {}).get("parameters") or {}).get(key)
+        if value is not None:
+            return value
+    return None
+
+
+def _columns(path: str) -> set[str]:
+    """Column names of a table file, or an empty set when it cannot be read cheaply."""
+    p = Path(path)
+    try:
+        if table_format(p) == "parquet":
+            import pyarrow.parquet as pq
+
+            return set(pq.read_schema(p).names)
+        return set(pd.read_csv(p, nrows=0).columns.str.strip())
+    except (InputError, OSError, ValueError):
+        return set()  # read_table / load_sequences name the problem
 
 
 def _summary(results: dict[str, Any]) -> list[str]:
-    lines = []
-    for name, rel in results["releases"].items():
-        if results["kind"] == "sequences":
-            cq = rel["count_queries"]
-            errs = ", ".join(
-                f"{w} " + "/".join(f"{s['mean_relative_error']:.3f}" for s in r["by_subset"])
-                for w, r in cq.items()
-            )
-            tps = ", ".join(f"k={p['k']}: {p['tp']}" for p in rel["patterns"])
-            lines.append(f"{name}: relative error by max|Q| subset: {errs}; TP {tps}")
-        else:
-            m = rel["marginals"]
-            two_way = "-" if m["mean_two_way"] is None else f"{m['mean_two_way']:.4f}"
-            lines.append(
-                f"{name}: k-marginal score {rel['k_marginal']['score']:.1f}, mean TV 1-way "
-                f"{m['mean_one_way']:.4f}, 2-way {two_way}"
-            )
-    return lines
+    """One verdict line per release (the baseline, when shown, is what privacy costs)."""
+    return [f"{name}: {verdict(results, name)}" for name in results["releases"] if name != BASELINE]
+
+
+def _evaluate_sequences(
+    args: argparse.Namespace, tables: dict[str, Path], manifests: Sequence[dict[str, Any] | None]
+) -> dict[str, Any]:
+    height = args.height if args.height is not None else _from_manifests(manifests, "height")
+    height = DEFAULT_HEIGHT if height is None else height
+    if int(height) < 1:
+        raise ConfigError(f"--height must be at least 1, got {height}")
+    location = args.location_column
+    if location is None:
+        stated = _from_manifests(manifests, "location_column")
+        location = stated if stated and stated in _columns(args.original) else None
+    original = load_sequences(args.original, location_column=location)
+    synthetic = {n: load_sequences(t) for n, t in tables.items()}
+    if args.baseline:  # the truncated ceiling: what a release of this height could reach
+        synthetic = {BASELINE: truncate_sequences(original, int(height)), **synthetic}
+    taxonomy = args.taxonomy
+    if taxonomy is None:
+        stated = _from_manifests(manifests, "taxonomy")
+        taxonomy = stated if isinstance(stated, str) and Path(stated).exists() else None
+    universe = Taxonomy.from_spec(taxonomy).leaves() if taxonomy else None
+    ks = sorted({k for k in PAPER_KS if k <= args.top_k} | {args.top_k})
+    return evaluate_sequences(
+        original,
+        synthetic,
+        universe=universe,
+        height=int(height),
+        n_queries=args.queries,
+        ks=ks,
+        seed=args.workload_seed,
+    )
+
+
+def _evaluate_trips(
+    args: argparse.Namespace, tables: dict[str, Path], manifests: Sequence[dict[str, Any] | None]
+) -> dict[str, Any]:
+    id_column = args.id_column or _from_manifests(manifests, "id_column") or "card_id"
+    time_column = args.time_column or _from_manifests(manifests, "order_column") or "on_time"
+    ids = {id_column: str}
+    original = read_table(args.original, dtype=ids)
+    synthetic = {n: read_table(t, dtype=ids) for n, t in tables.items()}
+    destination = args.destination_column
+    return evaluate_trips(
+        original,
+        synthetic,
+        id_column=id_column,
+        time_column=time_column,
+        origin=args.origin_column,
+        destination=None if destination.lower() == "none" else destination,
+        exclude=[c.strip() for c in args.exclude.split(",") if c.strip()],
+        seed=args.workload_seed,
+    )
 
 
 def run(args: argparse.Namespace) -> int:
     """Evaluate, write the JSON and the HTML report, print the summary."""
+    if args.out:
+        check_outside_releases(args.out)
     releases = [_release(a, args.kind) for a in args.synthetic]
+    kind = _resolve_kind(args, [r[3] for r in releases])
     names: list[str] = []
-    for name, _, _ in releases:
+    for name, *_ in releases:
         names.append(name if name not in names else f"{name}#{len(names) + 1}")
-    if args.kind == "sequences":
-        original = load_sequences(args.original, location_column=args.location_column)
-        synthetic: dict[str, pd.DataFrame] = {
-            n: load_sequences(t) for n, (_, t, _) in zip(names, releases, strict=True)
-        }
-        universe = Taxonomy.from_spec(args.taxonomy).leaves() if args.taxonomy else None
-        top_k = args.top_k
-        ks = sorted({k for k in PAPER_KS if k <= top_k} | {top_k})
-        results = evaluate_sequences(
-            original,
-            synthetic,
-            universe=universe,
-            height=args.height,
-            n_queries=args.queries,
-            ks=ks,
-            seed=args.workload_seed,
-        )
+    tables = {n: r[1] for n, r in zip(names, releases, strict=True)}
+    manifest_list = [r[2] for r in releases]
+    if kind == "sequences":
+        results = _evaluate_sequences(args, tables, manifest_list)
     else:
-        original = read_table(args.original, dtype={"card_id": str})
-        synthetic = {
-            n: read_table(t, dtype={"card_id": str})
-            for n, (_, t, _) in zip(names, releases, strict=True)
-        }
-        results = evaluate_trips(original, synthetic, seed=args.workload_seed)
-    results["inputs"] = {
-        "original": str(args.original),
-        **{n: str(t) for n, (_, t, _) in zip(names, releases, strict=True)},
+        results = _evaluate_trips(args, tables, manifest_list)
+    results = {
+        "notice": INTERNAL_NOTICE,
+        **results,
+        "inputs": {"original": str(args.original), **{n: str(t) for n, t in tables.items()}},
     }
-    manifests = {n: m for n, (_, _, m) in zip(names, releases, strict=True) if m is not None}
-    out = Path(args.out) if args.out else releases[0][1].parent
+    manifests = {n: m for n, m in zip(names, manifest_list, strict=True) if m is not None}
+    out = Path(args.out) if args.out else default_evaluation_dir(args.synthetic[0])
+    check_outside_releases(out)
     with release_dir(out) as stage:
-        (stage / RESULTS_FILE).write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
-        write_report(results, stage / REPORT_FILE, manifests=manifests)
+        text = json.dumps(results, indent=2)  # the notice is its first key
+        (stage / RESULTS_FILE).write_text(text + "\n", encoding="utf-8")
+        write_report(results, stage / REPORT_FILE, manifests=manifests, notice=INTERNAL_NOTICE)
     if not args.quiet:
         print("\n".join(_summary(results)))
-        print(f"wrote {out / RESULTS_FILE} and {out / REPORT_FILE}")
+        print(f"wrote {out / RESULTS_FILE} and {out / REPORT_FILE} (internal: do not publish)")
     return 0

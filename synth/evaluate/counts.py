@@ -1,4 +1,4 @@
-"""Count queries over sequences (KDD 2012, paper 004: Definition 3.4 and section 5.1).
+"""Count queries over sequences (Chen et al. 2012: Definition 3.4, section 5.1).
 
 ``Q(D)`` is the number of sequences whose *set* of locations contains every location of the query
 (order is ignored). Answers come from a bitset inverted index: one packed bit array over the

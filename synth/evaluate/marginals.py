@@ -30,6 +30,7 @@ __all__ = [
     "marginal_tv",
     "marginal_tvd",
     "od_error",
+    "time_axis",
     "time_of_day",
     "trips_per_individual",
 ]
@@ -220,10 +221,22 @@ def time_of_day(
 ) -> dict[str, Any]:
     """Distribution of trips over the hours of the day (timestamps, or numbers read as hours)."""
     _check_schema(original, synthetic, [time_column])
-    return _histogram_tv(
+    result = _histogram_tv(
         _hour_of_day(original[time_column], time_column).dropna().astype(int),
         _hour_of_day(synthetic[time_column], time_column).dropna().astype(int),
     )
+    return {**result, **time_axis(original[time_column], time_column)}
+
+
+def time_axis(values: pd.Series, column: str) -> dict[str, Any]:
+    """How a time column is read: ``column``, ``from_timestamps`` and the axis ``label`` of plots.
+
+    Timestamps give the hour of day; a numeric column (a shift number, an hour) is used as given
+    and labelled with its own name.
+    """
+    stamps = _as_hours(values) is not None
+    label = f"hour of day (from {column})" if stamps else column
+    return {"column": column, "from_timestamps": stamps, "label": label}
 
 
 def od_error(

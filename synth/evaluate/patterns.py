@@ -1,4 +1,4 @@
-"""Top-k frequent sequential patterns and TP / FP / FD (KDD 2012, paper 004: sections 3.3 and 5.1).
+"""Top-k frequent sequential patterns and TP / FP / FD (Chen et al. 2012, sections 3.3, 5.1).
 
 The support of a pattern is the number of sequences containing it as a (not necessarily contiguous)
 subsequence, each sequence counted once: PrefixSpan semantics. ``F_k(D)`` is the set of the k most

@@ -1,10 +1,10 @@
 """Reference check: synthetic microdata against an SBH marginal release of the private data.
 
 The SBH release (:class:`synth.sbh.OpalRelease`) is the reference output (design.md section 5): its
-cells are within a known per-cell error bound of the true counts with probability ``1 - beta`` (000
-Theorem 6, made exact in :meth:`synth.sbh.SBHCalibration.error_bound`). A synthetic dataset whose
-recomputed table differs from the release by more than that bound in a cell disagrees with the
-private data there (up to the ``beta`` chance that the release itself is off).
+cells are within a known per-cell error bound of the true counts with probability ``1 - beta``
+(Asghar et al. 2018, Theorem 6, made exact in :meth:`synth.sbh.SBHCalibration.error_bound`). A
+synthetic dataset whose recomputed table differs from the release by more than that bound in a cell
+disagrees with the private data there (up to the ``beta`` chance that the release itself is off).
 """
 
 from __future__ import annotations
@@ -88,7 +88,9 @@ def against_reference(
     summed (the public domain size, or the locations seen in either table when it is not public).
 
     Returns one row per table: ``table, compared, cells, tvd, error_bound, outside_bound,
-    outside_fraction, max_abs_error`` (``error_bound`` is the largest per-cell bound used).
+    outside_fraction, max_abs_error, release_total, microdata_total`` (``error_bound`` is the
+    largest per-cell bound used; the totals are the sums of the compared cells: a release that
+    suppresses small cells holds less than the data).
     """
     tables, params, tax = _load(release, taxonomy)
     truth = marginal_tables(
@@ -141,6 +143,8 @@ def against_reference(
                 "outside_bound": outside,
                 "outside_fraction": outside / len(merged) if len(merged) else 0.0,
                 "max_abs_error": float(diff.max()) if diff.size else 0.0,
+                "release_total": float(merged["count_release"].sum()),
+                "microdata_total": float(merged["count_synthetic"].sum()),
             }
         )
     return pd.DataFrame(rows)

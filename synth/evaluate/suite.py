@@ -1,6 +1,6 @@
 """The whole evaluation of one original table against one or more synthetic releases.
 
-:func:`evaluate_sequences` runs the KDD 2012 utility measures (paper 004, sections 3.3 and 5.1):
+:func:`evaluate_sequences` runs the utility measures of Chen et al. 2012 (sections 3.3, 5.1):
 count queries on the uniform and popularity workloads, and TP / FP / FD of the top-k sequential
 patterns for several k (Table 3). :func:`evaluate_trips` runs the marginal measures of trip tables.
 Both return plain JSON-ready dictionaries that :mod:`synth.report` renders; several releases are
@@ -21,6 +21,7 @@ from synth.evaluate.marginals import (
     k_marginal_score,
     marginal_tvd,
     od_error,
+    time_axis,
     time_of_day,
     trips_per_individual,
 )
@@ -122,8 +123,8 @@ def evaluate_trips(
     *,
     id_column: str = "card_id",
     time_column: str = "on_time",
-    origin: str = "on_stop",
-    destination: str = "off_stop",
+    origin: str | None = "on_stop",
+    destination: str | None = "off_stop",
     exclude: Sequence[str] = (),
     n_marginals: int = 50,
     seed: int = 0,
@@ -134,8 +135,9 @@ def evaluate_trips(
 
     Every column of ``original`` except ``id_column`` and ``exclude`` enters the marginals; a
     release lacking one of them (or having columns the original lacks) is refused with
-    :class:`InputError`. Measures whose columns the original does not have are listed under
-    ``skipped``.
+    :class:`InputError`. Measures whose columns the original does not have (or that do not apply,
+    such as trips per individual when every individual has one trip) are explained in plain words
+    under ``skipped``.
     """
     releases = _releases(synthetic)
     skip_cols = {id_column, *exclude}
@@ -157,17 +159,15 @@ def evaluate_trips(
         "releases": {},
         "skipped": [],
     }
-    has_id = id_column in original.columns
-    has_time = time_column in original.columns
-    has_od = has_time and {origin, destination} <= set(original.columns)
-    if has_id:
+    skipped = _not_measured(original, id_column, time_column, origin, destination)
+    result["skipped"] = list(skipped.values())
+    has_id = "trips_per_individual" not in skipped
+    has_time = "time_of_day" not in skipped
+    has_od = "od" not in skipped
+    if id_column in original.columns:
         result["original"]["n_individuals"] = int(original[id_column].nunique())
-    else:
-        result["skipped"].append(f"trips per individual: no column {id_column!r}")
-    if not has_time:
-        result["skipped"].append(f"time of day: no column {time_column!r}")
-    if not has_od:
-        result["skipped"].append(f"OD matrices: need {origin!r}, {destination!r}, {time_column!r}")
+    if has_time:
+        result["parameters"]["time_axis"] = time_axis(original[time_column], time_column)
     for name, synth in releases.items():
         extra = sorted(set(synth.columns) - set(original.columns) - skip_cols)
         if extra:
@@ -196,7 +196,54 @@ def evaluate_trips(
             entry["time_of_day"] = time_of_day(original, synth, time_column=time_column)
         if has_od:
             entry["od"] = od_error(
-                original, synth, origin=origin, destination=destination, time_column=time_column
+                original,
+                synth,
+                origin=str(origin),
+                destination=str(destination),
+                time_column=time_column,
             )
         result["releases"][name] = entry
     return result
+
+
+def _not_measured(
+    original: pd.DataFrame,
+    id_column: str,
+    time_column: str,
+    origin: str | None,
+    destination: str | None,
+) -> dict[str, str]:
+    """Per trip measure that cannot be computed on ``original``, a plain sentence saying why."""
+    out = {}
+    cols = set(original.columns)
+    if id_column not in cols:
+        out["trips_per_individual"] = (
+            f"Trips per individual: not measured: the original has no individual id column "
+            f"'{id_column}' (transit-synth evaluate --id-column names it)."
+        )
+    elif original[id_column].nunique() == len(original):
+        out["trips_per_individual"] = (
+            "Trips per individual: not applicable: every individual of the original has exactly "
+            f"one trip ('{id_column}' does not link the trips of one person or vehicle)."
+        )
+    if time_column not in cols:
+        out["time_of_day"] = (
+            f"Time of day: not measured: the original has no time column '{time_column}' "
+            "(transit-synth evaluate --time-column names it)."
+        )
+    if origin is None or destination is None:
+        side = "origin" if origin is None else "destination"
+        out["od"] = (
+            f"Origin-destination matrices: not measured: the trips record no {side} (only "
+            f"where each trip {'ends' if origin is None else 'starts'}), so there is no "
+            "origin-destination pair to compare."
+        )
+    elif time_column not in cols or not {origin, destination} <= cols:
+        lacking = [c for c in (origin, destination, time_column) if c not in cols]
+        out["od"] = (
+            "Origin-destination matrices: not measured: the original has no column "
+            + ", ".join(f"'{c}'" for c in lacking)
+            + " (transit-synth evaluate --origin-column, --destination-column and --time-column "
+            "name them)."
+        )
+    return out

@@ -20,7 +20,7 @@ from fractions import Fraction
 
 import numpy as np
 from mpmath import iv
-from mpmath.libmp import to_rational
+from mpmath.libmp import mpf_shift, round_ceiling, round_floor, to_int, to_rational
 
 __all__ = [
     "BitSource",
@@ -85,10 +85,16 @@ def rational(q: Fraction | int) -> iv.mpf:
     return iv.mpf(q.numerator) / iv.mpf(q.denominator)
 
 
-def bounds(x: iv.mpf) -> tuple[Fraction, Fraction]:
-    """The exact rational endpoints of an ``mpmath.iv`` interval."""
+def bounds(x: iv.mpf, prec: int | None = None) -> tuple[Fraction, Fraction]:
+    """Rational endpoints of an ``mpmath.iv`` interval: exact, or with ``prec`` rounded outwards
+    to multiples of ``2**-prec`` (cheap whatever the exponent: ``exp(-1e300)`` becomes
+    ``(0, 2**-prec)`` instead of a fraction with a 10**300-bit denominator)."""
     lo, hi = x._mpi_
-    return Fraction(*to_rational(lo)), Fraction(*to_rational(hi))
+    if prec is None:
+        return Fraction(*to_rational(lo)), Fraction(*to_rational(hi))
+    low = to_int(mpf_shift(lo, prec), round_floor)
+    high = to_int(mpf_shift(hi, prec), round_ceiling)
+    return Fraction(low, 1 << prec), Fraction(high, 1 << prec)
 
 
 class LazyUniform:

@@ -24,6 +24,7 @@ from synth.errors import ConfigError
 # tree's discrete Laplace) start without it.
 
 __all__ = [
+    "MAX_EPSILON",
     "analytic_gaussian_sigma",
     "check_delta",
     "check_epsilon",
@@ -36,12 +37,20 @@ _CHUNK = 1 << 20
 _TAIL_SIGMAS = 12.0  # terms beyond 12 sigma are below exp(-72) of the first: past float64 precision
 
 
+#: The largest epsilon accepted: 2**52 (4.5e15). Beyond it a noise scale 1/epsilon is below the
+#: resolution of the counts' float64 companions and the Gaussian calibration (Balle and Wang 2018)
+#: leaves mpmath's range; no meaningful privacy is left long before.
+MAX_EPSILON = float(2**52)
+
+
 def check_epsilon(epsilon: float) -> float:
-    """``epsilon`` if a finite number > 0, else ConfigError."""
+    """``epsilon`` if a finite number in (0, 2**52], else ConfigError."""
     if isinstance(epsilon, bool) or not isinstance(epsilon, int | float | np.number):
         raise ConfigError(f"epsilon must be a number, got {epsilon!r}")
     if not (math.isfinite(epsilon) and epsilon > 0):
         raise ConfigError(f"epsilon must be a finite number > 0, got {epsilon!r}")
+    if epsilon > MAX_EPSILON:
+        raise ConfigError(f"epsilon must be at most 2**52 = 4.5e15, got {epsilon!r}")
     return float(epsilon)
 
 

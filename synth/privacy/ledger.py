@@ -15,7 +15,7 @@ import json
 import math
 import numbers
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from fractions import Fraction
@@ -34,6 +34,11 @@ ACCOUNTING = (
     "each branch's total (epsilon and delta separately); floats enter through their shortest repr"
 )
 NORMS = ("l1", "l2")
+#: what the manifest says of the private input (no name, size, hash or count of it is published)
+PRIVATE_INPUT_NOTE = (
+    "not recorded: no name, size, hash or count of the private input is published; the data "
+    "holder's provenance record (--provenance-key-file) is kept outside the release directory"
+)
 
 
 def exact(value: float | int | Fraction | str, name: str) -> Fraction:
@@ -326,6 +331,23 @@ class PrivacyLedger(LedgerBranch):
         """Total delta spent (float of the exact total)."""
         return float(self.cost()[1])
 
+    def underspent_note(self) -> str | None:
+        """A sentence for the user when the release spent less than its cap, else ``None``."""
+        eps, delta = self.cost()
+        if eps >= self.cap_epsilon and delta >= self.cap_delta:
+            return None
+        spent = f"epsilon {float(eps):g} of the {float(self.cap_epsilon):g} asked" + (
+            f", delta {float(delta):g} of {float(self.cap_delta):g}" if self.cap_delta else ""
+        )
+        cap = f"epsilon {float(self.cap_epsilon):g}" + (
+            f", delta {float(self.cap_delta):g}" if self.cap_delta else ""
+        )
+        return (
+            f"the release spent {spent} (it stopped early: nothing left to count); its guarantee "
+            f"is the budget asked ({cap}), since where it stops depends on noisy counts "
+            "(manifest: spent_below_budget)"
+        )
+
     @property
     def remaining_epsilon(self) -> float:
         """Epsilon left under the cap."""
@@ -339,14 +361,27 @@ class PrivacyLedger(LedgerBranch):
     def to_dict(
         self,
         parameters: dict[str, Any] | None = None,
-        inputs: Sequence[str | os.PathLike[str]] | None = None,
+        public_inputs: Mapping[str, str | os.PathLike[str]] | None = None,
     ) -> dict[str, Any]:
-        """The release manifest as a JSON-ready dict (see module docstring for the accounting)."""
+        """The release manifest as a JSON-ready dict (see module docstring for the accounting).
+
+        ``public_inputs`` (role -> file or directory: taxonomy, location list, public trips, ...)
+        are listed with a fingerprint. Nothing about the private input is recorded, not even a
+        hash, size or name: those are noise-free functions of the private data (the operator's
+        provenance record lives outside the release, :mod:`synth.provenance`).
+        """
         from synth import __version__
         from synth.io import fingerprint
 
         eps, delta = self.cost()
-        files = [os.fspath(p) for p in inputs or []]
+        public = [
+            {
+                "role": str(role),
+                "file": Path(os.fspath(path)).name,
+                "fingerprint": fingerprint(path),
+            }
+            for role, path in sorted((public_inputs or {}).items())
+        ]
         return {
             "software": {"package": "transit-synth", "version": __version__},
             "privacy_unit": self.unit,
@@ -355,25 +390,26 @@ class PrivacyLedger(LedgerBranch):
             "cap": _amount(self.cap_epsilon, self.cap_delta),
             "spent": _amount(eps, delta),
             "remaining": _amount(self.cap_epsilon - eps, self.cap_delta - delta),
+            # what the release guarantees is the cap: whether it stops short of it (e.g. a tree
+            # with no node left to count) depends on the data through noisy decisions
+            "guarantee": _amount(self.cap_epsilon, self.cap_delta),
+            "spent_below_budget": bool(eps < self.cap_epsilon or delta < self.cap_delta),
             "composition": self.to_list(),
             "spends": [s.to_dict() for s in self.spends],
             "parameters": json.loads(json.dumps(parameters or {}, default=_json_default)),
-            "inputs": {
-                "files": [Path(f).name for f in files],
-                "fingerprint": fingerprint(files) if files else None,
-            },
+            "inputs": {"private": PRIVATE_INPUT_NOTE, "public": public},
         }
 
     def to_json(
         self,
         path: str | os.PathLike[str] | None = None,
         parameters: dict[str, Any] | None = None,
-        inputs: Sequence[str | os.PathLike[str]] | None = None,
+        public_inputs: Mapping[str, str | os.PathLike[str]] | None = None,
     ) -> str:
         """The manifest as deterministic JSON (sorted keys); atomically written to ``path``."""
         from synth.io import atomic_path
 
-        text = json.dumps(self.to_dict(parameters, inputs), sort_keys=True, indent=2) + "\n"
+        text = json.dumps(self.to_dict(parameters, public_inputs), sort_keys=True, indent=2) + "\n"
         if path is not None:
             with atomic_path(path) as tmp:
                 Path(tmp).write_text(text, encoding="utf-8")

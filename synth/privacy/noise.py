@@ -24,11 +24,13 @@ from __future__ import annotations
 
 import math
 import numbers
+import sys
 from collections.abc import Callable
 from fractions import Fraction
 from functools import lru_cache
 from typing import Any
 
+import mpmath
 import numpy as np
 from mpmath import iv
 
@@ -50,6 +52,15 @@ BLOCK = 4096  # block size of the large-scale decomposition G = BLOCK * A + B
 DIRECT_MAX_SCALE = 2048.0  # up to this scale, one table with a memoryless tail
 TAIL_SCALES = 8.0  # table length L ~ TAIL_SCALES * scale: tail mass exp(-8)
 CAP = 1 << 62  # geometric draws saturate here (int64 headroom)
+# The largest noise scale (or sigma) accepted. Up to it every draw fits int64 with room to spare and
+# the saturation at CAP has probability below exp(-2**62 / 2**52) = exp(-1024): beyond any float.
+# Any scale > 0 below it is sampled exactly (tiny scales included: exp(-1/scale) is enclosed with
+# interval arithmetic whatever its exponent). 2**52 is about 4.5e15: epsilon >= 2.2e-16 per unit
+# of sensitivity.
+MAX_SCALE = float(2**52)
+# Binomial(n, q) of the empty cells: drawn by inverse CDF term by term when n q is small (cost
+# proportional to the outcome), by geometric gaps otherwise (then 1/q < 2**62 / SMALL_MEAN).
+SMALL_MEAN = 16.0
 # Bernoulli(exp(-gamma)) float pre-check: its float error is < 2^-34 while |y| <= 2^15 sigma.
 COIN_MARGIN = 2.0**-30
 COIN_RANGE = 2.0**15
@@ -61,6 +72,11 @@ def _check_scale(scale: float, name: str = "scale") -> Fraction:
     ok = isinstance(scale, numbers.Real) and not isinstance(scale, bool)
     if not (ok and math.isfinite(scale) and scale > 0):
         raise ConfigError(f"{name} must be a positive finite number, got {scale!r}")
+    if scale > MAX_SCALE:
+        raise ConfigError(
+            f"noise {name} {float(scale):.3g} is above the largest supported, 2**52 = 4.5e15 "
+            "(--epsilon too small for its sensitivity: the noise would not fit 64-bit integers)"
+        )
     return scale if isinstance(scale, Fraction) else Fraction(float(scale))
 
 
@@ -94,13 +110,22 @@ class _FixedPowers:
 
 
 class _Geometric:
-    """Exact ``P(G = g) = (1 - r) r**g``, ``g >= 0``, for a ratio ``0 < r < 1`` given rigorously."""
+    """Exact ``P(G = g) = (1 - r) r**g``, ``g >= 0``, for a ratio ``0 < r < 1``.
 
-    def __init__(self, ratio: Bounds, log2_scale: float) -> None:
+    ``ratio`` computes ``r`` in ``mpmath.iv`` interval arithmetic at the current precision (each
+    level of the large-scale decomposition encloses its own ``r**4096`` directly, so enclosures do
+    not widen level after level).
+    """
+
+    def __init__(self, ratio_iv: Callable[[], iv.mpf], log2_scale: float) -> None:
+        ratio = _enclose(ratio_iv)
         self.power = power = _FixedPowers(ratio)
         self.prec = 160 + 2 * max(0, math.ceil(log2_scale))
         mid = float(sum(ratio(self.prec)) / 2)
-        scale = 1.0 / -math.log(mid) if mid < 1.0 else math.inf
+        if mid <= 0.0:  # r below 2**-1074: the table holds g = 0 and the (exact) tail
+            scale = 0.0
+        else:
+            scale = 1.0 / -math.log(mid) if mid < 1.0 else math.inf
         if scale <= DIRECT_MAX_SCALE:
             self._length = math.ceil(TAIL_SCALES * scale) + 1
 
@@ -123,12 +148,8 @@ class _Geometric:
                     -((-(one - lows[j + 1]) << prec) // den_lo),
                 )
 
-            def high_ratio(prec: int) -> tuple[Fraction, Fraction]:  # r^BLOCK
-                lows, highs = power(prec, BLOCK)
-                return Fraction(lows[BLOCK], 1 << prec), Fraction(highs[BLOCK], 1 << prec)
-
             self._table = CdfTable(BLOCK - 1, truncated, self.prec)
-            self._high = _Geometric(high_ratio, log2_scale - math.log2(BLOCK))
+            self._high = _Geometric(lambda: ratio_iv() ** BLOCK, log2_scale - math.log2(BLOCK))
 
     def sample(self, source: BitSource, size: int, cap: int = CAP) -> np.ndarray:
         """``size`` draws, each saturated at ``cap + 1`` (``cap <= 2**62``)."""
@@ -150,7 +171,7 @@ def _enclose(value: Callable[[], iv.mpf]) -> Bounds:
 
     def at(prec: int) -> tuple[Fraction, Fraction]:
         with precision(prec + 16):
-            return bounds(value())
+            return bounds(value(), prec + 16)
 
     return at
 
@@ -158,7 +179,7 @@ def _enclose(value: Callable[[], iv.mpf]) -> Bounds:
 @lru_cache(maxsize=64)
 def _laplace_geometric(scale: Fraction) -> _Geometric:
     """The geometric of ratio ``exp(-1/scale)`` (cached per scale: tables are immutable)."""
-    return _Geometric(_enclose(lambda: _laplace_ratio(scale)), math.log2(float(scale)))
+    return _Geometric(lambda: _laplace_ratio(scale), math.log2(float(scale)))
 
 
 class _TwoSided:
@@ -213,13 +234,35 @@ def _upper_tail(scale: Fraction, threshold: int) -> iv.mpf:
     return 1 - r ** (1 - threshold) / (1 + r)
 
 
+def _log2_upper_tail(scale: Fraction, threshold: int) -> float:
+    """``log2 P(X >= threshold)`` (a float estimate, fine for any exponent)."""
+    with precision(128):
+        low = _upper_tail(scale, threshold)._mpi_[0]
+    return float(mpmath.log(mpmath.mpf(low), 2)) if low[1] else -math.inf
+
+
 @lru_cache(maxsize=64)
 def _gap_geometric(scale: Fraction, threshold: int) -> _Geometric:
     """Failures between successes of Bernoulli(q), ``q = P(X >= threshold)``: ratio ``1 - q``."""
-    with precision(128):
-        q = bounds(_upper_tail(scale, threshold))[0]
-    log2_scale = math.log2(q.denominator) - math.log2(q.numerator)
-    return _Geometric(_enclose(lambda: 1 - _upper_tail(scale, threshold)), log2_scale)
+    return _Geometric(
+        lambda: 1 - _upper_tail(scale, threshold), -_log2_upper_tail(scale, threshold)
+    )
+
+
+def _binomial_cdf(scale: Fraction, threshold: int, n: int, k: int) -> Bounds:
+    """Rigorous bounds of ``P(K <= k)`` for ``K ~ Binomial(n, q)``, ``q = P(X >= threshold)``."""
+
+    def at(prec: int) -> tuple[Fraction, Fraction]:
+        with precision(prec + 64 + 2 * n.bit_length() + 2 * k.bit_length()):
+            q = _upper_tail(scale, threshold)
+            term = (1 - q) ** n
+            total = term
+            for i in range(k):
+                term = term * (n - i) / (i + 1) * q / (1 - q)
+                total = total + term
+            return bounds(total, prec + 16)
+
+    return at
 
 
 class SecureNoise:
@@ -289,8 +332,21 @@ class SecureNoise:
         s, t, n = _check_scale(scale), int(threshold), _check_size(n_empty, "n_empty")
         if n > CAP:
             raise ConfigError(f"n_empty must be at most 2**62, got {n}")
-        k = self._binomial_gaps(_gap_geometric(s, t), n) if n else 0
+        if not n:
+            k = 0
+        elif math.log2(n) + _log2_upper_tail(s, t) < math.log2(SMALL_MEAN):
+            k = self._binomial_small(s, t, n)
+        else:
+            k = self._binomial_gaps(_gap_geometric(s, t), n)
         return self.discrete_laplace_tail(float(s), t, k)
+
+    def _binomial_small(self, scale: Fraction, threshold: int, n: int) -> int:
+        """``Binomial(n, q)`` by exact inverse CDF, term by term (used when ``n q`` is small)."""
+        v = LazyUniform(self._source.word(), self._source)
+        k = 0
+        while k < n and not v.less_than(_binomial_cdf(scale, threshold, n, k)):
+            k += 1
+        return k
 
     def _binomial_gaps(self, gaps: _Geometric, n: int) -> int:
         """Number of successes in ``n`` Bernoulli trials whose failure runs are ``gaps`` draws."""
@@ -314,16 +370,19 @@ class SecureNoise:
         accepted with probability ``exp(-(|Y| - σ²/t)² / 2σ²)``.
         """
         sig, n = _check_scale(sigma, "sigma"), _check_size(size)
-        t = math.floor(sig) + 1
+        t = min(math.floor(sig) + 1, int(MAX_SCALE))  # the proposal's scale (CKS: any t works)
         s2 = sig * sig
-        s2_float, shift = float(s2), float(s2 / t)
+        # s2 below the smallest normal float (sigma < 1.5e-154): the float pre-check sees that
+        # smallest value (coin 1.0 at y = 0, 0.0 elsewhere: within COIN_MARGIN of the truth)
+        s2_float, shift = max(float(s2), sys.float_info.min), float(s2 / t)
         out = np.empty(n, dtype=np.int64)
         filled = 0
         while filled < n:
             m = int((n - filled) / ACCEPT_RATE) + 64  # usually one round suffices
             y = self.discrete_laplace(t, m)
             ay = np.abs(y).astype(np.float64)
-            coin = np.exp(-((ay - shift) ** 2) / (2.0 * s2_float))
+            with np.errstate(over="ignore"):
+                coin = np.exp(-((ay - shift) ** 2) / (2.0 * s2_float))
             words = self._source.uint64(m)
             v = words.astype(np.float64) * 2.0**-64
             accept = v < coin - COIN_MARGIN
@@ -341,8 +400,8 @@ class SecureNoise:
         """Exact ``Bernoulli(exp(-gamma))`` whose uniform begins with ``word``."""
 
         def c(prec: int) -> tuple[Fraction, Fraction]:
-            with precision(prec):
-                return bounds(iv.exp(-rational(gamma)))
+            with precision(prec + 16):
+                return bounds(iv.exp(-rational(gamma)), prec + 16)
 
         return LazyUniform(word, self._source).less_than(c)
 

@@ -67,9 +67,9 @@ class TwoArchetypes(ArchetypeSynthesizer):
         out = super()._query(private)
         codes, ids = pd.factorize(private["card"])
         labels = self.model_.predict(private)
-        first = majority(codes, labels, self.n_archetypes, self.rng_, len(ids))
+        first = majority(codes, labels, self.n_archetypes, self.tie_breaks_, len(ids))
         rest = np.where(labels == first[codes], -1, labels)
-        second = majority(codes, rest, self.n_archetypes, self.rng_, len(ids))
+        second = majority(codes, rest, self.n_archetypes, self.tie_breaks_, len(ids))
         second = np.where(second < 0, first, second)
         out[0] = np.bincount(np.concatenate([first, second]), minlength=self.n_archetypes)
         return out

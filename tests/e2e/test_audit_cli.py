@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import html
 import json
+import re
+import shlex
 from pathlib import Path
 
 import numpy as np
@@ -130,3 +133,94 @@ def test_pairs_file(release: Path, tmp_path: Path) -> None:
     assert main(["audit", str(release), "--pairs", str(path), "--out", str(out), "--quiet"]) == 0
     scale = json.loads((out / "audit.json").read_text())["scale"]
     assert scale["pairs"] + scale["unpaired"] == 40 and scale["pairs"] >= 35
+
+
+def _run_remedy(command: str, values: dict[str, str]) -> int:
+    """Run a remedy's command line with its placeholders filled in, through the real CLI."""
+    argv = shlex.split(command)
+    assert argv[0] == "transit-synth"
+    return main([values.get(a, a) for a in argv[1:]])
+
+
+def test_every_remedy_command_runs(release: Path, tmp_path: Path) -> None:
+    """Each command a finding names is accepted by the CLI and does what it says."""
+    out = tmp_path / "report"
+    argv = ["audit", str(release), "--out", str(out), "--quiet"]
+    # 45 minutes is not the crossing time: the pairs differ more than the noise explains
+    assert main([*argv, "--route", MANLY, QUAY, "45"]) == 0
+    report = json.loads((out / "audit.json").read_text())
+    commands = {(f["check"], f["severity"]): f["command"] for f in report["findings"]}
+    manifest = json.loads((release / "manifest.json").read_text())
+    threshold = max(s["threshold"] for s in manifest["spends"] if "time_location" in s["label"])
+    assert commands[("scale", "low")].endswith(f"--min-count {int(2 * threshold)}")
+    assert "--pure" in commands[("zeros", "low")]
+    # differencing finds nothing in this release; its remedy's command comes from the same code
+    from synth.audit.release import load_release
+    from synth.audit.report import marginals_command
+
+    consistent = marginals_command(load_release(release), "consistent")
+    assert not any(f["title"].startswith("Scale recovery not run") for f in report["findings"])
+    taxonomy = tmp_path / "stops.csv"
+    taxonomy.write_text(f"child,parent\n{MANLY},wharves\n{QUAY},wharves\n")
+    page = html.unescape(re.sub(r"<[^>]+>", "", (out / "audit.html").read_text(encoding="utf-8")))
+    ran = set()
+    for i, command in enumerate(sorted({c for c in commands.values() if c} | {consistent})):
+        new_dir = tmp_path / f"remedy-{i}"
+        values = {
+            "INPUT": str(release.parent / "trips.csv"),
+            "TAX": str(taxonomy),
+            "MODES": "ferry",
+            "DAYS": "2016-07-25:2016-07-26",
+            "NEW_DIR": str(new_dir),
+        }
+        assert command in page or command == consistent  # shown as typed
+        assert _run_remedy(command, {**values, "--quiet": "--quiet"}) == 0, command
+        if "--pure" in command or "--consistent" in command:
+            # the re-made release has the remedy's property
+            mode = json.loads((new_dir / "manifest.json").read_text())["parameters"]["mode"]
+            assert mode == ("pure" if "--pure" in command else "consistent")
+            ran.add(mode)
+        else:
+            ran.add(shlex.split(command)[1])
+    assert ran == {"pure", "consistent", "audit"}
+
+
+def test_no_noise_row_when_scale_recovery_is_not_asked(release: Path, tmp_path: Path) -> None:
+    out = tmp_path / "report"
+    assert main(["audit", str(release), "--out", str(out), "--quiet"]) == 0
+    report = json.loads((out / "audit.json").read_text())
+    assert report["scale"] == {"run": False}
+    assert all(f["check"] != "scale" for f in report["findings"])
+    page = (out / "audit.html").read_text(encoding="utf-8")
+    assert "<code>--route ORIGIN DESTINATION MINUTES</code>" in page
+    assert "ORIGIN:DESTINATION" not in page
+
+
+def test_remedy_keeps_the_release_public_parameters(release: Path, tmp_path: Path) -> None:
+    """A per-card release with modes, days and a taxonomy: the --pure remedy repeats them, so
+    only the private input and the new directory are left to fill in."""
+    taxonomy = tmp_path / "stops.csv"
+    taxonomy.write_text(f"child,parent\n{MANLY},wharves\n{QUAY},wharves\n")
+    trips = str(release.parent / "trips.csv")
+    card = tmp_path / "card"
+    argv = ["marginals", trips, "--epsilon", "4", "--delta", "1e-6", "--out", str(card)]
+    argv += ["--privacy-unit", "card_id", "--max-contributions", "2", "--bin", "30"]
+    argv += ["--modes", "ferry", "--days", "2016-07-25:2016-07-26", "--taxonomy", str(taxonomy)]
+    assert main([*argv, "--quiet"]) == 0
+    out = tmp_path / "report"
+    assert main(["audit", str(card), "--out", str(out), "--quiet"]) == 0
+    report = json.loads((out / "audit.json").read_text())
+    [command] = {f["command"] for f in report["findings"] if f["check"] == "zeros"}
+    words = shlex.split(command)
+    assert [w for w in words if w.isupper()] == ["INPUT", "NEW_DIR"]
+    for flag, value in [
+        ("--privacy-unit", "card_id"),
+        ("--max-contributions", "2"),
+        ("--bin", "30"),
+        ("--days", "2016-07-25,2016-07-26"),
+    ]:
+        assert words[words.index(flag) + 1] == value
+    remade = tmp_path / "remade"
+    assert _run_remedy(command, {"INPUT": trips, "NEW_DIR": str(remade)}) == 0
+    params = json.loads((remade / "manifest.json").read_text())["parameters"]
+    assert params["mode"] == "pure" and params["privacy_unit"] == "card_id"

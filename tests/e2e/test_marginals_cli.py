@@ -70,7 +70,8 @@ def test_default_release_writes_six_tables_and_manifest(taps_csv: Path, tmp_path
     assert manifest["spent"]["epsilon"] == 8.0
     assert manifest["spent"]["delta_exact"] == "3/4000000"
     assert manifest["parameters"]["bin_minutes"] == 60
-    assert manifest["inputs"]["fingerprint"].startswith("sha256:")
+    assert manifest["inputs"]["public"] == []  # nothing of the private input is recorded
+    assert "sha256" not in json.dumps(manifest) and taps_csv.name not in json.dumps(manifest)
     assert all("NOT private" in s["note"] for s in manifest["spends"])
     table = pd.read_csv(out / "on_time.csv", dtype=str)
     assert list(table.columns) == ["mode", "day", "time", "count"]
@@ -140,7 +141,7 @@ def test_consistent_and_pure_modes(
     [
         (["--epsilon", "0", "--delta", "1e-6"], "epsilon"),
         (["--epsilon", "1", "--delta", "2"], "delta"),
-        (["--epsilon", "1", "--delta", "1e-6", "--bin", "7"], "bin_minutes"),
+        (["--epsilon", "1", "--delta", "1e-6", "--bin", "7"], "--bin must be"),
         (["--epsilon", "1", "--delta", "1e-6", "--pure"], "pure mode"),
     ],
 )

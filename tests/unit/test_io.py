@@ -144,16 +144,20 @@ def test_release_dir_error_leaves_nothing(tmp_path: Path) -> None:
 
 
 def test_release_dir_error_keeps_existing(tmp_path: Path) -> None:
+    """Issue 16: a previous release is replaced whole; a folder with the user's files is refused
+    unless ``force``, which keeps them (the old merge-file-by-file rule is gone)."""
     out = tmp_path / "release"
     out.mkdir()
-    (out / "manifest.json").write_text("old")
+    (out / "manifest.json").write_text('{"old": 1}')
     (out / "keep.txt").write_text("mine")
-    with pytest.raises(KeyboardInterrupt), release_dir(out) as stage:
+    with pytest.raises(KeyboardInterrupt), release_dir(out, force=True) as stage:
         (stage / "manifest.json").write_text("new")
         raise KeyboardInterrupt
-    assert (out / "manifest.json").read_text() == "old"
+    assert (out / "manifest.json").read_text() == '{"old": 1}'
     assert sorted(p.name for p in tmp_path.iterdir()) == ["release"]
-    with release_dir(out) as stage:
+    with pytest.raises(ConfigError, match=r"keep\.txt"), release_dir(out):
+        pass
+    with release_dir(out, force=True) as stage:
         (stage / "manifest.json").write_text("new")
     assert (out / "manifest.json").read_text() == "new"
     assert (out / "keep.txt").read_text() == "mine"
@@ -187,6 +191,8 @@ def test_fingerprint(tmp_path: Path) -> None:
 def test_id_strings() -> None:
     assert id_strings(pd.Series([32.0, None, 7.0])).tolist()[::2] == ["32", "7"]
     assert id_strings(pd.Series(["37031563.0", "1.0"])).tolist() == ["37031563", "1"]
-    assert id_strings(pd.Series(["1.0", "1.5"])).tolist() == ["1.0", "1.5"]
+    # per value: "1.0" loses its ".0" whatever the other values are
+    assert id_strings(pd.Series(["1.0", "1.5"])).tolist() == ["1", "1.5"]
     assert id_strings(pd.Series([" a ", "007"])).tolist() == ["a", "007"]
-    assert id_strings(pd.Series([1.5, 2.0])).tolist() == ["1.5", "2.0"]
+    with pytest.raises(InputError, match=r"column 'id', row 1: 1\.5 is not an identifier"):
+        id_strings(pd.Series([1.5, 2.0]))

@@ -203,9 +203,9 @@ def test_manifest_contents_and_deterministic_atomic_json(tmp_path: Path) -> None
         )
     params = {"epsilon": 1.0, "height": np.int64(12), "out": tmp_path}
     out = tmp_path / "release" / "manifest.json"
-    text = ledger.to_json(out, parameters=params, inputs=[data])
+    text = ledger.to_json(out, parameters=params, public_inputs={"taxonomy": data})
     assert out.read_text() == text
-    assert text == ledger.to_json(parameters=params, inputs=[data])
+    assert text == ledger.to_json(parameters=params, public_inputs={"taxonomy": data})
     assert not [p for p in out.parent.iterdir() if p.name != "manifest.json"]  # no temp left
     manifest = json.loads(text)
     assert list(manifest) == sorted(manifest)
@@ -215,8 +215,10 @@ def test_manifest_contents_and_deterministic_atomic_json(tmp_path: Path) -> None
     assert manifest["cap"]["epsilon_exact"] == "1"
     assert manifest["spent"]["epsilon"] == 1.0
     assert manifest["parameters"]["height"] == 12
-    assert manifest["inputs"]["fingerprint"].startswith("sha256:")
-    assert manifest["inputs"]["files"] == ["taps.csv"]
+    (public,) = manifest["inputs"]["public"]
+    assert public["role"] == "taxonomy" and public["file"] == "taps.csv"
+    assert public["fingerprint"].startswith("sha256:")
+    assert manifest["inputs"]["private"].startswith("not recorded")
     assert "basic composition" in manifest["accounting"]
     lap, gauss = manifest["spends"]
     assert lap["scale"] == 2.0 and lap["sensitivity_norm"] == "l1" and lap["group"] == ""

@@ -1,0 +1,226 @@
+"""Times of records, each value parsed on its own (never a mode chosen from the column).
+
+Rules (the same in every engine; README "Data formats"):
+
+* ISO 8601 text, with or without a UTC offset (``2019-11-27T08:15:00``, ``...+01:00``, ``...Z``).
+  Without a time zone (the default) a time is the **wall clock as written**: an offset is dropped,
+  nothing is converted. With ``timezone`` (an IANA name such as ``America/Montreal``) a value with
+  an offset is converted to that zone's wall clock and a value without one is taken as already in
+  it (kept as written).
+* Numbers (and text of the form ``-?digits[.digits]``) are unix seconds: the UTC wall clock, or
+  ``timezone``'s when given.
+* Datetime columns (Parquet, pandas): naive ones as stored; zoned ones at their own zone's wall
+  clock, or converted to ``timezone``.
+* :func:`times_of_day` also takes a clock time ``HH:MM[:SS[.f]]`` (no date) per value.
+
+Times come back naive (``datetime64[ns]``), as wall-clock times.
+"""
+
+from __future__ import annotations
+
+import argparse
+import zoneinfo
+
+import numpy as np
+import pandas as pd
+
+from synth.errors import ConfigError, InputError
+
+__all__ = [
+    "CLOCK",
+    "NO_DAY",
+    "OFFSET",
+    "SECONDS",
+    "add_timezone_option",
+    "check_timezone",
+    "parse_times",
+    "times_of_day",
+]
+
+#: ``HH:MM[:SS[.f]]``: a clock time without a date
+CLOCK = r"^\s*(\d{1,2}):(\d{2})(?::\d{2}(?:\.\d+)?)?\s*$"
+#: a UTC offset (or ``Z``) after the time part of an ISO 8601 timestamp; group 1 is the rest
+OFFSET = r"^(.*[T ]\d[^+-]*?)\s*(?:[Zz]|[+-]\d{2}(?::?\d{2})?)\s*$"
+#: unix seconds written as text (as a CSV file holds them)
+SECONDS = r"^\s*-?[0-9]+(?:\.[0-9]+)?\s*$"
+#: "no date in the input" (a clock time alone)
+NO_DAY = np.int64(np.iinfo(np.int64).min)
+
+
+def check_timezone(timezone: str | None) -> str | None:
+    """``timezone`` if it is an IANA time zone name (or ``None``), else ConfigError."""
+    if timezone is None:
+        return None
+    try:
+        zoneinfo.ZoneInfo(str(timezone))
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        raise ConfigError(
+            f"timezone: {timezone!r} is not a time zone name (e.g. 'UTC', 'Europe/Paris')"
+        ) from None
+    return str(timezone)
+
+
+def _row(mask: np.ndarray | pd.Series) -> int:
+    return int(np.flatnonzero(np.asarray(mask))[0])
+
+
+def _error(source: str | None, column: str, rows: pd.Index | None, i: int, what: str) -> InputError:
+    """One line naming the column and the row: ``rows[i]`` when given, else ``i + 1``."""
+    row = i + 1 if rows is None else rows[i]
+    prefix = "" if source is None else f"{source}: "
+    return InputError(f"{prefix}column '{column}', row {row}: {what}")
+
+
+def parse_times(
+    raw: pd.Series,
+    *,
+    timezone: str | None = None,
+    column: str = "time",
+    source: str = "input",
+) -> pd.Series:
+    """Timestamps as naive wall-clock ``datetime64[ns]`` (module rules), each value on its own.
+
+    A missing or unparsable value raises InputError naming ``source``, ``column`` and the row.
+    """
+    raw = raw.reset_index(drop=True)
+    if raw.isna().any():
+        raise InputError(f"{source}: column '{column}', row {_row(raw.isna()) + 1}: empty time")
+    out = _stamps(raw, check_timezone(timezone))
+    if out.isna().any():
+        row = _row(out.isna())
+        raise InputError(
+            f"{source}: column '{column}', row {row + 1}: cannot parse {raw.iloc[row]!r} as a "
+            "time (ISO 8601 expected, e.g. 2019-11-27T08:15:00)"
+        )
+    return out
+
+
+def _stamps(raw: pd.Series, timezone: str | None) -> pd.Series:
+    """:func:`parse_times` without the checks: unparsable values are NaT."""
+    if pd.api.types.is_datetime64_any_dtype(raw):
+        zone = getattr(raw.dt, "tz", None)
+        if zone is not None and timezone is not None:
+            raw = raw.dt.tz_convert(timezone)
+        return (raw.dt.tz_localize(None) if zone is not None else raw).astype("datetime64[ns]")
+    if pd.api.types.is_numeric_dtype(raw) and not pd.api.types.is_bool_dtype(raw):
+        return _unix(raw, timezone)
+    text = raw.astype(str).str.strip()
+    codes, uniques = pd.factorize(text)
+    if len(uniques) < len(text):  # each distinct value once
+        once = _stamps(pd.Series(uniques, dtype=object), timezone)
+        return pd.Series(once.to_numpy()[codes], index=raw.index, dtype="datetime64[ns]")
+    zoned = text.str.match(OFFSET).to_numpy(dtype=bool)
+    seconds = text.str.match(SECONDS).to_numpy(dtype=bool)
+    out = pd.Series(pd.NaT, index=text.index, dtype="datetime64[ns]")
+    if seconds.any():
+        out[seconds] = _unix(pd.to_numeric(text[seconds]), timezone)
+    naive = ~zoned & ~seconds
+    if naive.any():
+        out[naive] = _iso(text[naive], utc=False).astype("datetime64[ns]")
+    if zoned.any():
+        given = text[zoned]
+        if timezone is None:  # the wall clock as written: the offset is dropped
+            wall = _iso(given.str.replace(OFFSET, r"\1", regex=True), utc=False)
+        else:
+            wall = _iso(given, utc=True).dt.tz_convert(timezone).dt.tz_localize(None)
+        out[zoned] = wall.astype("datetime64[ns]")
+    return out
+
+
+def _unix(seconds: pd.Series, timezone: str | None) -> pd.Series:
+    """Unix seconds as the UTC wall clock, or ``timezone``'s."""
+    stamps = pd.to_datetime(seconds, unit="s")
+    if timezone is not None:
+        stamps = stamps.dt.tz_localize("UTC").dt.tz_convert(timezone).dt.tz_localize(None)
+    return stamps.astype("datetime64[ns]")
+
+
+def _is_text(values: pd.Series) -> bool:
+    return not (
+        pd.api.types.is_datetime64_any_dtype(values) or pd.api.types.is_numeric_dtype(values)
+    )
+
+
+def _iso(text: pd.Series, *, utc: bool) -> pd.Series:
+    """ISO 8601 text parsed element by element (unparsable: NaT)."""
+    try:
+        return pd.to_datetime(text, format="ISO8601", errors="coerce", utc=utc)
+    except (ValueError, TypeError, OverflowError):  # one value at a time: the bad ones are NaT
+        return pd.Series(
+            [pd.to_datetime(v, format="ISO8601", errors="coerce", utc=utc) for v in text],
+            index=text.index,
+            dtype="datetime64[ns, UTC]" if utc else "datetime64[ns]",
+        )
+
+
+def times_of_day(
+    raw: pd.Series,
+    *,
+    timezone: str | None = None,
+    column: str = "time",
+    source: str | None = "input",
+    rows: pd.Index | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """(minutes since midnight, day number since 1970-01-01) of each value.
+
+    Each value alone: a clock time ``HH:MM[:SS]`` gives ``hours * 60 + minutes`` (hours may
+    pass 23, as GTFS service times do; callers decide) and day :data:`NO_DAY`; anything else is
+    a timestamp (:func:`parse_times`) giving its minute of the day and its day. Messages name
+    ``rows[i]`` (default: the 1-based position) and, unless ``None``, ``source``.
+    """
+    raw = raw.reset_index(drop=True)
+    n = len(raw)
+    minute = np.zeros(n, dtype=np.int64)
+    day = np.full(n, NO_DAY, dtype=np.int64)
+    if raw.isna().any():
+        raise _error(source, column, rows, _row(raw.isna()), "missing time")
+    if _is_text(raw):  # each distinct value once
+        codes, uniques = pd.factorize(raw)
+        if len(uniques) < n:
+            try:
+                m, d = times_of_day(
+                    pd.Series(uniques, dtype=object), timezone=timezone, column=column
+                )
+            except InputError:
+                pass  # read the whole column below: the message names the row
+            else:
+                return m[codes], d[codes]
+    clock = np.zeros(n, dtype=bool)
+    if _is_text(raw):
+        text = raw.astype(str)
+        hm = text.str.extract(CLOCK)
+        clock = hm[0].notna().to_numpy(dtype=bool)
+        if clock.any():
+            h = hm.loc[clock, 0].astype(np.int64).to_numpy()
+            m = hm.loc[clock, 1].astype(np.int64).to_numpy()
+            if (m > 59).any():
+                row = int(np.flatnonzero(clock)[int(np.flatnonzero(m > 59)[0])])
+                raise _error(source, column, rows, row, f"{raw.iloc[row]!r} is not a time of day")
+            minute[clock] = h * 60 + m
+    if (~clock).any():
+        stamps = _stamps(raw[~clock], check_timezone(timezone))
+        if stamps.isna().any():
+            row = int(np.flatnonzero(~clock)[_row(stamps.isna())])
+            raise _error(
+                source,
+                column,
+                rows,
+                row,
+                f"cannot parse {raw.iloc[row]!r} as a time (ISO 8601 timestamp or HH:MM expected)",
+            )
+        values = stamps.to_numpy(dtype="datetime64[ns]")
+        days = values.astype("datetime64[D]")
+        minute[~clock] = (values - days) // np.timedelta64(1, "m")
+        day[~clock] = days.astype(np.int64)
+    return minute, day
+
+
+def add_timezone_option(parser: argparse.ArgumentParser) -> None:
+    """``--timezone TZ`` for the commands that read times (README "Data formats")."""
+    parser.add_argument(
+        "--timezone",
+        metavar="TZ",
+        help="read times in this IANA time zone (e.g. Europe/Paris): values with a UTC offset are "
+        "converted to it, values without one are taken as in it, unix seconds converted from UTC "
+        "(default: each time is the wall clock as written, offsets dropped, unix seconds as UTC)",
+    )
