@@ -58,6 +58,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from archetypes.budget import budget_shares
 from archetypes.completion import ColumnCompleter, Plan
 from archetypes.model import ArchetypeModel, bound_individuals, majority
 from archetypes.schema import TripSchema
@@ -130,21 +131,6 @@ def systematic_choice(weights: np.ndarray, size: int, rng: np.random.Generator) 
     points = (rng.random() + np.arange(size)) / size
     chosen = np.minimum(np.searchsorted(cumulative, points, side="right"), len(weights) - 1)
     return rng.permutation(chosen)
-
-
-def budget_shares(total: float, shares: Sequence[float]) -> list[float]:
-    """``total * share`` for each share as floats whose exact decimal values never sum past
-    ``total`` (the ledger adds the shortest decimal form of each float exactly)."""
-    cap = Fraction(str(total))
-    out: list[float] = []
-    spent = Fraction(0)
-    for share in shares:
-        value = float(cap * Fraction(str(share)))
-        while spent + Fraction(repr(value)) > cap:
-            value = float(np.nextafter(value, 0.0))
-        spent += Fraction(repr(value))
-        out.append(value)
-    return out
 
 
 class ArchetypeSynthesizer:

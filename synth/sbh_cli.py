@@ -24,7 +24,8 @@ from synth.cli import (
     warn_if_seeded,
 )
 from synth.errors import ConfigError
-from synth.io import read_table, table_columns, table_format
+from synth.marginals import TABLES, Mode, OpalRelease
+from synth.marginals import load_input as _load
 from synth.progress import Progress
 from synth.provenance import (
     add_provenance_option,
@@ -32,12 +33,8 @@ from synth.provenance import (
     provenance_key,
     write_provenance,
 )
-from synth.records import load_taps, load_trips
-from synth.sbh import TABLES, Mode, OpalRelease
 from synth.taxonomy import Taxonomy
 from synth.times import add_timezone_option
-
-_ID_COLUMNS = ("card_id", "on_stop", "off_stop", "mode")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -113,36 +110,6 @@ def _days(spec: str) -> list[str]:
         return [str(pd.Timestamp(d.strip()).date()) for d in spec.split(",") if d.strip()]
     except ValueError:
         raise ConfigError(f"--days {spec!r}: expected ISO dates 'a,b' or 'FIRST:LAST'") from None
-
-
-def _load(
-    path: Path | pd.DataFrame, location_column: str, timezone: str | None = None
-) -> pd.DataFrame:
-    """Trips (an ``on_stop`` column) or taps, through :mod:`synth.records` (SUBE loads as is)."""
-    if isinstance(path, pd.DataFrame):
-        columns = set(path.columns)
-    elif path.is_file() and table_format(path) is not None:
-        columns = set(table_columns(path))  # a bad header is an InputError naming the file
-    else:
-        columns = set()  # load_taps names the problem (missing file, unsupported type)
-    if "on_stop" in columns:
-        trips = (
-            path
-            if isinstance(path, pd.DataFrame)
-            else read_table(
-                path, dtype={c: str for c in _ID_COLUMNS}, text=("on_time", "off_time", "date")
-            )
-        )
-        return load_trips(
-            trips, card_column="card_id" if "card_id" in columns else None, timezone=timezone
-        )
-    taps = load_taps(path, location_column=location_column, timezone=timezone)
-    if location_column != "stop_id":
-        taps = taps.drop(columns=["stop_id"], errors="ignore")
-        taps = taps.rename(columns={location_column: "stop_id"})
-    if "mode" not in taps and "modo" in taps:  # SUBE
-        taps = taps.rename(columns={"modo": "mode"})
-    return taps
 
 
 def run(args: argparse.Namespace) -> int:
