@@ -22,20 +22,28 @@ from __future__ import annotations
 
 import inspect
 import numbers
+import os
 import warnings
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from synth.errors import ConfigError, NotFittedError
+import pandas as pd
+
+from synth.errors import ConfigError, InputError, NotFittedError
+from synth.io import read_table
 
 __all__ = [
+    "COLUMNS",
+    "SEQUENCE",
+    "STRING",
     "Generator",
     "InstanceOf",
     "Interval",
     "NotFittedError",
     "Options",
     "Satisfies",
+    "read_data",
     "validate_params",
 ]
 
@@ -71,6 +79,8 @@ class Interval:
         return True
 
     def describe(self) -> str:
+        if self.kind == "integer" and self.high is None and self.low in (0, 1):
+            return "a positive integer" if self.low == 1 else "a non-negative integer"
         noun = "an integer" if self.kind == "integer" else "a number"
         low_op = ">=" if self.closed in ("both", "left") else ">"
         high_op = "<=" if self.closed in ("both", "right") else "<"
@@ -143,6 +153,34 @@ def _as_tuple(types: type | tuple[type, ...]) -> tuple[type, ...]:
 
 def _num(x: float) -> str:
     return str(int(x)) if float(x).is_integer() else str(x)
+
+
+def _is_sequence(value: object) -> bool:
+    return isinstance(value, Sequence) and not isinstance(value, str | bytes)
+
+
+def _is_columns(value: object) -> bool:
+    if not isinstance(value, Sequence | set | frozenset) or isinstance(value, str | bytes):
+        return False
+    return all(isinstance(c, str) for c in value)
+
+
+#: common constraints
+STRING = InstanceOf(str, "a string")
+SEQUENCE = Satisfies(_is_sequence, "a sequence")
+COLUMNS = Satisfies(_is_columns, "a list of column names")
+
+
+def read_data(data: object, what: str = "data") -> pd.DataFrame:
+    """A DataFrame as given, or a CSV/Parquet table read from a path (``what`` names it in
+    errors)."""
+    if isinstance(data, pd.DataFrame):
+        return data
+    if isinstance(data, str | os.PathLike):
+        if str(data) == "":
+            raise InputError(f"{what}: the path is empty")
+        return read_table(data)
+    raise InputError(f"{what} must be a DataFrame or a CSV/Parquet path, got {type(data).__name__}")
 
 
 def validate_params(
@@ -270,11 +308,11 @@ class Generator:
         if not self.__sklearn_is_fitted__():
             raise NotFittedError(self)
 
-    def iter_sample(self, **kwargs: Any) -> Iterator[Any]:
+    def iter_sample(self, *args: Any, **kwargs: Any) -> Iterator[Any]:
         """The release in chunks; the default yields :meth:`sample`'s whole result once."""
-        yield self.sample(**kwargs)
+        yield self.sample(*args, **kwargs)
 
-    def sample(self, **kwargs: Any) -> Any:  # pragma: no cover - every generator overrides it
+    def sample(self, *args: Any, **kwargs: Any) -> Any:  # pragma: no cover - overridden
         """The synthetic release (post-processing of the fitted state only)."""
         raise NotImplementedError
 
