@@ -61,8 +61,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections import Counter
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from fractions import Fraction
 from typing import Any
 
@@ -71,9 +70,10 @@ import pandas as pd
 
 from prefixtree.completion import complete_sequences
 from prefixtree.consistency import consistent_counts, release_counts
-from prefixtree.estimate import BYTES_PER_NODE, TreeEstimate, available_memory, estimate_tree
+from prefixtree.plan import MINUTES_PER_DAY, TreePlanning, scale_for
 from prefixtree.presets import PRESETS, auto_config, hybrid_split, kdd12
-from prefixtree.tree import BuiltTree, SubLevel, TaxonomyIndex, build_noisy_tree_counted
+from prefixtree.sampling import PrefixTreeSampling
+from prefixtree.tree import BuiltTree, build_noisy_tree_counted
 from synth.engines import check_engine, get_engine
 from synth.errors import ConfigError, InputError
 from synth.privacy import PrivacyLedger, check_budget, exact, noise_source
@@ -83,14 +83,12 @@ from synth.times import check_timezone, times_of_day
 
 __all__ = ["PrefixTreeSynthesizer"]
 
-MINUTES_PER_DAY = 1440
 VARIANTS = ("hybrid", "simple")
 THRESHOLD_RULES = ("paper", "candidates")
 COMPLETIONS = ("none", "markov")
 NOISE_METHODS = ("discrete_laplace", "empty_cells_passing", "choice")
 DEFAULT_MAX_NODES = 5_000_000
 MAX_HEIGHT = 1000
-TIGHTEN_STEPS = 12
 #: the parameters a preset sets (an explicit value overrides the preset's)
 PRESET_KEYS = (
     "variant",
@@ -103,16 +101,7 @@ PRESET_KEYS = (
 )
 
 
-def _scale_for(epsilon: Fraction) -> float:
-    """``1 / epsilon`` as the smallest float >= the exact value (never less noise than claimed)."""
-    exact = 1 / epsilon
-    scale = float(exact)
-    if Fraction(scale) < exact:
-        scale = math.nextafter(scale, math.inf)
-    return scale
-
-
-class PrefixTreeSynthesizer:
+class PrefixTreeSynthesizer(TreePlanning, PrefixTreeSampling):
     """Hybrid-granularity noisy prefix tree for station sequences (KDD 2012, Algorithm 1).
 
     Parameters (keyword-only, stored as given; validated in :meth:`fit`):
@@ -305,286 +294,6 @@ class PrefixTreeSynthesizer:
         self._prepare(eps, int(h))
         return eps, int(h)
 
-    def _generalized_levels(self) -> tuple[list[int], list[Fraction], dict[int, Fraction]]:
-        """Generalized taxonomy levels in use (top first), their budget shares, and their f.
-
-        Default (hybrid): walking up from the locations, an inner level g is used when its fan-out
-        ``f_g = (#nodes of the next level in use below it) / (#nodes of g)`` exceeds 2 and its
-        groups are not so unequal that they act as fewer than two: the inverse Simpson index
-        ``N^2 / sum(size^2)`` of the group sizes is at least 2 (SUBE modes: one holds 373 of 382
-        lines, index 1.05: pruning whole groups saves nothing there); then the
-        paper's split is applied recursively from the top: each used level takes ``2 / f_g`` of
-        what the levels above left, the locations keep the rest. With one inner level this is
-        exactly ``eps_1 = 2 eps_bar / f`` and ``eps_2 = (f - 2) eps_bar / f``.
-        """
-        tax = self.taxonomy
-        leaves = tax.leaves()
-        n_nodes = {
-            g: len({tax.generalize(leaf, g) for leaf in leaves}) for g in range(1, tax.height)
-        }
-        cfg = getattr(self, "config_", None) or self.resolved()
-        if cfg["variant"] == "simple":
-            return [], [], {}
-        split = cfg["budget_split"]
-        if split:
-            shares: dict[int, Fraction] = {}
-            for g, value in split.items():
-                if g not in n_nodes:
-                    raise ConfigError(
-                        f"budget_split: level {g!r} is not an inner taxonomy level "
-                        f"(1..{tax.height - 1})"
-                    )
-                share = exact(value, f"budget_split[{g}]")
-                if share < 0:
-                    raise ConfigError(f"budget_split[{g}] must be >= 0, got {value!r}")
-                if share > 0:
-                    shares[g] = share
-            if sum(shares.values()) >= 1:
-                raise ConfigError("budget_split must leave a positive share for the locations")
-            levels = sorted(shares)
-            below = [*[n_nodes[g] for g in levels[1:]], len(leaves)]
-            fan = {g: Fraction(b, n_nodes[g]) for g, b in zip(levels, below, strict=True)}
-            return levels, [shares[g] for g in levels], fan
-        fan = {}
-        below_level = tax.height
-        below_count = len(leaves)
-        for g in sorted(n_nodes, reverse=True):
-            pairs = {(tax.generalize(x, g), tax.generalize(x, below_level)) for x in leaves}
-            sizes = np.array(list(Counter(group for group, _ in pairs).values()), dtype=float)
-            f = Fraction(below_count, n_nodes[g])
-            if f > 2 and below_count**2 / float((sizes**2).sum()) >= 2:
-                fan[g] = f
-                below_level = g
-                below_count = n_nodes[g]
-        levels = sorted(fan)
-        remaining = Fraction(1)
-        out: list[Fraction] = []
-        for g in levels:
-            out.append(remaining * 2 / fan[g])
-            remaining -= out[-1]
-        return levels, out, fan
-
-    def _level_shares(self, h: int) -> list[Fraction]:
-        """Share of epsilon of each tree level: ``1 / h`` each (the paper's ``eps_bar``) or the
-        normalised ``level_weights`` (levels compose sequentially: any shares summing to 1 do)."""
-        if self.config_["level_weights"] is None:
-            return [Fraction(1, h)] * h
-        weights = list(self.config_["level_weights"])
-        if len(weights) != h:
-            raise ConfigError(
-                f"level_weights needs one weight per tree level ({h}), got {len(weights)}"
-            )
-        exact_weights = [exact(w, f"level_weights[{i}]") for i, w in enumerate(weights)]
-        if any(w <= 0 for w in exact_weights):
-            raise ConfigError("level_weights must all be > 0")
-        total = sum(exact_weights, Fraction(0))
-        return [w / total for w in exact_weights]
-
-    def _false_children(self, h: int) -> list[float]:
-        """``false_children`` of each tree level (one number serves every level)."""
-        fc = self.config_["false_children"]
-        values: list[Any]
-        if isinstance(fc, Sequence | np.ndarray) and not isinstance(fc, str):
-            single, values = False, [v.item() if isinstance(v, np.generic) else v for v in fc]
-        else:
-            single, values = True, [fc] * h
-        if len(values) != h:
-            raise ConfigError(
-                f"false_children needs one number or one per tree level ({h}), got {len(values)}"
-            )
-        for i, v in enumerate(values):
-            if isinstance(v, bool) or not isinstance(v, int | float) or not 0 < v <= 1:
-                where = "" if single else f"[{i}]"
-                raise ConfigError(
-                    f"false_children{where} must be in (0, 1], got {v!r} (above 1 the passing "
-                    "empty nodes branch without bound, paper 004 Theorem 4.2)"
-                )
-        return [float(v) for v in values]
-
-    def _default_threshold(
-        self,
-        index: TaxonomyIndex,
-        j: int,
-        generalized: bool,
-        epsilon: Fraction,
-        n_bins: int,
-        false_children: float,
-    ) -> float:
-        """Pass threshold of sub-level ``j`` at budget ``epsilon`` when ``thresholds`` has none.
-
-        ``"paper"``: ``4 sqrt(2) / eps_1`` (generalized) or ``2 sqrt(2) / eps_2`` (section 4.1).
-        ``"candidates"``: the smallest ``t`` such that the expected number of empty candidate
-        children passing under one parent, ``m P(noise >= t) = m p^t / (1 + p)`` with ``m`` the
-        largest number of candidates of a parent (public: taxonomy size x time bins, ``n_bins``
-        the most bins a parent's candidates span) and
-        ``p = exp(-epsilon)``, is at most the level's ``false_children`` (Theorem 4.2's
-        branching factor).
-        """
-        if self.config_["threshold_rule"] == "paper":
-            return (4 if generalized else 2) * math.sqrt(2) / float(epsilon)
-        m = int(index.size[j].max()) * n_bins
-        p = math.exp(-float(epsilon))
-        return max(0.0, math.log(m / (false_children * (1 + p))) / float(epsilon))
-
-    # ------------------------------------------------------------------ plan
-    def _prepare(self, eps: Fraction, h: int) -> None:
-        """Plan the tree (budgets, thresholds) and check its expected size before any data is
-        read (:mod:`prefixtree.estimate`): over ``max_nodes`` or half the available memory, the
-        ``auto`` preset divides its false children by 4 (higher thresholds) until it fits, any
-        other configuration stops with a :class:`ConfigError` naming ``--max-nodes``. Only
-        public facts enter: changing the private data never changes the plan."""
-        root_share = exact(self.config_["root_share"], "root_share")
-        eps_tree = eps * (1 - root_share)
-        false_children = self._false_children(h)
-        tightened = 0
-        layout = self._layout()
-        while True:
-            built_plan = self._plan(layout, eps_tree, h, false_children)
-            estimate = self._estimate(built_plan)
-            limit = min(float(self.max_nodes), available_memory() / 2 / BYTES_PER_NODE)
-            if estimate.total <= limit or not self._secure_noise():
-                break
-            if not self._may_tighten() or tightened >= TIGHTEN_STEPS:
-                self._refuse(estimate, limit)
-            false_children = [v / 4 for v in false_children]
-            tightened += 1
-        self.estimate_ = estimate
-        self.config_["false_children"] = false_children
-        self.config_["tightened"] = tightened
-        self._prepared = built_plan
-
-    def _secure_noise(self) -> bool:
-        """The estimate assumes the discrete Laplace noise of the secure (or seeded) sampler;
-        a custom noise object (a test's) is only held to the runtime ``max_nodes`` guard."""
-        rs = self.random_state
-        return rs is None or isinstance(rs, int | np.integer)
-
-    def _may_tighten(self) -> bool:
-        """Only the auto preset's own thresholds are tightened, never explicit ones."""
-        return (
-            self.preset == "auto"
-            and self.false_children is None
-            and self.thresholds is None
-            and self.config_["threshold_rule"] == "candidates"
-        )
-
-    def _refuse(self, estimate: TreeEstimate, limit: float) -> None:
-        level = estimate.first_level_over(limit)
-        raise ConfigError(
-            f"the noisy tree would hold about {estimate.total:.3g} nodes "
-            f"(~{estimate.bytes / 1e9:.2g} GB; {estimate.nodes[(level or 1) - 1]:.3g} at level "
-            f"{level}), over --max-nodes {self.max_nodes} or half the available memory: too many "
-            "empty cells pass the thresholds (use --preset auto or --threshold-rule candidates, "
-            "a smaller --height, a larger --epsilon, or raise --max-nodes)"
-        )
-
-    def _estimate(self, built_plan: tuple[Any, ...]) -> TreeEstimate:
-        _, index, plan, _, _, n_bins = built_plan
-        rows = self._layout()["spans"]
-        cands = [[float(index.size[sub.j].max()) * rows[sub.j] for sub in subs] for subs in plan]
-        scales = [[sub.scale for sub in subs] for subs in plan]
-        thresholds = [[float(sub.threshold) for sub in subs] for subs in plan]
-        return estimate_tree(cands, scales, thresholds, float(index.n_locations * n_bins))
-
-    def _layout(self) -> dict[str, Any]:
-        """The public layout of the tree: generalized levels, taxonomy index, time bins."""
-        cached = getattr(self, "_layout_cache", None)
-        key = (id(self.taxonomy), repr(sorted(self.config_.items(), key=str)))
-        if cached is not None and cached[0] == key:
-            return cached[1]
-        tax = self.taxonomy
-        levels, shares, fanout = self._generalized_levels()
-        index = TaxonomyIndex.build(tax, levels)
-        custom = dict(self.thresholds or {})
-        allowed = {*levels, tax.height}
-        bad = sorted(set(custom) - allowed)
-        if bad:
-            raise ConfigError(
-                f"thresholds: level {bad[0]!r} is not a sub-level in use ({sorted(allowed)})"
-            )
-        n_bins = 1 if self.time_bins is None else math.ceil(MINUTES_PER_DAY / self.time_bins)
-        if self.coarse_time_bins is not None and not levels:
-            raise ConfigError(
-                "coarse_time_bins: the hybrid tree uses no generalized level here (see "
-                "variant): there is no sub-level to count coarse bins in"
-            )
-        widths = [
-            int(self.coarse_time_bins // self.time_bins)  # type: ignore[operator]
-            if self.coarse_time_bins is not None and j < len(levels)
-            else 1
-            for j in range(len(index.levels))
-        ]
-        spans = [math.ceil(n_bins / widths[0])] + [
-            math.ceil(widths[j - 1] / widths[j]) for j in range(1, len(widths))
-        ]
-        layout = {
-            "levels": levels,
-            "shares": shares,
-            "fanout": fanout,
-            "index": index,
-            "custom": custom,
-            "n_bins": n_bins,
-            "widths": widths,
-            "spans": spans,
-        }
-        self._layout_cache = (key, layout)
-        return layout
-
-    def _plan(
-        self, layout: dict[str, Any], eps: Fraction, h: int, false_children: list[float]
-    ) -> tuple[Any, ...]:
-        """Per tree level and sub-level: budget, noise scale, threshold (public only)."""
-        levels, shares, fanout = layout["levels"], layout["shares"], layout["fanout"]
-        index, custom, widths, spans = (
-            layout["index"],
-            layout["custom"],
-            layout["widths"],
-            layout["spans"],
-        )
-        rest = 1 - sum(shares, Fraction(0))
-        plan: list[list[SubLevel]] = []
-        eps_plan: list[list[Fraction]] = []
-        plan_rows = []
-        for i, weight in enumerate(self._level_shares(h)):
-            eps_bar = eps * weight
-            eps_subs = [eps_bar * s for s in shares] + [eps_bar * rest]
-            subs: list[SubLevel] = []
-            for j, (g, e) in enumerate(zip(index.levels, eps_subs, strict=True)):
-                generalized = j < len(levels)
-                scale = _scale_for(e)
-                theta = float(
-                    custom.get(
-                        g,
-                        self._default_threshold(
-                            index, j, generalized, e, spans[j], false_children[i]
-                        ),
-                    )
-                )
-                if not math.isfinite(theta):
-                    raise ConfigError(f"thresholds[{g}] must be finite")
-                subs.append(
-                    SubLevel(j=j, scale=scale, threshold=math.ceil(theta), bin_width=widths[j])
-                )
-                plan_rows.append(
-                    {
-                        "level": i + 1,
-                        "sub_level": j,
-                        "taxonomy_level": g,
-                        "generalized": generalized,
-                        "nodes": len(index.names[j]),
-                        "fanout": float(fanout[g]) if generalized else None,
-                        "epsilon": float(e),
-                        "scale": scale,
-                        "threshold": math.ceil(theta),
-                        "time_bin_minutes": (
-                            None if self.time_bins is None else self.time_bins * widths[j]
-                        ),
-                    }
-                )
-            plan.append(subs)
-            eps_plan.append(eps_subs)
-        return levels, index, plan, eps_plan, plan_rows, layout["n_bins"]
-
     # ------------------------------------------------------------------ fit
     def _time_matrix(
         self, seqs: pd.DataFrame, n_rows: int, height: int, timezone: str | None = None
@@ -651,7 +360,7 @@ class PrefixTreeSynthesizer:
         root_scale = None
         self._root_scale = None
         if root_share:
-            root_scale = _scale_for(eps * root_share)
+            root_scale = scale_for(eps * root_share)
             ledger.spend(
                 label="prefix tree root: number of sequences",
                 mechanism="discrete_laplace",
@@ -884,145 +593,3 @@ class PrefixTreeSynthesizer:
         out["tightened"] = cfg.get("tightened", 0)
         out["expected_nodes"] = round(self.estimate_.total)
         return out
-
-    def n_sequences(self) -> int:
-        """Number of released sequences (tree endings and completions)."""
-        return int(self._release_entries()[3].sum())
-
-    def _time_labels(self) -> list[str]:
-        width = int(self.time_bins)  # type: ignore[arg-type]
-        return [f"{(b * width) // 60:02d}:{(b * width) % 60:02d}" for b in range(self.n_time_bins_)]
-
-    def sample(self) -> pd.DataFrame:
-        """The release (section 4.2): n(v) copies of prefix(v) for every node, in long format
-        (with ``completion="markov"``: ``ending`` copies, plus the completed sequences).
-
-        Post-processing of the fitted tree only. Columns ``seq_id`` (int, 0..), ``pos``,
-        ``location`` (categorical) and, for trajectories, ``time`` (the bin's start, ``HH:MM``).
-        Rows are ordered by sequence length, then by the taxonomy order of their (time bin,
-        location) steps: a function of the release alone, never of input order. The concatenation
-        of :meth:`iter_sample`'s chunks (use that for releases larger than memory).
-        """
-        return pd.concat(self.iter_sample(chunk_rows=1 << 22), ignore_index=True)
-
-    def _release_entries(
-        self,
-    ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray, np.ndarray]:
-        """The release as distinct entries: location path and time-bin path (``-1``/0 pad),
-        length and number of copies; tree nodes (their ``ending``) then completions, ordered by
-        length then by the (time bin, location) steps (the tree's breadth-first order)."""
-        tree = self.tree_
-        parent = tree["parent"].to_numpy()
-        depth = tree["depth"].to_numpy().astype(np.int64)
-        loc = tree["location"].cat.codes.to_numpy()
-        tbin = tree["time_bin"].to_numpy() if "time_bin" in tree.columns else None
-        ending = tree["ending"].to_numpy().astype(np.int64)
-        height = int(depth.max()) if depth.size else 0
-        loc_path = np.full((depth.size, max(height, 1)), -1, dtype=np.int32)
-        bin_path = np.zeros_like(loc_path) if tbin is not None else None
-        for d in range(1, height + 1):
-            nodes = np.flatnonzero(depth == d)
-            if d > 1:
-                loc_path[nodes] = loc_path[parent[nodes]]
-                if bin_path is not None:
-                    bin_path[nodes] = bin_path[parent[nodes]]
-            loc_path[nodes, d - 1] = loc[nodes]
-            if bin_path is not None and tbin is not None:
-                bin_path[nodes, d - 1] = tbin[nodes]
-        if self._completed is None or not self._completed[0].size:
-            return loc_path, bin_path, depth, ending
-        origin, steps, copies = self._completed
-        width = int(self.height)
-        n_loc = len(self.locations_)
-        at_root = origin < 0  # completions of the root: no prefix
-        c_loc = np.full((origin.size, width), -1, dtype=np.int32)
-        c_bin = np.zeros_like(c_loc)
-        c_len = np.zeros(origin.size, dtype=np.int64)
-        below = np.flatnonzero(~at_root)
-        c_loc[below, : loc_path.shape[1]] = loc_path[origin[below]]
-        if bin_path is not None:
-            c_bin[below, : bin_path.shape[1]] = bin_path[origin[below]]
-        c_len[below] = depth[origin[below]]
-        for k in range(steps.shape[1]):
-            rows = np.flatnonzero(steps[:, k] >= 0)
-            c_loc[rows, c_len[rows]] = steps[rows, k] % n_loc
-            c_bin[rows, c_len[rows]] = steps[rows, k] // n_loc
-            c_len[rows] += 1
-        keep = c_len > 0  # a root completion without an admissible first step releases nothing
-        c_loc, c_bin, c_len, copies = c_loc[keep], c_bin[keep], c_len[keep], copies[keep]
-        pad = width - loc_path.shape[1]
-        loc_all = np.concatenate([np.pad(loc_path, ((0, 0), (0, pad)), constant_values=-1), c_loc])
-        length = np.concatenate([depth, c_len])
-        copies_all = np.concatenate([ending, copies])
-        keys: list[np.ndarray] = []
-        bin_all = None
-        if bin_path is not None:
-            bin_all = np.concatenate([np.pad(bin_path, ((0, 0), (0, pad))), c_bin])
-        for k in range(width - 1, -1, -1):
-            keys.append(loc_all[:, k])
-            if bin_all is not None:
-                keys.append(bin_all[:, k])
-        order = np.lexsort([*keys, length])
-        return (
-            loc_all[order],
-            None if bin_all is None else bin_all[order],
-            length[order],
-            copies_all[order],
-        )
-
-    def iter_sample(self, *, chunk_rows: int = 1_000_000) -> Iterator[pd.DataFrame]:
-        """The release of :meth:`sample` as consecutive long-format chunks of whole sequences.
-
-        A chunk holds at most ``chunk_rows`` rows, or a single sequence when that one is longer
-        (sequences are never split); ``seq_id`` continues across chunks, and at least one chunk is
-        yielded (empty for an empty release). Memory: one chunk plus a location path per tree node
-        (and per distinct completion), never the whole release (about ``mean length`` rows per
-        released sequence).
-        """
-        if not hasattr(self, "tree_"):
-            raise ConfigError("PrefixTreeSynthesizer is not fitted: call fit() first")
-        if (
-            isinstance(chunk_rows, bool)
-            or not isinstance(chunk_rows, int | np.integer)
-            or chunk_rows < 1
-        ):
-            raise ConfigError(f"chunk_rows must be a positive integer, got {chunk_rows!r}")
-        loc_path, bin_path, depth, ending = self._release_entries()
-        locations = pd.Index(self.locations_)
-        times = pd.Index(self._time_labels()) if bin_path is not None else None
-        seq_end = np.cumsum(ending)  # sequences released up to and including each node
-        row_end = np.cumsum(ending * depth)
-        n_seq = int(seq_end[-1]) if seq_end.size else 0
-        n_rows = int(row_end[-1]) if row_end.size else 0
-        start = row = 0
-        while True:
-            target = row + int(chunk_rows)
-            if target >= n_rows:
-                stop = n_seq
-            else:  # whole sequences up to row `target`, at least one
-                u = int(np.searchsorted(row_end, target, side="right"))
-                first_row = int(row_end[u] - ending[u] * depth[u])
-                first_seq = int(seq_end[u] - ending[u])
-                stop = max(start + 1, first_seq + (target - first_row) // int(depth[u]))
-            seq = np.arange(start, stop, dtype=np.int64)
-            node = np.searchsorted(seq_end, seq, side="right")
-            lengths = depth[node]
-            row_seq = np.repeat(seq, lengths)
-            offsets = np.cumsum(lengths) - lengths
-            pos = np.arange(row_seq.size, dtype=np.int64) - np.repeat(offsets, lengths)
-            row_node = np.repeat(node, lengths)
-            out = pd.DataFrame(
-                {
-                    "seq_id": row_seq,
-                    "pos": pos,
-                    "location": pd.Categorical.from_codes(
-                        loc_path[row_node, pos], categories=locations
-                    ),
-                }
-            )
-            if bin_path is not None:
-                out["time"] = pd.Categorical.from_codes(bin_path[row_node, pos], categories=times)
-            yield out
-            start, row = stop, row + row_seq.size
-            if start >= n_seq:
-                return
