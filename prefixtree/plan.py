@@ -14,16 +14,35 @@ from typing import Any
 import numpy as np
 
 from prefixtree.estimate import BYTES_PER_NODE, TreeEstimate, available_memory, estimate_tree
+from prefixtree.presets import PRESETS, auto_config, hybrid_split, kdd12
 from prefixtree.tree import SubLevel, TaxonomyIndex
 from synth.errors import ConfigError
 from synth.generator import Generator
 from synth.privacy import exact
 from synth.taxonomy import Taxonomy
 
-__all__ = ["MINUTES_PER_DAY", "TIGHTEN_STEPS", "TreePlanning", "scale_for"]
+__all__ = [
+    "MAX_HEIGHT",
+    "MINUTES_PER_DAY",
+    "PRESET_KEYS",
+    "TIGHTEN_STEPS",
+    "TreePlanning",
+    "scale_for",
+]
 
 MINUTES_PER_DAY = 1440
 TIGHTEN_STEPS = 12
+MAX_HEIGHT = 1000
+#: the parameters a preset sets (an explicit value overrides the preset's)
+PRESET_KEYS = (
+    "variant",
+    "budget_split",
+    "threshold_rule",
+    "false_children",
+    "level_weights",
+    "completion",
+    "root_share",
+)
 
 
 def scale_for(epsilon: Fraction) -> float:
@@ -47,11 +66,47 @@ class TreePlanning(Generator):
     coarse_time_bins: int | None
     random_state: Any
     max_nodes: int
+    height: int
+    root_share: float | None
     config_: dict[str, Any]
     estimate_: TreeEstimate
 
-    def resolved(self) -> dict[str, Any]:  # pragma: no cover - the synthesizer defines it
-        raise NotImplementedError
+    def resolved(self) -> dict[str, Any]:
+        """The configuration the fit uses: the preset's values (``auto``: computed from public
+        facts only, :mod:`prefixtree.presets`), overridden by every explicit parameter."""
+        if self.preset not in PRESETS:
+            raise ConfigError(f"preset must be one of {', '.join(PRESETS)}, got {self.preset!r}")
+        h = self.height
+        if isinstance(h, bool) or not isinstance(h, int | np.integer) or not 1 <= h <= MAX_HEIGHT:
+            raise ConfigError(
+                f"height must be an integer in 1..{MAX_HEIGHT}, got {h!r} (the size estimate "
+                "allows no taller tree: each level gets epsilon / height)"
+            )
+        if not isinstance(self.taxonomy, Taxonomy):
+            raise ConfigError("taxonomy must be a synth.taxonomy.Taxonomy")
+        if self.preset == "kdd12":
+            cfg = kdd12()
+        else:
+            cfg = auto_config(self.taxonomy, int(h), self.time_bins)
+        explicit = {key: getattr(self, key) for key in PRESET_KEYS}
+        wants_hybrid = explicit["variant"] == "hybrid" or (
+            explicit["variant"] is None and self.coarse_time_bins is not None
+        )
+        if self.preset == "auto" and wants_hybrid:  # coarse time bins need a generalized level
+            explicit["variant"] = "hybrid"
+        if explicit["variant"] is not None and explicit["budget_split"] is None:
+            # the preset's split was for the variant it chose
+            cfg["budget_split"] = None
+            if self.preset == "auto" and explicit["variant"] == "hybrid":
+                fc = explicit["false_children"] or cfg["false_children"]
+                first = fc[0] if isinstance(fc, Sequence | np.ndarray) else fc
+                cfg["budget_split"] = hybrid_split(self.taxonomy, float(first)) or None
+        for key, value in explicit.items():
+            if value is not None:
+                cfg[key] = value
+        if cfg["completion"] != "markov" and self.root_share is None:
+            cfg["root_share"] = 0.0  # the root count serves the completion only
+        return cfg
 
     def _generalized_levels(self) -> tuple[list[int], list[Fraction], dict[int, Fraction]]:
         """Generalized taxonomy levels in use (top first), their budget shares, and their f.

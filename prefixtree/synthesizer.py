@@ -63,42 +63,38 @@ import math
 import os
 from collections.abc import Callable, Mapping, Sequence
 from fractions import Fraction
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
 
-from prefixtree.completion import complete_sequences
-from prefixtree.consistency import consistent_counts, release_counts
-from prefixtree.plan import MINUTES_PER_DAY, TreePlanning, scale_for
-from prefixtree.presets import PRESETS, auto_config, hybrid_split, kdd12
+from prefixtree.inputs import INPUT_FORMATS, detect_input_format, read_sequences
+from prefixtree.plan import MAX_HEIGHT, MINUTES_PER_DAY, PRESET_KEYS, TreePlanning, scale_for
+from prefixtree.presets import PRESETS
 from prefixtree.sampling import PrefixTreeSampling
-from prefixtree.tree import BuiltTree, build_noisy_tree_counted
+from prefixtree.tree import SubLevel, TaxonomyIndex, build_noisy_tree_counted
 from synth.engines import check_engine, get_engine
 from synth.errors import ConfigError, InputError
+from synth.generator import STRING, Constraint, InstanceOf, Options, Satisfies
 from synth.privacy import PrivacyLedger, check_budget, exact, noise_source
-from synth.records import encode_sequences, load_sequences
+from synth.records import encode_sequences
 from synth.taxonomy import Taxonomy
 from synth.times import check_timezone, times_of_day
 
-__all__ = ["PrefixTreeSynthesizer"]
+__all__ = [
+    "COMPLETIONS",
+    "DEFAULT_MAX_NODES",
+    "MAX_HEIGHT",
+    "THRESHOLD_RULES",
+    "VARIANTS",
+    "PrefixTreeSynthesizer",
+]
 
 VARIANTS = ("hybrid", "simple")
 THRESHOLD_RULES = ("paper", "candidates")
 COMPLETIONS = ("none", "markov")
 NOISE_METHODS = ("discrete_laplace", "empty_cells_passing", "choice")
 DEFAULT_MAX_NODES = 5_000_000
-MAX_HEIGHT = 1000
-#: the parameters a preset sets (an explicit value overrides the preset's)
-PRESET_KEYS = (
-    "variant",
-    "budget_split",
-    "threshold_rule",
-    "false_children",
-    "level_weights",
-    "completion",
-    "root_share",
-)
 
 
 class PrefixTreeSynthesizer(TreePlanning, PrefixTreeSampling):
@@ -144,6 +140,18 @@ class PrefixTreeSynthesizer(TreePlanning, PrefixTreeSampling):
       ``"duckdb"`` (out of core over Parquet/CSV) or ``"spark"``; ``engine_options`` its options
       (``temp_directory``, ``memory_limit``, ``threads``; Spark: ``master``). The noise is always
       drawn here, once, on the collected counts: the engine never changes the release.
+    - reading the data (:mod:`prefixtree.inputs`): ``input_format`` (``"auto"``: from the column
+      names; ``"taps"``, ``"sequences"`` or ``"trips"``), ``location_column`` (the location
+      column of any layout), ``on_unknown`` (``"error"`` or ``"drop"`` rows whose location is not
+      in the taxonomy), ``timezone`` (times are read per value as the wall clock as written, or
+      in this IANA zone, :mod:`synth.times`), ``per_day`` (taps and trips: one sequence per card
+      and day, so the privacy unit is the card-day).
+    - ``progress(done, total)``: called as each (level, sub-level) histogram of the tree is about
+      to be drawn (``total`` = height x sub-levels; the tree may stop early).
+
+    The scikit-learn estimator contract (:class:`~synth.generator.Generator`): ``fit(data)``
+    spends the budget in :attr:`ledger_` and returns ``self``; :meth:`sample` and
+    :meth:`iter_sample` are post-processing; ``sklearn.base.clone`` gives an unfitted copy.
 
     Fitted attributes: ``tree_`` (non-generalized nodes, breadth first: node, parent, depth,
     location [, time_bin], noisy_count, consistent count, ending = n(v)), ``generalized_`` (the
@@ -154,6 +162,18 @@ class PrefixTreeSynthesizer(TreePlanning, PrefixTreeSampling):
     ``locations_`` (locations in taxonomy depth-first order), ``noise_seeded_``, ``config_`` (the
     resolved configuration), ``estimate_`` (expected nodes per level), ``root_count_``.
     """
+
+    _parameter_constraints: ClassVar[dict[str, list[Constraint]]] = {
+        "preset": [Options(PRESETS)],
+        "input_format": [Options(INPUT_FORMATS)],
+        "location_column": [None, STRING],
+        "on_unknown": [Options(("error", "drop"))],
+        "timezone": [None, STRING],
+        "per_day": [InstanceOf(bool, "true or false")],
+        "progress": [None, Satisfies(callable, "a callable progress(done, total)")],
+    }
+    #: set last in fit: its presence means "fitted"
+    _fitted_attribute: ClassVar[str] = "tree_"
 
     def __init__(
         self,
@@ -176,6 +196,12 @@ class PrefixTreeSynthesizer(TreePlanning, PrefixTreeSampling):
         max_nodes: int = DEFAULT_MAX_NODES,
         engine: str = "memory",
         engine_options: Mapping[str, Any] | None = None,
+        input_format: str = "auto",
+        location_column: str | None = None,
+        on_unknown: str = "error",
+        timezone: str | None = None,
+        per_day: bool = False,
+        progress: Callable[[int, int], None] | None = None,
     ) -> None:
         self.epsilon = epsilon
         self.height = height
@@ -195,52 +221,22 @@ class PrefixTreeSynthesizer(TreePlanning, PrefixTreeSampling):
         self.max_nodes = max_nodes
         self.engine = engine
         self.engine_options = engine_options
+        self.input_format = input_format
+        self.location_column = location_column
+        self.on_unknown = on_unknown
+        self.timezone = timezone
+        self.per_day = per_day
+        self.progress = progress
 
     # ------------------------------------------------------------------ parameters
     def _noise(self) -> Any:
         return noise_source(self.random_state, methods=NOISE_METHODS)
 
-    def resolved(self) -> dict[str, Any]:
-        """The configuration the fit uses: the preset's values (``auto``: computed from public
-        facts only, :mod:`prefixtree.presets`), overridden by every explicit parameter."""
-        if self.preset not in PRESETS:
-            raise ConfigError(f"preset must be one of {', '.join(PRESETS)}, got {self.preset!r}")
-        h = self.height
-        if isinstance(h, bool) or not isinstance(h, int | np.integer) or not 1 <= h <= MAX_HEIGHT:
-            raise ConfigError(
-                f"height must be an integer in 1..{MAX_HEIGHT}, got {h!r} (the size estimate "
-                "allows no taller tree: each level gets epsilon / height)"
-            )
-        if not isinstance(self.taxonomy, Taxonomy):
-            raise ConfigError("taxonomy must be a synth.taxonomy.Taxonomy")
-        if self.preset == "kdd12":
-            cfg = kdd12()
-        else:
-            cfg = auto_config(self.taxonomy, int(h), self.time_bins)
-        explicit = {key: getattr(self, key) for key in PRESET_KEYS}
-        wants_hybrid = explicit["variant"] == "hybrid" or (
-            explicit["variant"] is None and self.coarse_time_bins is not None
-        )
-        if self.preset == "auto" and wants_hybrid:  # coarse time bins need a generalized level
-            explicit["variant"] = "hybrid"
-        if explicit["variant"] is not None and explicit["budget_split"] is None:
-            # the preset's split was for the variant it chose
-            cfg["budget_split"] = None
-            if self.preset == "auto" and explicit["variant"] == "hybrid":
-                fc = explicit["false_children"] or cfg["false_children"]
-                first = fc[0] if isinstance(fc, Sequence | np.ndarray) else fc
-                cfg["budget_split"] = hybrid_split(self.taxonomy, float(first)) or None
-        for key, value in explicit.items():
-            if value is not None:
-                cfg[key] = value
-        if cfg["completion"] != "markov" and self.root_share is None:
-            cfg["root_share"] = 0.0  # the root count serves the completion only
-        return cfg
-
     def check_params(self) -> tuple[Fraction, int]:
         """Validate the parameters (ConfigError) without data; returns exact epsilon and h.
 
         Sets ``config_``: the resolved configuration (:meth:`resolved`)."""
+        self._validate_params()
         eps, _ = check_budget(self.epsilon)
         cfg = self.resolved()
         self.config_ = cfg
@@ -315,38 +311,123 @@ class PrefixTreeSynthesizer(TreePlanning, PrefixTreeSampling):
 
     def fit(
         self,
-        sequences: pd.DataFrame | str | os.PathLike[str],
+        data: pd.DataFrame | str | os.PathLike[str],
         *,
         progress: Callable[[int, int], None] | None = None,
-        on_unknown: str = "error",
+        on_unknown: str | None = None,
         location_column: str | None = None,
         timezone: str | None = None,
     ) -> PrefixTreeSynthesizer:
-        """Build the noisy prefix tree of long-format ``sequences`` (seq_id, pos, location[, time]).
+        """Build the noisy prefix tree of ``data``: taps, long-format sequences (seq_id, pos,
+        location[, time]) or trips, as a DataFrame or a CSV/Parquet path (:mod:`prefixtree.inputs`).
 
-        Each ``seq_id`` is one privacy unit (one card); it is truncated to ``height`` locations.
-        ``sequences`` may also be a file (taps or sequences, CSV or Parquet): the DuckDB engine
-        reads the usual layouts itself, out of core; otherwise it is loaded with
-        :func:`synth.records.load_sequences` (``on_unknown``, ``location_column``).
-        ``timezone``: times are read per value as the wall clock as written (default) or in
-        this IANA zone (:mod:`synth.times`). Sequences made with ``load_sequences(per_day=True)``
-        (``attrs["privacy_unit"] == "card-day"``) are one card-day each: the manifest says so.
-        ``progress(done, total)``, when given, is called as each (level, sub-level) histogram of
-        the tree is about to be drawn (``total`` = height x sub-levels; the tree may stop early).
+        Each sequence is one privacy unit (one card); it is truncated to ``height`` locations.
+        A file may be counted by the engine itself, out of core (DuckDB). Sequences made with
+        ``load_sequences(per_day=True)`` (``attrs["privacy_unit"] == "card-day"``) or read with
+        ``per_day=True`` are one card-day each: the manifest says so. The keyword arguments are
+        deprecated: they are constructor parameters now (a value given here still wins, with a
+        DeprecationWarning).
         """
+        opts = self._deprecated_fit_args(
+            {
+                "progress": progress,
+                "on_unknown": on_unknown,
+                "location_column": location_column,
+                "timezone": timezone,
+            }
+        )
         eps, h = self.check_params()
+        check_timezone(opts["timezone"])
+        self.__dict__.pop("tree_", None)  # a failed re-fit leaves no half-fitted model
+        levels, index, plan, eps_plan, plan_rows, n_bins = self._prepared
         noise = self._noise()
-        root_share = exact(self.config_["root_share"], "root_share")
-        built_plan = self._prepared
-        levels, index, plan, eps_plan, plan_rows, n_bins = built_plan
-        names = [
-            ("locations" if j == len(levels) else f"taxonomy level {g}")
-            for j, g in enumerate(index.levels)
-        ]
-        unit = "card"
-        if isinstance(sequences, pd.DataFrame):
-            unit = str(sequences.attrs.get("privacy_unit", "card"))
-        ledger = PrivacyLedger(
+        with get_engine(self.engine, self.engine_options) as engine:
+            counter, unit = self._counter(engine, data, opts, index, h, n_bins)
+            try:
+                ledger = self._new_ledger(eps, unit)
+                root_scale = self._spend_root(ledger, eps)
+                record = self._recorder(ledger, opts["progress"], levels, index, plan, eps_plan)
+                built = build_noisy_tree_counted(
+                    counter,
+                    h,
+                    index=index,
+                    sub_levels=plan,
+                    n_bins=n_bins,
+                    noise=noise,
+                    before_sub_level=record,
+                    max_nodes=int(self.max_nodes),
+                    end_cells=self.config_["completion"] == "markov",
+                    root_scale=root_scale,
+                )
+            finally:
+                counter.close()
+        if opts["progress"] is not None:
+            opts["progress"](h * len(index.levels), h * len(index.levels))
+        self.locations_ = index.locations
+        self.index_ = index
+        self.n_time_bins_ = n_bins
+        self.sub_levels_ = pd.DataFrame(plan_rows)
+        self.ledger_ = ledger
+        self.noise_seeded_ = bool(getattr(noise, "seeded", False))
+        self._finish(built, [subs[-1].scale for subs in plan])
+        return self
+
+    def _counter(
+        self,
+        engine: Any,
+        data: pd.DataFrame | str | os.PathLike[str],
+        opts: dict[str, Any],
+        index: TaxonomyIndex,
+        h: int,
+        n_bins: int,
+    ) -> tuple[Any, str]:
+        """The engine's prefix counter over the data, and the privacy unit: a file the engine
+        reads itself (out of core), else long-format sequences counted in memory."""
+        fmt = self.input_format
+        if (
+            not isinstance(data, pd.DataFrame)
+            and opts["timezone"] is None
+            and fmt in ("auto", "sequences", "taps")
+            and not self.per_day
+        ):
+            counter = engine.prefix_counter_from_file(
+                data,
+                locations=index.locations,
+                height=h,
+                time_bin_minutes=self.time_bins,
+                on_unknown=opts["on_unknown"],
+                location_column=opts["location_column"],
+            )
+            if counter is not None:
+                return counter, "card"
+        given_sequences = isinstance(data, pd.DataFrame) and (
+            (detect_input_format(data.columns) if fmt == "auto" else fmt) == "sequences"
+        )
+        if given_sequences and opts["location_column"] in (None, "location"):
+            sequences = data  # already long format: counted as given
+        else:
+            sequences = read_sequences(
+                data,
+                input_format=fmt,
+                taxonomy=self.taxonomy,
+                on_unknown=opts["on_unknown"],
+                location_column=opts["location_column"],
+                timezone=opts["timezone"],
+                per_day=self.per_day,
+            )
+        assert isinstance(sequences, pd.DataFrame)
+        unit = str(sequences.attrs.get("privacy_unit", "card"))
+        codes = encode_sequences(sequences, index.locations, h)
+        times = (
+            None
+            if self.time_bins is None
+            else self._time_matrix(sequences, len(codes), h, opts["timezone"])
+        )
+        counter = engine.prefix_counter(codes, times, n_bins=n_bins, n_locations=index.n_locations)
+        return counter, unit
+
+    def _new_ledger(self, eps: Fraction, unit: str) -> PrivacyLedger:
+        return PrivacyLedger(
             epsilon=eps,
             delta=0,
             unit=unit,
@@ -357,21 +438,45 @@ class PrefixTreeSynthesizer(TreePlanning, PrefixTreeSampling):
                 else ""
             ),
         )
-        root_scale = None
+
+    def _spend_root(self, ledger: PrivacyLedger, eps: Fraction) -> float | None:
+        """The noisy number of sequences' spend (``root_share``), recorded before the noise is
+        drawn; its noise scale, or None without one."""
+        root_share = exact(self.config_["root_share"], "root_share")
         self._root_scale = None
-        if root_share:
-            root_scale = scale_for(eps * root_share)
-            ledger.spend(
-                label="prefix tree root: number of sequences",
-                mechanism="discrete_laplace",
-                epsilon=eps * root_share,
-                sensitivity=1,
-                sensitivity_norm="l1",
-                scale=root_scale,
-                note="the number of cards with a sequence; a card adds or removes 1",
-            )
-            self._root_scale = root_scale
+        if not root_share:
+            return None
+        root_scale = scale_for(eps * root_share)
+        ledger.spend(
+            label="prefix tree root: number of sequences",
+            mechanism="discrete_laplace",
+            epsilon=eps * root_share,
+            sensitivity=1,
+            sensitivity_norm="l1",
+            scale=root_scale,
+            note="the number of cards with a sequence; a card adds or removes 1",
+        )
+        self._root_scale = root_scale
+        return root_scale
+
+    def _recorder(
+        self,
+        ledger: PrivacyLedger,
+        progress: Callable[[int, int], None] | None,
+        levels: list[int],
+        index: TaxonomyIndex,
+        plan: list[list[SubLevel]],
+        eps_plan: list[list[Fraction]],
+    ) -> Callable[[int, int], None]:
+        """The callback the tree builder calls before drawing each sub-level's histogram: it
+        records the spend in ``ledger`` (so an overspend stops before any noise) and reports
+        progress."""
+        names = [
+            ("locations" if j == len(levels) else f"taxonomy level {g}")
+            for j, g in enumerate(index.levels)
+        ]
         n_sub = len(index.levels)
+        h = len(plan)
         end_cells = self.config_["completion"] == "markov"
 
         def record(level: int, j: int) -> None:
@@ -397,168 +502,12 @@ class PrefixTreeSynthesizer(TreePlanning, PrefixTreeSampling):
                 ),
             )
 
-        with get_engine(self.engine, self.engine_options) as engine:
-            counter = None
-            if not isinstance(sequences, pd.DataFrame) and check_timezone(timezone) is None:
-                counter = engine.prefix_counter_from_file(
-                    sequences,
-                    locations=index.locations,
-                    height=h,
-                    time_bin_minutes=self.time_bins,
-                    on_unknown=on_unknown,
-                    location_column=location_column,
-                )
-            if counter is None and not isinstance(sequences, pd.DataFrame):
-                sequences = load_sequences(
-                    sequences,
-                    taxonomy=self.taxonomy,
-                    on_unknown=on_unknown,
-                    location_column=location_column,
-                    timezone=timezone,
-                )
-            if counter is None:
-                assert isinstance(sequences, pd.DataFrame)
-                codes = encode_sequences(sequences, index.locations, h)
-                times = (
-                    None
-                    if self.time_bins is None
-                    else self._time_matrix(sequences, len(codes), h, timezone)
-                )
-                counter = engine.prefix_counter(
-                    codes, times, n_bins=n_bins, n_locations=index.n_locations
-                )
-                del codes, times
-            try:
-                built = build_noisy_tree_counted(
-                    counter,
-                    h,
-                    index=index,
-                    sub_levels=plan,
-                    n_bins=n_bins,
-                    noise=noise,
-                    before_sub_level=record,
-                    max_nodes=int(self.max_nodes),
-                    end_cells=end_cells,
-                    root_scale=root_scale,
-                )
-            finally:
-                counter.close()
-        if progress is not None:
-            progress(h * n_sub, h * n_sub)
-        self.locations_ = index.locations
-        self.index_ = index
-        self.n_time_bins_ = n_bins
-        self.sub_levels_ = pd.DataFrame(plan_rows)
-        self.ledger_ = ledger
-        self.noise_seeded_ = bool(getattr(noise, "seeded", False))
-        self._finish(built, [subs[-1].scale for subs in plan])
-        return self
-
-    def _finish(self, built: BuiltTree, level_scale: list[float]) -> None:
-        # inverse noise variance of each node's level (2 p / (1 - p)^2 for the discrete Laplace
-        # with p = exp(-1/scale)); equal across levels unless level_weights differ. End cells are
-        # leaves under their node, drawn with the next level's noise.
-        n = built.parent.size
-        height = int(self.height)
-        shallow = np.flatnonzero(built.depth < height) if built.end_noisy is not None else None
-        parent, noisy, depth = built.parent, built.noisy, built.depth
-        if shallow is not None and built.end_noisy is not None:
-            parent = np.concatenate([parent, shallow])
-            noisy = np.concatenate([noisy, built.end_noisy[shallow]])
-            depth = np.concatenate([depth, built.depth[shallow] + 1])
-        weights = None
-        root = built.root_noisy is not None and self._root_scale is not None
-        if len(set(level_scale)) > 1 or root:
-            p = np.exp(-1 / np.asarray(level_scale))
-            weights = ((1 - p) ** 2 / (2 * p))[depth - 1]
-        if root:  # the root is node 0 of the consistency: depth-1 nodes hang under it
-            p_root = math.exp(-1 / float(self._root_scale))  # type: ignore[arg-type]
-            parent = np.concatenate([[-1], np.where(parent >= 0, parent + 1, 0)])
-            noisy = np.concatenate([[built.root_noisy], noisy])
-            weights = np.concatenate([[(1 - p_root) ** 2 / (2 * p_root)], weights])
-        all_counts = consistent_counts(parent, noisy, weights)
-        if root:
-            root_count = int(all_counts[0])
-            all_counts = all_counts[1:]
-            parent = parent[1:] - 1
-            top = int(all_counts[:n][built.depth == 1].sum())
-            self.root_count_: int | None = root_count
-            root_rest = max(root_count - top, 0)
-        else:
-            self.root_count_ = None
-            root_rest = 0
-        rest = release_counts(parent, all_counts)[:n]
-        counts = all_counts[:n]
-        self._completed = None
-        if shallow is None:
-            ending = rest
-        else:
-            ending = counts.copy()
-            ending[shallow] = all_counts[n:]
-            continued = np.zeros(n, dtype=np.int64)
-            continued[shallow] = rest[shallow]
-            n_loc = len(self.locations_)
-            state = built.time_bin * n_loc + built.location
-            self._completed = complete_sequences(
-                built.parent,
-                built.depth,
-                state,
-                counts,
-                ending,
-                continued,
-                height=height,
-                n_states=n_loc * self.n_time_bins_,
-                n_locations=n_loc,
-                child_cap=self._child_cap(height),
-                rng=np.random.default_rng(
-                    self.random_state
-                    if isinstance(self.random_state, int | np.integer)
-                    and not isinstance(self.random_state, bool)
-                    else None
-                ),
-                root_continued=root_rest,
-            )
-        tree = pd.DataFrame(
-            {
-                "node": np.arange(built.parent.size, dtype=np.int64),
-                "parent": built.parent,
-                "depth": built.depth,
-                "location": pd.Categorical.from_codes(
-                    built.location, categories=pd.Index(self.locations_)
-                ),
-                "noisy_count": built.noisy,
-                "count": counts,
-                "ending": ending,
-            }
-        )
-        if shallow is not None and built.end_noisy is not None:
-            end_noisy = pd.Series(built.end_noisy, dtype="Int64")
-            end_noisy[built.depth >= height] = pd.NA
-            tree.insert(6, "end_noisy", end_noisy)
-            tree["continued"] = continued
-        if self.time_bins is not None:
-            tree.insert(4, "time_bin", built.time_bin)
-        self.tree_ = tree
-        self.generalized_ = pd.DataFrame(
-            np.concatenate(built.generalized) if built.generalized else np.zeros((0, 6), int),
-            columns=["depth", "sub_level", "parent", "taxonomy_node", "time_bin", "noisy_count"],
-        )
-
-    def _child_cap(self, height: int) -> np.ndarray:
-        """Per depth d (0: the root): the largest pass threshold of level d + 1 (a pruned child's
-        noisy count was below it)."""
-        plan = self.sub_levels_
-        top = plan.groupby("level")["threshold"].max()
-        cap = np.zeros(height + 1, dtype=np.int64)
-        levels = top.index.to_numpy(dtype=np.int64)
-        cap[levels - 1] = np.maximum(top.to_numpy(dtype=np.int64), 1)
-        return cap
+        return record
 
     # ------------------------------------------------------------------ release
     def parameters(self) -> dict[str, Any]:
         """The public parameters of the fitted release, as the manifest records them."""
-        if not hasattr(self, "tree_"):
-            raise ConfigError("PrefixTreeSynthesizer is not fitted: call fit() first")
+        self._check_fitted()
         out: dict[str, Any] = {
             "generator": "prefixtree",
             "variant": self.variant,

@@ -244,7 +244,11 @@ def test_old_fit_keywords_still_work_with_a_deprecation_warning() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         again = PrefixTreeSynthesizer(
-            epsilon=2.0, height=2, taxonomy=TAXONOMY, random_state=1, progress=calls.append
+            epsilon=2.0,
+            height=2,
+            taxonomy=TAXONOMY,
+            random_state=1,
+            progress=lambda done, total: calls.append((done, total)),
         ).fit(data)
     assert_same_release(generator.sample(), again.sample())
 
