@@ -4,9 +4,10 @@ sequence per card (or card-day).
 
 The layout is declared (``input_format``) or detected from the column NAMES alone (a public
 schema fact, never the values): ``seq_id`` + ``pos`` = long-format sequences, ``on_stop`` = trips,
-anything else = taps. Every record is transformed on its own (:mod:`synth.records`); the order of
-a card's taps is its times, ties broken by the location id, so the sequences never depend on the
-order of the input rows.
+anything else = taps. Every record is transformed on its own (:mod:`synth.records`); a card's taps
+are ordered by time, and taps of one card at the same time keep their input order (the rule of
+:func:`synth.records.sequences_from_taps` and of every engine: hour-resolution data such as SUBE
+lists a card's taps in the order they happened).
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ def read_sequences(
     """Long-format sequences (``seq_id, pos, location[, time]``) from taps, sequences or trips.
 
     Taps become one sequence of boardings per card (per card and day with ``per_day``), ordered
-    by time then location id; trips become the sequence of their boarding stops (``on_stop``, or
+    by time; trips become the sequence of their boarding stops (``on_stop``, or
     ``location_column``) ordered by ``on_time``. ``location_column`` names the location column of
     any layout; ``on_unknown`` says what to do with locations outside ``taxonomy``."""
     if input_format not in INPUT_FORMATS:
@@ -96,6 +97,4 @@ def read_sequences(
         on_unknown=on_unknown,
         timezone=timezone,
     )
-    # row order never matters: equal times are ordered by the location id
-    taps = taps.sort_values(["card_id", "time", stop_column], kind="stable")
     return sequences_from_taps(taps, location_column=stop_column, per_day=per_day)

@@ -214,6 +214,7 @@ class PrefixTreeSampling(Generator):
         rest = release_counts(parent, all_counts)[:n]
         counts = all_counts[:n]
         self._completed = None
+        continued: np.ndarray | None = None
         if shallow is None:
             ending = rest
         else:
@@ -242,6 +243,22 @@ class PrefixTreeSampling(Generator):
                 ),
                 root_continued=root_rest,
             )
+        self.generalized_ = pd.DataFrame(
+            np.concatenate(built.generalized) if built.generalized else np.zeros((0, 6), int),
+            columns=["depth", "sub_level", "parent", "taxonomy_node", "time_bin", "noisy_count"],
+        )
+        # last: the fitted tree marks the model fitted
+        self.tree_ = self._tree_frame(built, counts, ending, continued)
+
+    def _tree_frame(
+        self,
+        built: BuiltTree,
+        counts: np.ndarray,
+        ending: np.ndarray,
+        continued: np.ndarray | None,
+    ) -> pd.DataFrame:
+        """The fitted tree: one row per non-generalized node (see the synthesizer's docstring)."""
+        height = int(self.height)
         tree = pd.DataFrame(
             {
                 "node": np.arange(built.parent.size, dtype=np.int64),
@@ -255,18 +272,14 @@ class PrefixTreeSampling(Generator):
                 "ending": ending,
             }
         )
-        if shallow is not None and built.end_noisy is not None:
+        if continued is not None and built.end_noisy is not None:
             end_noisy = pd.Series(built.end_noisy, dtype="Int64")
             end_noisy[built.depth >= height] = pd.NA
             tree.insert(6, "end_noisy", end_noisy)
             tree["continued"] = continued
         if self.time_bins is not None:
             tree.insert(4, "time_bin", built.time_bin)
-        self.tree_ = tree
-        self.generalized_ = pd.DataFrame(
-            np.concatenate(built.generalized) if built.generalized else np.zeros((0, 6), int),
-            columns=["depth", "sub_level", "parent", "taxonomy_node", "time_bin", "noisy_count"],
-        )
+        return tree
 
     def _child_cap(self, height: int) -> np.ndarray:
         """Per depth d (0: the root): the largest pass threshold of level d + 1 (a pruned child's

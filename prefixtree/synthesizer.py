@@ -400,11 +400,13 @@ class PrefixTreeSynthesizer(TreePlanning, PrefixTreeSampling):
             )
             if counter is not None:
                 return counter, "card"
-        given_sequences = isinstance(data, pd.DataFrame) and (
-            (detect_input_format(data.columns) if fmt == "auto" else fmt) == "sequences"
-        )
-        if given_sequences and opts["location_column"] in (None, "location"):
-            sequences = data  # already long format: counted as given
+        column = opts["location_column"]
+        if (
+            isinstance(data, pd.DataFrame)
+            and (detect_input_format(data.columns) if fmt == "auto" else fmt) == "sequences"
+            and (column in (None, "location") or column not in data.columns)
+        ):
+            sequences = data  # already long format (seq_id, pos, location): counted as given
         else:
             sequences = read_sequences(
                 data,

@@ -32,7 +32,9 @@ TAXONOMY = Taxonomy.from_edges(
 
 
 def taps(n_cards: int = 150, seed: int = 0) -> pd.DataFrame:
-    """Taps of cards riding one line each, 1-4 boardings; some boardings share a minute (ties)."""
+    """Taps of cards riding one line each, 1-4 boardings; many cards tap in the same minute (a
+    card's own taps are at distinct times: same-time taps of one card keep their input order, the
+    documented rule of ``synth.records.sequences_from_taps``)."""
     rng = np.random.default_rng(seed)
     rows = []
     for card in range(n_cards):
@@ -41,7 +43,7 @@ def taps(n_cards: int = 150, seed: int = 0) -> pd.DataFrame:
         for _ in range(int(rng.integers(1, 5))):
             stamp = pd.Timestamp("2024-03-05") + pd.Timedelta(minutes=minute)
             rows.append({"card_id": f"c{card}", "time": stamp, "stop_id": rng.choice(stops)})
-            minute += int(rng.integers(0, 3)) * 20  # 0: a tie with the previous tap
+            minute += int(rng.integers(1, 3)) * 20
     return pd.DataFrame(rows)
 
 
