@@ -26,7 +26,14 @@ eps_bar}``, the locations get the rest) and ``thresholds`` (``{taxonomy level: t
 382 lines, f = 127) would make ``eps_1`` tiny and its threshold huge for no pruning: the Simpson
 test skips it.
 
-Beyond the paper (options; the defaults are the paper's). ``level_weights`` gives tree level i the
+Presets (:mod:`prefixtree.presets`): ``preset="auto"`` (default) computes every tuning value
+below from public facts (epsilon, h, the taxonomy), ``preset="kdd12"`` is the paper's settings;
+an explicit parameter overrides either. Before any data is read the expected tree size is
+estimated (:mod:`prefixtree.estimate`) against ``max_nodes``. With ``root_share`` (auto: 0.01) a
+noisy count of sequences (its own ledger line) joins consistency as the root, and the mass no
+surviving first-level node holds is released as single locations (volume fidelity).
+
+Beyond the paper (options). ``level_weights`` gives tree level i the
 share ``w_i / sum(w)`` of epsilon instead of ``1 / h`` (levels compose sequentially, so the total
 stays epsilon; frequent patterns are short, so the first levels matter most); consistency then
 weights each node by its level's inverse noise variance (weighted least squares, the natural
@@ -54,43 +61,43 @@ from __future__ import annotations
 
 import math
 import os
-from collections import Counter
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from fractions import Fraction
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
 
-from prefixtree.completion import complete_sequences
-from prefixtree.consistency import consistent_counts, release_counts
-from prefixtree.tree import BuiltTree, SubLevel, TaxonomyIndex, build_noisy_tree_counted
+from prefixtree.inputs import INPUT_FORMATS, detect_input_format, read_sequences
+from prefixtree.plan import MAX_HEIGHT, MINUTES_PER_DAY, PRESET_KEYS, TreePlanning, scale_for
+from prefixtree.presets import PRESETS
+from prefixtree.sampling import PrefixTreeSampling
+from prefixtree.tree import SubLevel, TaxonomyIndex, build_noisy_tree_counted
 from synth.engines import check_engine, get_engine
 from synth.errors import ConfigError, InputError
+from synth.generator import STRING, Constraint, InstanceOf, Options, Satisfies
 from synth.privacy import PrivacyLedger, check_budget, exact, noise_source
-from synth.records import encode_sequences, load_sequences
+from synth.records import encode_sequences
 from synth.taxonomy import Taxonomy
 from synth.times import check_timezone, times_of_day
 
-__all__ = ["PrefixTreeSynthesizer"]
+__all__ = [
+    "COMPLETIONS",
+    "DEFAULT_MAX_NODES",
+    "MAX_HEIGHT",
+    "THRESHOLD_RULES",
+    "VARIANTS",
+    "PrefixTreeSynthesizer",
+]
 
-MINUTES_PER_DAY = 1440
 VARIANTS = ("hybrid", "simple")
 THRESHOLD_RULES = ("paper", "candidates")
 COMPLETIONS = ("none", "markov")
 NOISE_METHODS = ("discrete_laplace", "empty_cells_passing", "choice")
+DEFAULT_MAX_NODES = 5_000_000
 
 
-def _scale_for(epsilon: Fraction) -> float:
-    """``1 / epsilon`` as the smallest float >= the exact value (never less noise than claimed)."""
-    exact = 1 / epsilon
-    scale = float(exact)
-    if Fraction(scale) < exact:
-        scale = math.nextafter(scale, math.inf)
-    return scale
-
-
-class PrefixTreeSynthesizer:
+class PrefixTreeSynthesizer(TreePlanning, PrefixTreeSampling):
     """Hybrid-granularity noisy prefix tree for station sequences (KDD 2012, Algorithm 1).
 
     Parameters (keyword-only, stored as given; validated in :meth:`fit`):
@@ -98,6 +105,8 @@ class PrefixTreeSynthesizer:
     - ``epsilon``: total privacy budget (> 0); ``height``: tree height h, sequences are truncated
       to their first h locations.
     - ``taxonomy``: public :class:`~synth.taxonomy.Taxonomy` whose leaves are the locations.
+    - ``preset``: ``"auto"`` (default: the values of the parameters left ``None`` computed from
+      public facts, :mod:`prefixtree.presets`) or ``"kdd12"`` (Chen et al. 2012).
     - ``variant``: ``"hybrid"`` (generalized sub-levels) or ``"simple"`` (the paper's baseline).
     - ``budget_split``: ``{taxonomy level: fraction of eps_bar}`` for the generalized sub-levels.
     - ``thresholds``: ``{taxonomy level: pass threshold}`` (``taxonomy.height`` for locations).
@@ -122,12 +131,27 @@ class PrefixTreeSynthesizer:
       object with ``SecureNoise``'s ``discrete_laplace``/``empty_cells_passing``/``choice``. The
       completion's draws (post-processing) use ``numpy.random.default_rng(random_state)`` for an
       ``int``, fresh OS entropy otherwise.
-    - ``max_nodes``: refuse to grow a tree past this many nodes (empty cells that pass the threshold
-      multiply when ``|locations| * P(pass) > 1``, as in the simple variant on large networks).
+    - ``max_nodes``: refuse, before reading the data, a tree expected to exceed this many nodes
+      (auto tightens its thresholds instead), and stop one that grows past it (empty cells that
+      pass the threshold multiply when ``|locations| * P(pass) > 1``).
+    - ``root_share``: share of epsilon for the noisy number of sequences (needs the Markov
+      completion; 0 = none).
     - ``engine``: where the counting runs (:mod:`synth.engines`): ``"memory"`` (default),
       ``"duckdb"`` (out of core over Parquet/CSV) or ``"spark"``; ``engine_options`` its options
       (``temp_directory``, ``memory_limit``, ``threads``; Spark: ``master``). The noise is always
       drawn here, once, on the collected counts: the engine never changes the release.
+    - reading the data (:mod:`prefixtree.inputs`): ``input_format`` (``"auto"``: from the column
+      names; ``"taps"``, ``"sequences"`` or ``"trips"``), ``location_column`` (the location
+      column of any layout), ``on_unknown`` (``"error"`` or ``"drop"`` rows whose location is not
+      in the taxonomy), ``timezone`` (times are read per value as the wall clock as written, or
+      in this IANA zone, :mod:`synth.times`), ``per_day`` (taps and trips: one sequence per card
+      and day, so the privacy unit is the card-day).
+    - ``progress(done, total)``: called as each (level, sub-level) histogram of the tree is about
+      to be drawn (``total`` = height x sub-levels; the tree may stop early).
+
+    The scikit-learn estimator contract (:class:`~synth.generator.Generator`): ``fit(data)``
+    spends the budget in :attr:`ledger_` and returns ``self``; :meth:`sample` and
+    :meth:`iter_sample` are post-processing; ``sklearn.base.clone`` gives an unfitted copy.
 
     Fitted attributes: ``tree_`` (non-generalized nodes, breadth first: node, parent, depth,
     location [, time_bin], noisy_count, consistent count, ending = n(v)), ``generalized_`` (the
@@ -135,8 +159,21 @@ class PrefixTreeSynthesizer:
     end_noisy, the end-of-sequence cell's noisy count (NA at depth h), ending = its consistent
     count, and continued = the sequences completed below the node), ``ledger_`` (the privacy
     spends), ``sub_levels_`` (budget plan: level, fan-out, epsilon, scale, threshold),
-    ``locations_`` (locations in taxonomy depth-first order), ``noise_seeded_``.
+    ``locations_`` (locations in taxonomy depth-first order), ``noise_seeded_``, ``config_`` (the
+    resolved configuration), ``estimate_`` (expected nodes per level), ``root_count_``.
     """
+
+    _parameter_constraints: ClassVar[dict[str, list[Constraint]]] = {
+        "preset": [Options(PRESETS)],
+        "input_format": [Options(INPUT_FORMATS)],
+        "location_column": [None, STRING],
+        "on_unknown": [Options(("error", "drop"))],
+        "timezone": [None, STRING],
+        "per_day": [InstanceOf(bool, "true or false")],
+        "progress": [None, Satisfies(callable, "a callable progress(done, total)")],
+    }
+    #: set last in fit: its presence means "fitted"
+    _fitted_attribute: ClassVar[str] = "tree_"
 
     def __init__(
         self,
@@ -144,23 +181,32 @@ class PrefixTreeSynthesizer:
         epsilon: float,
         height: int,
         taxonomy: Taxonomy,
-        variant: str = "hybrid",
+        preset: str = "auto",
+        variant: str | None = None,
         budget_split: Mapping[int, float] | None = None,
         thresholds: Mapping[int, float] | None = None,
         level_weights: Sequence[float] | None = None,
-        threshold_rule: str = "paper",
-        false_children: float | Sequence[float] = 1.0,
-        completion: str = "none",
+        threshold_rule: str | None = None,
+        false_children: float | Sequence[float] | None = None,
+        completion: str | None = None,
+        root_share: float | None = None,
         time_bins: int | None = None,
         coarse_time_bins: int | None = None,
         random_state: int | object | None = None,
-        max_nodes: int = 20_000_000,
+        max_nodes: int = DEFAULT_MAX_NODES,
         engine: str = "memory",
         engine_options: Mapping[str, Any] | None = None,
+        input_format: str = "auto",
+        location_column: str | None = None,
+        on_unknown: str = "error",
+        timezone: str | None = None,
+        per_day: bool = False,
+        progress: Callable[[int, int], None] | None = None,
     ) -> None:
         self.epsilon = epsilon
         self.height = height
         self.taxonomy = taxonomy
+        self.preset = preset
         self.variant = variant
         self.budget_split = budget_split
         self.thresholds = thresholds
@@ -168,29 +214,44 @@ class PrefixTreeSynthesizer:
         self.threshold_rule = threshold_rule
         self.false_children = false_children
         self.completion = completion
+        self.root_share = root_share
         self.time_bins = time_bins
         self.coarse_time_bins = coarse_time_bins
         self.random_state = random_state
         self.max_nodes = max_nodes
         self.engine = engine
         self.engine_options = engine_options
+        self.input_format = input_format
+        self.location_column = location_column
+        self.on_unknown = on_unknown
+        self.timezone = timezone
+        self.per_day = per_day
+        self.progress = progress
 
     # ------------------------------------------------------------------ parameters
     def _noise(self) -> Any:
         return noise_source(self.random_state, methods=NOISE_METHODS)
 
     def check_params(self) -> tuple[Fraction, int]:
-        """Validate the parameters (ConfigError) without data; returns exact epsilon and h."""
+        """Validate the parameters (ConfigError) without data; returns exact epsilon and h.
+
+        Sets ``config_``: the resolved configuration (:meth:`resolved`)."""
+        self._validate_params()
         eps, _ = check_budget(self.epsilon)
+        cfg = self.resolved()
+        self.config_ = cfg
         h = self.height
-        if isinstance(h, bool) or not isinstance(h, int | np.integer) or h < 1:
-            raise ConfigError(f"height must be an integer >= 1, got {h!r}")
-        if self.variant not in VARIANTS:
-            raise ConfigError(f"variant must be one of {', '.join(VARIANTS)}, got {self.variant!r}")
-        if not isinstance(self.taxonomy, Taxonomy):
-            raise ConfigError("taxonomy must be a synth.taxonomy.Taxonomy")
-        if self.budget_split and self.variant == "simple":
+        if cfg["variant"] not in VARIANTS:
+            raise ConfigError(
+                f"variant must be one of {', '.join(VARIANTS)}, got {cfg['variant']!r}"
+            )
+        if cfg["budget_split"] and cfg["variant"] == "simple":
             raise ConfigError("budget_split only applies to variant='hybrid'")
+        share = cfg["root_share"]
+        if isinstance(share, bool) or not isinstance(share, int | float) or not 0 <= share < 0.5:
+            raise ConfigError(f"root_share must be in [0, 0.5), got {share!r}")
+        if share and cfg["completion"] != "markov":
+            raise ConfigError("root_share (a noisy root count) needs completion='markov'")
         tb = self.time_bins
         if tb is not None and (
             isinstance(tb, bool) or not isinstance(tb, int | np.integer) or not 1 <= tb <= 1440
@@ -198,7 +259,7 @@ class PrefixTreeSynthesizer:
             raise ConfigError(f"time_bins must be minutes per bin in 1..1440, got {tb!r}")
         coarse = self.coarse_time_bins
         if coarse is not None:
-            if tb is None or self.variant != "hybrid":
+            if tb is None or cfg["variant"] != "hybrid":
                 raise ConfigError("coarse_time_bins needs time_bins and variant='hybrid'")
             if (
                 isinstance(coarse, bool)
@@ -210,142 +271,24 @@ class PrefixTreeSynthesizer:
                     f"coarse_time_bins must be a multiple of time_bins ({tb}) in {tb}..1440 "
                     f"minutes, got {coarse!r}"
                 )
-        if self.threshold_rule not in THRESHOLD_RULES:
+        if cfg["threshold_rule"] not in THRESHOLD_RULES:
             raise ConfigError(
                 f"threshold_rule must be one of {', '.join(THRESHOLD_RULES)}, "
-                f"got {self.threshold_rule!r}"
+                f"got {cfg['threshold_rule']!r}"
             )
-        if self.completion not in COMPLETIONS:
+        if cfg["completion"] not in COMPLETIONS:
             raise ConfigError(
-                f"completion must be one of {', '.join(COMPLETIONS)}, got {self.completion!r}"
+                f"completion must be one of {', '.join(COMPLETIONS)}, got {cfg['completion']!r}"
             )
         self._false_children(int(h))
-        if self.level_weights is not None:
+        if cfg["level_weights"] is not None:
             self._level_shares(int(h))
         mn = self.max_nodes
         if isinstance(mn, bool) or not isinstance(mn, int | np.integer) or mn < 1:
             raise ConfigError(f"max_nodes must be a positive integer, got {mn!r}")
         check_engine(self.engine, self.engine_options)
+        self._prepare(eps, int(h))
         return eps, int(h)
-
-    def _generalized_levels(self) -> tuple[list[int], list[Fraction], dict[int, Fraction]]:
-        """Generalized taxonomy levels in use (top first), their budget shares, and their f.
-
-        Default (hybrid): walking up from the locations, an inner level g is used when its fan-out
-        ``f_g = (#nodes of the next level in use below it) / (#nodes of g)`` exceeds 2 and its
-        groups are not so unequal that they act as fewer than two: the inverse Simpson index
-        ``N^2 / sum(size^2)`` of the group sizes is at least 2 (SUBE modes: one holds 373 of 382
-        lines, index 1.05: pruning whole groups saves nothing there); then the
-        paper's split is applied recursively from the top: each used level takes ``2 / f_g`` of
-        what the levels above left, the locations keep the rest. With one inner level this is
-        exactly ``eps_1 = 2 eps_bar / f`` and ``eps_2 = (f - 2) eps_bar / f``.
-        """
-        tax = self.taxonomy
-        leaves = tax.leaves()
-        n_nodes = {
-            g: len({tax.generalize(leaf, g) for leaf in leaves}) for g in range(1, tax.height)
-        }
-        if self.variant == "simple":
-            return [], [], {}
-        if self.budget_split:
-            shares: dict[int, Fraction] = {}
-            for g, value in self.budget_split.items():
-                if g not in n_nodes:
-                    raise ConfigError(
-                        f"budget_split: level {g!r} is not an inner taxonomy level "
-                        f"(1..{tax.height - 1})"
-                    )
-                share = exact(value, f"budget_split[{g}]")
-                if share < 0:
-                    raise ConfigError(f"budget_split[{g}] must be >= 0, got {value!r}")
-                if share > 0:
-                    shares[g] = share
-            if sum(shares.values()) >= 1:
-                raise ConfigError("budget_split must leave a positive share for the locations")
-            levels = sorted(shares)
-            below = [*[n_nodes[g] for g in levels[1:]], len(leaves)]
-            fan = {g: Fraction(b, n_nodes[g]) for g, b in zip(levels, below, strict=True)}
-            return levels, [shares[g] for g in levels], fan
-        fan = {}
-        below_level = tax.height
-        below_count = len(leaves)
-        for g in sorted(n_nodes, reverse=True):
-            pairs = {(tax.generalize(x, g), tax.generalize(x, below_level)) for x in leaves}
-            sizes = np.array(list(Counter(group for group, _ in pairs).values()), dtype=float)
-            f = Fraction(below_count, n_nodes[g])
-            if f > 2 and below_count**2 / float((sizes**2).sum()) >= 2:
-                fan[g] = f
-                below_level = g
-                below_count = n_nodes[g]
-        levels = sorted(fan)
-        remaining = Fraction(1)
-        out: list[Fraction] = []
-        for g in levels:
-            out.append(remaining * 2 / fan[g])
-            remaining -= out[-1]
-        return levels, out, fan
-
-    def _level_shares(self, h: int) -> list[Fraction]:
-        """Share of epsilon of each tree level: ``1 / h`` each (the paper's ``eps_bar``) or the
-        normalised ``level_weights`` (levels compose sequentially: any shares summing to 1 do)."""
-        if self.level_weights is None:
-            return [Fraction(1, h)] * h
-        weights = list(self.level_weights)
-        if len(weights) != h:
-            raise ConfigError(
-                f"level_weights needs one weight per tree level ({h}), got {len(weights)}"
-            )
-        exact_weights = [exact(w, f"level_weights[{i}]") for i, w in enumerate(weights)]
-        if any(w <= 0 for w in exact_weights):
-            raise ConfigError("level_weights must all be > 0")
-        total = sum(exact_weights, Fraction(0))
-        return [w / total for w in exact_weights]
-
-    def _false_children(self, h: int) -> list[float]:
-        """``false_children`` of each tree level (one number serves every level)."""
-        fc = self.false_children
-        values: list[Any]
-        if isinstance(fc, Sequence | np.ndarray) and not isinstance(fc, str):
-            single, values = False, [v.item() if isinstance(v, np.generic) else v for v in fc]
-        else:
-            single, values = True, [fc] * h
-        if len(values) != h:
-            raise ConfigError(
-                f"false_children needs one number or one per tree level ({h}), got {len(values)}"
-            )
-        for i, v in enumerate(values):
-            if isinstance(v, bool) or not isinstance(v, int | float) or not 0 < v <= 1:
-                where = "" if single else f"[{i}]"
-                raise ConfigError(
-                    f"false_children{where} must be in (0, 1], got {v!r} (above 1 the passing "
-                    "empty nodes branch without bound: Chen et al. 2012, Theorem 4.2)"
-                )
-        return [float(v) for v in values]
-
-    def _default_threshold(
-        self,
-        index: TaxonomyIndex,
-        j: int,
-        generalized: bool,
-        epsilon: Fraction,
-        n_bins: int,
-        false_children: float,
-    ) -> float:
-        """Pass threshold of sub-level ``j`` at budget ``epsilon`` when ``thresholds`` has none.
-
-        ``"paper"``: ``4 sqrt(2) / eps_1`` (generalized) or ``2 sqrt(2) / eps_2`` (section 4.1).
-        ``"candidates"``: the smallest ``t`` such that the expected number of empty candidate
-        children passing under one parent, ``m P(noise >= t) = m p^t / (1 + p)`` with ``m`` the
-        largest number of candidates of a parent (public: taxonomy size x time bins, ``n_bins``
-        the most bins a parent's candidates span) and
-        ``p = exp(-epsilon)``, is at most the level's ``false_children`` (Theorem 4.2's
-        branching factor).
-        """
-        if self.threshold_rule == "paper":
-            return (4 if generalized else 2) * math.sqrt(2) / float(epsilon)
-        m = int(index.size[j].max()) * n_bins
-        p = math.exp(-float(epsilon))
-        return max(0.0, math.log(m / (false_children * (1 + p))) / float(epsilon))
 
     # ------------------------------------------------------------------ fit
     def _time_matrix(
@@ -368,104 +311,125 @@ class PrefixTreeSynthesizer:
 
     def fit(
         self,
-        sequences: pd.DataFrame | str | os.PathLike[str],
+        data: pd.DataFrame | str | os.PathLike[str],
         *,
         progress: Callable[[int, int], None] | None = None,
-        on_unknown: str = "error",
+        on_unknown: str | None = None,
         location_column: str | None = None,
         timezone: str | None = None,
     ) -> PrefixTreeSynthesizer:
-        """Build the noisy prefix tree of long-format ``sequences`` (seq_id, pos, location[, time]).
+        """Build the noisy prefix tree of ``data``: taps, long-format sequences (seq_id, pos,
+        location[, time]) or trips, as a DataFrame or a CSV/Parquet path (:mod:`prefixtree.inputs`).
 
-        Each ``seq_id`` is one privacy unit (one card); it is truncated to ``height`` locations.
-        ``sequences`` may also be a file (taps or sequences, CSV or Parquet): the DuckDB engine
-        reads the usual layouts itself, out of core; otherwise it is loaded with
-        :func:`synth.records.load_sequences` (``on_unknown``, ``location_column``).
-        ``timezone``: times are read per value as the wall clock as written (default) or in
-        this IANA zone (:mod:`synth.times`). Sequences made with ``load_sequences(per_day=True)``
-        (``attrs["privacy_unit"] == "card-day"``) are one card-day each: the manifest says so.
-        ``progress(done, total)``, when given, is called as each (level, sub-level) histogram of
-        the tree is about to be drawn (``total`` = height x sub-levels; the tree may stop early).
+        Each sequence is one privacy unit (one card); it is truncated to ``height`` locations.
+        A file may be counted by the engine itself, out of core (DuckDB). Sequences made with
+        ``load_sequences(per_day=True)`` (``attrs["privacy_unit"] == "card-day"``) or read with
+        ``per_day=True`` are one card-day each: the manifest says so. The keyword arguments are
+        deprecated: they are constructor parameters now (a value given here still wins, with a
+        DeprecationWarning).
         """
+        opts = self._deprecated_fit_args(
+            {
+                "progress": progress,
+                "on_unknown": on_unknown,
+                "location_column": location_column,
+                "timezone": timezone,
+            }
+        )
         eps, h = self.check_params()
+        check_timezone(opts["timezone"])
+        self.__dict__.pop("tree_", None)  # a failed re-fit leaves no half-fitted model
+        levels, index, plan, eps_plan, plan_rows, n_bins = self._prepared
         noise = self._noise()
-        tax = self.taxonomy
-        levels, shares, fanout = self._generalized_levels()
-        index = TaxonomyIndex.build(tax, levels)
-        weights = self._level_shares(h)
-        false_children = self._false_children(h)
-        custom = dict(self.thresholds or {})
-        allowed = {*levels, tax.height}
-        bad = sorted(set(custom) - allowed)
-        if bad:
-            raise ConfigError(
-                f"thresholds: level {bad[0]!r} is not a sub-level in use ({sorted(allowed)})"
+        with get_engine(self.engine, self.engine_options) as engine:
+            counter, unit = self._counter(engine, data, opts, index, h, n_bins)
+            try:
+                ledger = self._new_ledger(eps, unit)
+                root_scale = self._spend_root(ledger, eps)
+                record = self._recorder(ledger, opts["progress"], levels, index, plan, eps_plan)
+                built = build_noisy_tree_counted(
+                    counter,
+                    h,
+                    index=index,
+                    sub_levels=plan,
+                    n_bins=n_bins,
+                    noise=noise,
+                    before_sub_level=record,
+                    max_nodes=int(self.max_nodes),
+                    end_cells=self.config_["completion"] == "markov",
+                    root_scale=root_scale,
+                )
+            finally:
+                counter.close()
+        if opts["progress"] is not None:
+            opts["progress"](h * len(index.levels), h * len(index.levels))
+        self.locations_ = index.locations
+        self.index_ = index
+        self.n_time_bins_ = n_bins
+        self.sub_levels_ = pd.DataFrame(plan_rows)
+        self.ledger_ = ledger
+        self.noise_seeded_ = bool(getattr(noise, "seeded", False))
+        self._finish(built, [subs[-1].scale for subs in plan])
+        return self
+
+    def _counter(
+        self,
+        engine: Any,
+        data: pd.DataFrame | str | os.PathLike[str],
+        opts: dict[str, Any],
+        index: TaxonomyIndex,
+        h: int,
+        n_bins: int,
+    ) -> tuple[Any, str]:
+        """The engine's prefix counter over the data, and the privacy unit: a file the engine
+        reads itself (out of core), else long-format sequences counted in memory."""
+        fmt = self.input_format
+        if (
+            not isinstance(data, pd.DataFrame)
+            and opts["timezone"] is None
+            and fmt in ("auto", "sequences", "taps")
+            and not self.per_day
+        ):
+            counter = engine.prefix_counter_from_file(
+                data,
+                locations=index.locations,
+                height=h,
+                time_bin_minutes=self.time_bins,
+                on_unknown=opts["on_unknown"],
+                location_column=opts["location_column"],
             )
-        n_bins = 1 if self.time_bins is None else math.ceil(MINUTES_PER_DAY / self.time_bins)
-        if self.coarse_time_bins is not None and not levels:
-            raise ConfigError(
-                "coarse_time_bins: the hybrid tree uses no generalized level here (see "
-                "variant): there is no sub-level to count coarse bins in"
+            if counter is not None:
+                return counter, "card"
+        column = opts["location_column"]
+        if (
+            isinstance(data, pd.DataFrame)
+            and (detect_input_format(data.columns) if fmt == "auto" else fmt) == "sequences"
+            and (column in (None, "location") or column not in data.columns)
+        ):
+            sequences = data  # already long format (seq_id, pos, location): counted as given
+        else:
+            sequences = read_sequences(
+                data,
+                input_format=fmt,
+                taxonomy=self.taxonomy,
+                on_unknown=opts["on_unknown"],
+                location_column=opts["location_column"],
+                timezone=opts["timezone"],
+                per_day=self.per_day,
             )
-        widths = [
-            int(self.coarse_time_bins // self.time_bins)  # type: ignore[operator]
-            if self.coarse_time_bins is not None and j < len(levels)
-            else 1
-            for j in range(len(index.levels))
-        ]
-        spans = [math.ceil(n_bins / widths[0])] + [
-            math.ceil(widths[j - 1] / widths[j]) for j in range(1, len(widths))
-        ]
-        rest = 1 - sum(shares, Fraction(0))
-        plan: list[list[SubLevel]] = []
-        eps_plan: list[list[Fraction]] = []
-        plan_rows = []
-        for i, weight in enumerate(weights):
-            eps_bar = eps * weight
-            eps_subs = [eps_bar * s for s in shares] + [eps_bar * rest]
-            subs: list[SubLevel] = []
-            for j, (g, e) in enumerate(zip(index.levels, eps_subs, strict=True)):
-                generalized = j < len(levels)
-                scale = _scale_for(e)
-                theta = float(
-                    custom.get(
-                        g,
-                        self._default_threshold(
-                            index, j, generalized, e, spans[j], false_children[i]
-                        ),
-                    )
-                )
-                if not math.isfinite(theta):
-                    raise ConfigError(f"thresholds[{g}] must be finite")
-                subs.append(
-                    SubLevel(j=j, scale=scale, threshold=math.ceil(theta), bin_width=widths[j])
-                )
-                plan_rows.append(
-                    {
-                        "level": i + 1,
-                        "sub_level": j,
-                        "taxonomy_level": g,
-                        "generalized": generalized,
-                        "nodes": len(index.names[j]),
-                        "fanout": float(fanout[g]) if generalized else None,
-                        "epsilon": float(e),
-                        "scale": scale,
-                        "threshold": math.ceil(theta),
-                        "time_bin_minutes": (
-                            None if self.time_bins is None else self.time_bins * widths[j]
-                        ),
-                    }
-                )
-            plan.append(subs)
-            eps_plan.append(eps_subs)
-        names = [
-            ("locations" if j == len(levels) else f"taxonomy level {g}")
-            for j, g in enumerate(index.levels)
-        ]
-        unit = "card"
-        if isinstance(sequences, pd.DataFrame):
-            unit = str(sequences.attrs.get("privacy_unit", "card"))
-        ledger = PrivacyLedger(
+        assert isinstance(sequences, pd.DataFrame)
+        unit = str(sequences.attrs.get("privacy_unit", "card"))
+        codes = encode_sequences(sequences, index.locations, h)
+        times = (
+            None
+            if self.time_bins is None
+            else self._time_matrix(sequences, len(codes), h, opts["timezone"])
+        )
+        counter = engine.prefix_counter(codes, times, n_bins=n_bins, n_locations=index.n_locations)
+        return counter, unit
+
+    def _new_ledger(self, eps: Fraction, unit: str) -> PrivacyLedger:
+        return PrivacyLedger(
             epsilon=eps,
             delta=0,
             unit=unit,
@@ -477,8 +441,45 @@ class PrefixTreeSynthesizer:
             ),
         )
 
+    def _spend_root(self, ledger: PrivacyLedger, eps: Fraction) -> float | None:
+        """The noisy number of sequences' spend (``root_share``), recorded before the noise is
+        drawn; its noise scale, or None without one."""
+        root_share = exact(self.config_["root_share"], "root_share")
+        self._root_scale = None
+        if not root_share:
+            return None
+        root_scale = scale_for(eps * root_share)
+        ledger.spend(
+            label="prefix tree root: number of sequences",
+            mechanism="discrete_laplace",
+            epsilon=eps * root_share,
+            sensitivity=1,
+            sensitivity_norm="l1",
+            scale=root_scale,
+            note="the number of cards with a sequence; a card adds or removes 1",
+        )
+        self._root_scale = root_scale
+        return root_scale
+
+    def _recorder(
+        self,
+        ledger: PrivacyLedger,
+        progress: Callable[[int, int], None] | None,
+        levels: list[int],
+        index: TaxonomyIndex,
+        plan: list[list[SubLevel]],
+        eps_plan: list[list[Fraction]],
+    ) -> Callable[[int, int], None]:
+        """The callback the tree builder calls before drawing each sub-level's histogram: it
+        records the spend in ``ledger`` (so an overspend stops before any noise) and reports
+        progress."""
+        names = [
+            ("locations" if j == len(levels) else f"taxonomy level {g}")
+            for j, g in enumerate(index.levels)
+        ]
         n_sub = len(index.levels)
-        end_cells = self.completion == "markov"
+        h = len(plan)
+        end_cells = self.config_["completion"] == "markov"
 
         def record(level: int, j: int) -> None:
             if progress is not None:
@@ -503,150 +504,12 @@ class PrefixTreeSynthesizer:
                 ),
             )
 
-        with get_engine(self.engine, self.engine_options) as engine:
-            counter = None
-            if not isinstance(sequences, pd.DataFrame) and check_timezone(timezone) is None:
-                counter = engine.prefix_counter_from_file(
-                    sequences,
-                    locations=index.locations,
-                    height=h,
-                    time_bin_minutes=self.time_bins,
-                    on_unknown=on_unknown,
-                    location_column=location_column,
-                )
-            if counter is None and not isinstance(sequences, pd.DataFrame):
-                sequences = load_sequences(
-                    sequences,
-                    taxonomy=tax,
-                    on_unknown=on_unknown,
-                    location_column=location_column,
-                    timezone=timezone,
-                )
-            if counter is None:
-                assert isinstance(sequences, pd.DataFrame)
-                codes = encode_sequences(sequences, index.locations, h)
-                times = (
-                    None
-                    if self.time_bins is None
-                    else self._time_matrix(sequences, len(codes), h, timezone)
-                )
-                counter = engine.prefix_counter(
-                    codes, times, n_bins=n_bins, n_locations=index.n_locations
-                )
-                del codes, times
-            try:
-                built = build_noisy_tree_counted(
-                    counter,
-                    h,
-                    index=index,
-                    sub_levels=plan,
-                    n_bins=n_bins,
-                    noise=noise,
-                    before_sub_level=record,
-                    max_nodes=int(self.max_nodes),
-                    end_cells=end_cells,
-                )
-            finally:
-                counter.close()
-        if progress is not None:
-            progress(h * n_sub, h * n_sub)
-        self.locations_ = index.locations
-        self.index_ = index
-        self.n_time_bins_ = n_bins
-        self.sub_levels_ = pd.DataFrame(plan_rows)
-        self.ledger_ = ledger
-        self.noise_seeded_ = bool(getattr(noise, "seeded", False))
-        self._finish(built, [subs[-1].scale for subs in plan])
-        return self
-
-    def _finish(self, built: BuiltTree, level_scale: list[float]) -> None:
-        # inverse noise variance of each node's level (2 p / (1 - p)^2 for the discrete Laplace
-        # with p = exp(-1/scale)); equal across levels unless level_weights differ. End cells are
-        # leaves under their node, drawn with the next level's noise.
-        n = built.parent.size
-        height = int(self.height)
-        shallow = np.flatnonzero(built.depth < height) if built.end_noisy is not None else None
-        parent, noisy, depth = built.parent, built.noisy, built.depth
-        if shallow is not None and built.end_noisy is not None:
-            parent = np.concatenate([parent, shallow])
-            noisy = np.concatenate([noisy, built.end_noisy[shallow]])
-            depth = np.concatenate([depth, built.depth[shallow] + 1])
-        weights = None
-        if len(set(level_scale)) > 1:
-            p = np.exp(-1 / np.asarray(level_scale))
-            weights = ((1 - p) ** 2 / (2 * p))[depth - 1]
-        all_counts = consistent_counts(parent, noisy, weights)
-        rest = release_counts(parent, all_counts)[:n]
-        counts = all_counts[:n]
-        self._completed = None
-        if shallow is None:
-            ending = rest
-        else:
-            ending = counts.copy()
-            ending[shallow] = all_counts[n:]
-            continued = np.zeros(n, dtype=np.int64)
-            continued[shallow] = rest[shallow]
-            n_loc = len(self.locations_)
-            state = built.time_bin * n_loc + built.location
-            self._completed = complete_sequences(
-                built.parent,
-                built.depth,
-                state,
-                counts,
-                ending,
-                continued,
-                height=height,
-                n_states=n_loc * self.n_time_bins_,
-                n_locations=n_loc,
-                child_cap=self._child_cap(height),
-                rng=np.random.default_rng(
-                    self.random_state
-                    if isinstance(self.random_state, int | np.integer)
-                    and not isinstance(self.random_state, bool)
-                    else None
-                ),
-            )
-        tree = pd.DataFrame(
-            {
-                "node": np.arange(built.parent.size, dtype=np.int64),
-                "parent": built.parent,
-                "depth": built.depth,
-                "location": pd.Categorical.from_codes(
-                    built.location, categories=pd.Index(self.locations_)
-                ),
-                "noisy_count": built.noisy,
-                "count": counts,
-                "ending": ending,
-            }
-        )
-        if shallow is not None and built.end_noisy is not None:
-            end_noisy = pd.Series(built.end_noisy, dtype="Int64")
-            end_noisy[built.depth >= height] = pd.NA
-            tree.insert(6, "end_noisy", end_noisy)
-            tree["continued"] = continued
-        if self.time_bins is not None:
-            tree.insert(4, "time_bin", built.time_bin)
-        self.tree_ = tree
-        self.generalized_ = pd.DataFrame(
-            np.concatenate(built.generalized) if built.generalized else np.zeros((0, 6), int),
-            columns=["depth", "sub_level", "parent", "taxonomy_node", "time_bin", "noisy_count"],
-        )
-
-    def _child_cap(self, height: int) -> np.ndarray:
-        """Per depth d: the largest pass threshold of level d + 1 (a pruned child's noisy count
-        was below it)."""
-        plan = self.sub_levels_
-        top = plan.groupby("level")["threshold"].max()
-        cap = np.zeros(height + 1, dtype=np.int64)
-        levels = top.index.to_numpy(dtype=np.int64)
-        cap[levels[1:] - 1] = np.maximum(top.to_numpy(dtype=np.int64)[1:], 1)
-        return cap
+        return record
 
     # ------------------------------------------------------------------ release
     def parameters(self) -> dict[str, Any]:
         """The public parameters of the fitted release, as the manifest records them."""
-        if not hasattr(self, "tree_"):
-            raise ConfigError("PrefixTreeSynthesizer is not fitted: call fit() first")
+        self._check_fitted()
         out: dict[str, Any] = {
             "generator": "prefixtree",
             "variant": self.variant,
@@ -656,146 +519,28 @@ class PrefixTreeSynthesizer:
             "time_bin_minutes": self.time_bins,
             "coarse_time_bin_minutes": self.coarse_time_bins,
             "seeded": self.noise_seeded_,
-            "sub_levels": self.sub_levels_.to_dict(orient="records"),
+            "sub_levels": [
+                {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in row.items()}
+                for row in self.sub_levels_.to_dict(orient="records")
+            ],
         }
-        out["completion"] = self.completion
-        for key in ("budget_split", "thresholds", "level_weights"):
-            if getattr(self, key) is not None:
-                out[key] = getattr(self, key)
-        out["threshold_rule"] = self.threshold_rule
-        if self.threshold_rule == "candidates":
-            out["false_children"] = self.false_children
+        cfg = self.config_
+        out["preset"] = self.preset
+        out["variant"] = cfg["variant"]
+        out["completion"] = cfg["completion"]
+        out["threshold_rule"] = cfg["threshold_rule"]
+        if cfg["threshold_rule"] == "candidates":
+            out["false_children"] = cfg["false_children"]
+        for key in ("budget_split", "level_weights"):
+            if cfg[key] is not None:
+                out[key] = (
+                    {str(k): v for k, v in cfg[key].items()} if key == "budget_split" else cfg[key]
+                )
+        if self.thresholds is not None:
+            out["thresholds"] = self.thresholds
+        out["root_share"] = cfg["root_share"]
+        out["max_nodes"] = int(self.max_nodes)
+        out["chosen_by_preset"] = sorted(k for k in PRESET_KEYS if getattr(self, k) is None)
+        out["tightened"] = cfg.get("tightened", 0)
+        out["expected_nodes"] = round(self.estimate_.total)
         return out
-
-    def _time_labels(self) -> list[str]:
-        width = int(self.time_bins)  # type: ignore[arg-type]
-        return [f"{(b * width) // 60:02d}:{(b * width) % 60:02d}" for b in range(self.n_time_bins_)]
-
-    def sample(self) -> pd.DataFrame:
-        """The release (section 4.2): n(v) copies of prefix(v) for every node, in long format
-        (with ``completion="markov"``: ``ending`` copies, plus the completed sequences).
-
-        Post-processing of the fitted tree only. Columns ``seq_id`` (int, 0..), ``pos``,
-        ``location`` (categorical) and, for trajectories, ``time`` (the bin's start, ``HH:MM``).
-        Rows are ordered by sequence length, then by the taxonomy order of their (time bin,
-        location) steps: a function of the release alone, never of input order. The concatenation
-        of :meth:`iter_sample`'s chunks (use that for releases larger than memory).
-        """
-        return pd.concat(self.iter_sample(chunk_rows=1 << 22), ignore_index=True)
-
-    def _release_entries(
-        self,
-    ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray, np.ndarray]:
-        """The release as distinct entries: location path and time-bin path (``-1``/0 pad),
-        length and number of copies; tree nodes (their ``ending``) then completions, ordered by
-        length then by the (time bin, location) steps (the tree's breadth-first order)."""
-        tree = self.tree_
-        parent = tree["parent"].to_numpy()
-        depth = tree["depth"].to_numpy().astype(np.int64)
-        loc = tree["location"].cat.codes.to_numpy()
-        tbin = tree["time_bin"].to_numpy() if "time_bin" in tree.columns else None
-        ending = tree["ending"].to_numpy().astype(np.int64)
-        height = int(depth.max()) if depth.size else 0
-        loc_path = np.full((depth.size, max(height, 1)), -1, dtype=np.int32)
-        bin_path = np.zeros_like(loc_path) if tbin is not None else None
-        for d in range(1, height + 1):
-            nodes = np.flatnonzero(depth == d)
-            if d > 1:
-                loc_path[nodes] = loc_path[parent[nodes]]
-                if bin_path is not None:
-                    bin_path[nodes] = bin_path[parent[nodes]]
-            loc_path[nodes, d - 1] = loc[nodes]
-            if bin_path is not None and tbin is not None:
-                bin_path[nodes, d - 1] = tbin[nodes]
-        if self._completed is None or not self._completed[0].size:
-            return loc_path, bin_path, depth, ending
-        origin, steps, copies = self._completed
-        width = int(self.height)
-        n_loc = len(self.locations_)
-        c_loc = np.full((origin.size, width), -1, dtype=np.int32)
-        c_loc[:, : loc_path.shape[1]] = loc_path[origin]
-        c_bin = np.zeros_like(c_loc)
-        if bin_path is not None:
-            c_bin[:, : bin_path.shape[1]] = bin_path[origin]
-        c_len = depth[origin].copy()
-        for k in range(steps.shape[1]):
-            rows = np.flatnonzero(steps[:, k] >= 0)
-            c_loc[rows, c_len[rows]] = steps[rows, k] % n_loc
-            c_bin[rows, c_len[rows]] = steps[rows, k] // n_loc
-            c_len[rows] += 1
-        pad = width - loc_path.shape[1]
-        loc_all = np.concatenate([np.pad(loc_path, ((0, 0), (0, pad)), constant_values=-1), c_loc])
-        length = np.concatenate([depth, c_len])
-        copies_all = np.concatenate([ending, copies])
-        keys: list[np.ndarray] = []
-        bin_all = None
-        if bin_path is not None:
-            bin_all = np.concatenate([np.pad(bin_path, ((0, 0), (0, pad))), c_bin])
-        for k in range(width - 1, -1, -1):
-            keys.append(loc_all[:, k])
-            if bin_all is not None:
-                keys.append(bin_all[:, k])
-        order = np.lexsort([*keys, length])
-        return (
-            loc_all[order],
-            None if bin_all is None else bin_all[order],
-            length[order],
-            copies_all[order],
-        )
-
-    def iter_sample(self, *, chunk_rows: int = 1_000_000) -> Iterator[pd.DataFrame]:
-        """The release of :meth:`sample` as consecutive long-format chunks of whole sequences.
-
-        A chunk holds at most ``chunk_rows`` rows, or a single sequence when that one is longer
-        (sequences are never split); ``seq_id`` continues across chunks, and at least one chunk is
-        yielded (empty for an empty release). Memory: one chunk plus a location path per tree node
-        (and per distinct completion), never the whole release (about ``mean length`` rows per
-        released sequence).
-        """
-        if not hasattr(self, "tree_"):
-            raise ConfigError("PrefixTreeSynthesizer is not fitted: call fit() first")
-        if (
-            isinstance(chunk_rows, bool)
-            or not isinstance(chunk_rows, int | np.integer)
-            or chunk_rows < 1
-        ):
-            raise ConfigError(f"chunk_rows must be a positive integer, got {chunk_rows!r}")
-        loc_path, bin_path, depth, ending = self._release_entries()
-        locations = pd.Index(self.locations_)
-        times = pd.Index(self._time_labels()) if bin_path is not None else None
-        seq_end = np.cumsum(ending)  # sequences released up to and including each node
-        row_end = np.cumsum(ending * depth)
-        n_seq = int(seq_end[-1]) if seq_end.size else 0
-        n_rows = int(row_end[-1]) if row_end.size else 0
-        start = row = 0
-        while True:
-            target = row + int(chunk_rows)
-            if target >= n_rows:
-                stop = n_seq
-            else:  # whole sequences up to row `target`, at least one
-                u = int(np.searchsorted(row_end, target, side="right"))
-                first_row = int(row_end[u] - ending[u] * depth[u])
-                first_seq = int(seq_end[u] - ending[u])
-                stop = max(start + 1, first_seq + (target - first_row) // int(depth[u]))
-            seq = np.arange(start, stop, dtype=np.int64)
-            node = np.searchsorted(seq_end, seq, side="right")
-            lengths = depth[node]
-            row_seq = np.repeat(seq, lengths)
-            offsets = np.cumsum(lengths) - lengths
-            pos = np.arange(row_seq.size, dtype=np.int64) - np.repeat(offsets, lengths)
-            row_node = np.repeat(node, lengths)
-            out = pd.DataFrame(
-                {
-                    "seq_id": row_seq,
-                    "pos": pos,
-                    "location": pd.Categorical.from_codes(
-                        loc_path[row_node, pos], categories=locations
-                    ),
-                }
-            )
-            if bin_path is not None:
-                out["time"] = pd.Categorical.from_codes(bin_path[row_node, pos], categories=times)
-            yield out
-            start, row = stop, row + row_seq.size
-            if start >= n_seq:
-                return

@@ -134,6 +134,7 @@ class BuiltTree:
     noisy: IntArray
     generalized: list[IntArray] = field(default_factory=list)
     end_noisy: IntArray | None = None  # noisy end-of-sequence count (end_cells; 0 at depth h)
+    root_noisy: int | None = None  # noisy number of sequences (root_scale)
 
 
 @dataclass
@@ -198,6 +199,9 @@ def _sub_level(
     cell_leaf: npt.NDArray[np.integer],
     cell_bin: npt.NDArray[np.integer],
     cell_weight: IntArray,
+    *,
+    room: int = 1 << 62,
+    where: str = "a sub-level",
 ) -> tuple[_Cells, IntArray]:
     """Noisy counts for every candidate cell under ``parents``; returns the survivors and the new
     parent (survivor index or -1) of each data cell.
@@ -250,6 +254,14 @@ def _sub_level(
         n_empty=total_empty,
         batch=NOISE_BATCH,
     )
+    n_survivors = int(passed.sum()) + fake_values.size
+    if n_survivors > room:
+        raise ConfigError(
+            f"the noisy tree would grow past --max-nodes (max_nodes) at {where}: "
+            f"{n_survivors} more nodes than the {room} left; too many empty cells pass the "
+            "thresholds (use --preset auto, a smaller --height or a larger --epsilon, or raise "
+            "--max-nodes)"
+        )
     if fake_values.size:
         picked = np.asarray(noise.choice(total_empty, fake_values.size), dtype=np.int64)  # type: ignore[attr-defined]
         ends = np.cumsum(n_empty)
@@ -337,14 +349,22 @@ def build_noisy_tree_counted(
     before_sub_level: object,
     max_nodes: int,
     end_cells: bool = False,
+    root_scale: float | None = None,
 ) -> BuiltTree:
     """Procedure 1 over any engine's :class:`~synth.engines.PrefixCounter`: the engine counts
     the cells of each level; the noise is drawn here, on the collected counts.
 
     ``end_cells``: also one end-of-sequence cell per node of depth < ``height``, drawn with the
     locations sub-level of the next level (its exact value is the node's count minus its present
-    children's: no engine work)."""
+    children's: no engine work).
+
+    ``root_scale``: also draw the root's noisy count (the number of sequences, sensitivity 1) with
+    that scale (the caller records its spend first); ``BuiltTree.root_noisy``.
+
+    ``max_nodes`` is checked at each histogram as soon as the number of its survivors is known,
+    before they are built: a tree that would outgrow it stops with a :class:`ConfigError`."""
     level_bins = np.zeros(1, dtype=np.int64)
+    root_noisy: int | None = None
     parents_all: list[IntArray] = []
     locs_all: list[IntArray] = []
     bins_all: list[IntArray] = []
@@ -361,6 +381,9 @@ def build_noisy_tree_counted(
         cell_leaf = (ukey % index.n_locations).astype(np.int32)
         cell_bin = ((ukey // index.n_locations) % n_bins).astype(np.int32)
         cell_parent = ukey // (index.n_locations * n_bins)
+        if i == 0 and root_scale is not None:
+            root_noise = noise.discrete_laplace(root_scale, 1)  # type: ignore[attr-defined]
+            root_noisy = int(np.asarray(cell_weight).sum()) + int(np.asarray(root_noise)[0])
         parents = _Cells(
             np.arange(n_level, dtype=np.int64),
             np.zeros(n_level, dtype=np.int64),
@@ -387,6 +410,8 @@ def build_noisy_tree_counted(
                 cell_leaf,
                 cell_bin,
                 cell_weight,
+                room=max_nodes - n_total,
+                where=f"level {i + 1}",
             )
             if s < len(level_subs) - 1:
                 generalized.append(
@@ -403,12 +428,6 @@ def build_noisy_tree_counted(
                         ],
                         axis=1,
                     ).astype(np.int64)
-                )
-            if n_total + parents.node.size > max_nodes:
-                raise ConfigError(
-                    f"the noisy tree grew past max_nodes={max_nodes} at level {i + 1}: too many "
-                    "empty cells pass the threshold (use variant='hybrid', a smaller height or a "
-                    "larger epsilon, or raise max_nodes)"
                 )
         n_new = parents.node.size
         parents_all.append(parents.tree_node + level_offset if i else np.full(n_new, -1))
@@ -440,4 +459,5 @@ def build_noisy_tree_counted(
         noisy=cat(noisy_all) if noisy_all else empty,
         generalized=generalized,
         end_noisy=end_noisy,
+        root_noisy=root_noisy,
     )
