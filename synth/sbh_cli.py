@@ -213,7 +213,9 @@ def release_marginals(
         if gtfs_stations and taxonomy is None:
             raise ConfigError("--gtfs-stations needs a GTFS zip --taxonomy")
         tax = None if taxonomy is None else Taxonomy.from_spec(taxonomy, use_stations=gtfs_stations)
-        release = OpalRelease(**params, taxonomy=tax, random_state=seed)
+        release = OpalRelease(
+            **params, taxonomy=tax, random_state=seed, location_column=location_column
+        )
         release._check()  # fail on bad parameters before reading the data
         data: pd.DataFrame | str | os.PathLike[str]
         if release.engine != "memory" and not isinstance(input, pd.DataFrame):
@@ -225,7 +227,7 @@ def release_marginals(
                 release.timezone,
             )
         step("fit")
-        release.fit(data, location_column=location_column)
+        release.fit(data)
         step("write")
         public = {} if taxonomy is None or not Path(taxonomy).exists() else {"taxonomy": taxonomy}
         written = release.save(out, format=format, public_inputs=public)

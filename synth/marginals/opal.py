@@ -14,7 +14,7 @@ import warnings
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 import pandas as pd
@@ -22,6 +22,7 @@ import pandas as pd
 from synth.engines import SBHEvents, check_engine, get_engine
 from synth.engines.kernels import count_keys
 from synth.errors import ConfigError, InputError
+from synth.generator import SEQUENCE, STRING, Constraint, Generator, InstanceOf
 from synth.marginals.calibration import (
     NOISE_METHODS,
     NoiseSource,
@@ -48,7 +49,7 @@ __all__ = ["Mode", "OpalRelease", "marginal_tables"]
 Mode = Literal["sbh", "consistent", "pure"]
 
 
-class OpalRelease:
+class OpalRelease(Generator):
     """The Opal marginal release of 000 section 4.1, with the fixes of 001 as modes.
 
     Parameters (keyword-only): ``epsilon`` and ``delta`` are the totals per (mode, day) partition
@@ -72,7 +73,12 @@ class OpalRelease:
     ``on_unknown``: events at a location that is not a leaf of ``taxonomy`` fail the fit
     (``"error"``) or are dropped (``"drop"``, a per-event rule against the public taxonomy).
     ``timezone``: times are read per value as the wall clock as written (default), or converted
-    to this IANA zone (:mod:`synth.times`); a public setting.
+    to this IANA zone (:mod:`synth.times`); a public setting. ``location_column``: the location
+    column of a taps file given to :meth:`fit` (e.g. ``id_linea`` for SUBE lines).
+
+    The generator contract (:class:`synth.generator.Generator`): ``sklearn.base.clone`` works,
+    :meth:`sample` (alias :meth:`release`) is post-processing of the fit, and a method needing a
+    fit raises :class:`~synth.errors.NotFittedError`.
 
     Fitted: ``tables_`` (name -> DataFrame ``mode, day[, time][, location], count``),
     ``calibrations_`` (name -> :class:`SBHCalibration` of the noise each table carries),
@@ -98,7 +104,9 @@ class OpalRelease:
         engine_options: Mapping[str, Any] | None = None,
         on_unknown: Literal["error", "drop"] = "error",
         timezone: str | None = None,
+        location_column: str = "stop_id",
     ) -> None:
+        self.location_column = location_column
         self.on_unknown = on_unknown
         self.timezone = timezone
         self.engine = engine
@@ -115,6 +123,18 @@ class OpalRelease:
         self.privacy_unit = privacy_unit
         self.max_contributions = max_contributions
         self.random_state = random_state
+
+    _parameter_constraints: ClassVar[dict[str, list[Constraint]]] = {
+        "split": [SEQUENCE],
+        "taxonomy": [None, InstanceOf(Taxonomy, "a Taxonomy")],
+        "modes": [None, SEQUENCE],
+        "days": [None, SEQUENCE],
+        "privacy_unit": [None, STRING],
+        "engine": [STRING],
+        "engine_options": [None, InstanceOf(Mapping, "a mapping of engine options")],
+        "timezone": [None, STRING],
+        "location_column": [STRING],
+    }
 
     # ------------------------------------------------------------------ parameters
     def _table_budgets(self) -> dict[str, tuple[Fraction, Fraction]]:
@@ -139,6 +159,10 @@ class OpalRelease:
         return out
 
     def _check(self) -> None:
+        """Every parameter check (:meth:`Generator._validate_params`), before any data is read."""
+        self._validate_params()
+
+    def _check_params(self) -> None:
         check_engine(self.engine, self.engine_options)
         if self.on_unknown not in ("error", "drop"):
             raise ConfigError(f"on_unknown must be 'error' or 'drop', got {self.on_unknown!r}")
@@ -242,17 +266,19 @@ class OpalRelease:
         self,
         data: pd.DataFrame | str | os.PathLike[str],
         *,
-        location_column: str = "stop_id",
+        location_column: str | None = None,
     ) -> OpalRelease:
         """Count the tables, record the spends in the ledger, then draw the noise.
 
         ``data`` is a frame of trips, taps or sequences, or a trips/taps file: the DuckDB engine
         reads the usual layouts itself (out of core); otherwise the file is loaded as
-        ``transit-synth marginals`` does (``location_column``: the taps' location column).
+        ``transit-synth marginals`` does. ``fit(location_column=...)`` is deprecated: pass it to
+        the constructor.
         """
         self._check()
+        location = self._deprecated_fit_args({"location_column": location_column})
         cals = self._calibrations()
-        grid, counted, kind = self._counts(data, cals, location_column)
+        grid, counted, kind = self._counts(data, cals, location["location_column"])
         noise = noise_source(self.random_state, methods=NOISE_METHODS)
         ledger = self._ledger(cals, kind, grid, bool(getattr(noise, "seeded", False)))
         pure = self.mode == "pure"
@@ -403,14 +429,14 @@ class OpalRelease:
         return ledger
 
     # ------------------------------------------------------------------ outputs
-    def release(self) -> dict[str, pd.DataFrame]:
+    def sample(self) -> dict[str, pd.DataFrame]:
         """The six tables (post-processing of the fitted release; copies)."""
-        self._fitted()
+        self._check_fitted()
         return {name: df.copy() for name, df in self.tables_.items()}
 
-    def _fitted(self) -> None:
-        if not hasattr(self, "tables_"):
-            raise ConfigError("this OpalRelease is not fitted yet: call fit(data) first")
+    def release(self) -> dict[str, pd.DataFrame]:
+        """The six tables: :meth:`sample` under the name of earlier versions."""
+        return self.sample()
 
     def error_bounds(self, beta: float = 0.05) -> dict[str, dict[str, Any]]:
         """Per table: calibration, per-cell error bound at ``beta`` (000 Theorem 6) and provenance.
@@ -419,7 +445,7 @@ class OpalRelease:
         ``derived_from``; its cells sum ``terms`` such cells (``None``: the location domain is not
         public, so the number of terms is that of the locations compared).
         """
-        self._fitted()
+        self._check_fitted()
         out: dict[str, dict[str, Any]] = {}
         for name in TABLES:
             if name in self.calibrations_:
@@ -441,7 +467,7 @@ class OpalRelease:
 
     def parameters(self) -> dict[str, Any]:
         """The release parameters recorded in the manifest (all public)."""
-        self._fitted()
+        self._check_fitted()
         tax = self.taxonomy
         return {
             "release": "opal-marginals",
@@ -479,7 +505,7 @@ class OpalRelease:
         nothing of the private input is."""
         from synth.io import release_dir, write_table
 
-        self._fitted()
+        self._check_fitted()
         if format not in ("csv", "parquet"):
             raise ConfigError(f"format must be 'csv' or 'parquet', got {format!r}")
         with release_dir(out_dir) as stage:
