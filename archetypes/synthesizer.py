@@ -58,6 +58,7 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
+from archetypes.budget import budget_shares
 from archetypes.completion import ColumnCompleter, Plan
 from archetypes.model import ArchetypeModel, bound_individuals, majority
 from archetypes.sampling import (
@@ -89,21 +90,6 @@ __all__ = [
     "sampling_generator",
     "systematic_choice",
 ]
-
-
-def budget_shares(total: float, shares: Sequence[float]) -> list[float]:
-    """``total * share`` for each share as floats whose exact decimal values never sum past
-    ``total`` (the ledger adds the shortest decimal form of each float exactly)."""
-    cap = Fraction(str(total))
-    out: list[float] = []
-    spent = Fraction(0)
-    for share in shares:
-        value = float(cap * Fraction(str(share)))
-        while spent + Fraction(repr(value)) > cap:
-            value = float(np.nextafter(value, 0.0))
-        spent += Fraction(repr(value))
-        out.append(value)
-    return out
 
 
 class ArchetypeSynthesizer(ArchetypeSampling):
