@@ -118,19 +118,7 @@ CASES = {
     ),
 }
 
-OPAL_ADOPTED = isinstance(OpalRelease, type) and issubclass(OpalRelease, Generator)
-PARAMS = [
-    pytest.param(name, id=name)
-    if name != "opal" or OPAL_ADOPTED
-    else pytest.param(
-        name,
-        id=name,
-        marks=pytest.mark.xfail(
-            strict=True, reason="OpalRelease adopts synth.generator.Generator on r16-marginals"
-        ),
-    )
-    for name in CASES
-]
+PARAMS = [pytest.param(name, id=name) for name in CASES]
 
 
 def frames(release: Any) -> Iterator[pd.DataFrame]:
