@@ -12,11 +12,11 @@ from typing import Any, Literal
 import pandas as pd
 
 from synth.errors import ConfigError
-from synth.marginals_input import load_marginal_input
+from synth.marginals import TABLES, OpalRelease
+from synth.marginals import load_input as load_marginal_input
 from synth.progress import Progress
 from synth.provenance import private_inputs, write_provenance
 from synth.release import warn_if_underspent
-from synth.sbh import TABLES, OpalRelease
 from synth.taxonomy import Taxonomy
 
 __all__ = ["release_marginals", "warn_if_few_locations"]
@@ -74,7 +74,9 @@ def release_marginals(
         if gtfs_stations and taxonomy is None:
             raise ConfigError("--gtfs-stations needs a GTFS zip --taxonomy")
         tax = None if taxonomy is None else Taxonomy.from_spec(taxonomy, use_stations=gtfs_stations)
-        release = OpalRelease(**params, taxonomy=tax, random_state=seed)
+        release = OpalRelease(
+            **params, taxonomy=tax, random_state=seed, location_column=location_column
+        )
         release._check()  # fail on bad parameters before reading the data
         data: pd.DataFrame | str | os.PathLike[str]
         if release.engine != "memory" and not isinstance(input, pd.DataFrame):
@@ -86,7 +88,7 @@ def release_marginals(
                 release.timezone,
             )
         step("fit")
-        release.fit(data, location_column=location_column)
+        release.fit(data)
         step("write")
         public = {} if taxonomy is None or not Path(taxonomy).exists() else {"taxonomy": taxonomy}
         written = release.save(out, format=format, public_inputs=public)

@@ -170,7 +170,8 @@ def _prefix_tree(
     synthesizer = PrefixTreeSynthesizer(taxonomy=taxonomy, random_state=seed, **params)
     height = int(params["height"])
     with step.progress.counter(f"{name} tree levels", unit="level") as levels:
-        synthesizer.fit(original, progress=levels)
+        synthesizer.set_params(progress=levels)
+        synthesizer.fit(original)
     synthetic = synthesizer.sample()
     release = ReleaseWriter(stage / name)
     release.table(synthetic, "sequences")

@@ -160,7 +160,7 @@ RELEASE_KINDS: dict[str, ReleaseKind] = {
         "marginals",
         _MARGINALS_TABLE,
         ("input",),
-        ("taxonomy", "random_state", "on_unknown"),
+        ("taxonomy", "random_state", "on_unknown", "location_column"),
         _opal,
         _make_marginals,
     ),

@@ -250,7 +250,7 @@ def test_sube_sequences_identical(sube: dict) -> None:
 
 @pytest.mark.parametrize("unit", [None, "card_id"])
 def test_sube_marginals_identical(sube: dict, unit: str | None) -> None:
-    from synth.marginals_input import load_marginal_input as _load
+    from synth.marginals import load_input as _load
 
     taps = _load(Path(sube["taps"]), "id_linea")
     releases = [
@@ -319,7 +319,7 @@ def test_sbh_file_read_by_duckdb(
     simulated: dict, tmp_path: Path, unit: str | None, public: bool
 ) -> None:
     """Taps (with tap-offs and modes) and trips read out of core give the memory release."""
-    from synth.marginals_input import load_marginal_input as _load
+    from synth.marginals import load_input as _load
 
     taps = simulated["taps"].copy()
     rng = np.random.default_rng(0)
