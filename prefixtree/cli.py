@@ -363,7 +363,8 @@ def release_sequences(
                 on_unknown=on_unknown,
                 location_column=location_column,
                 timezone=timezone,
-            ).fit(seqs)
+            )
+            synth.fit(seqs)
         del seqs  # the input is not needed for the release
         step("release")
         public_inputs = {"taxonomy": spec} if Path(spec).exists() else {}

@@ -193,13 +193,13 @@ class PrefixTreeSampling(Generator):
         weights = None
         root = built.root_noisy is not None and self._root_scale is not None
         if len(set(level_scale)) > 1 or root:
-            # p underflows to 0 for a huge epsilon: the count is then exact (variance ~ 0)
             p = np.maximum(np.exp(-1 / np.asarray(level_scale)), 1e-300)
             weights = ((1 - p) ** 2 / (2 * p))[depth - 1]
         if root:  # the root is node 0 of the consistency: depth-1 nodes hang under it
-            p_root = max(math.exp(-1 / float(self._root_scale)), 1e-300)  # type: ignore[arg-type]
+            p_root = math.exp(-1 / float(self._root_scale))  # type: ignore[arg-type]
             parent = np.concatenate([[-1], np.where(parent >= 0, parent + 1, 0)])
             noisy = np.concatenate([[built.root_noisy], noisy])
+            p_root = max(p_root, 1e-300)  # no noise at all (huge epsilon): the heaviest weight
             weights = np.concatenate([[(1 - p_root) ** 2 / (2 * p_root)], weights])
         all_counts = consistent_counts(parent, noisy, weights)
         if root:

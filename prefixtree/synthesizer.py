@@ -136,7 +136,8 @@ class PrefixTreeSynthesizer(TreePlanning, PrefixTreeSampling):
       pass the threshold multiply when ``|locations| * P(pass) > 1``).
     - ``root_share``: share of epsilon for the noisy number of sequences (needs the Markov
       completion; 0 = none).
-    - ``engine``: where the counting runs (:mod:`synth.engines`): ``"memory"`` (default),
+    - ``engine``: where the counting runs (:mod:`synth.engines`): ``"auto"`` (default: memory
+      for frames and small files, DuckDB for large files), ``"memory"``,
       ``"duckdb"`` (out of core over Parquet/CSV) or ``"spark"``; ``engine_options`` its options
       (``temp_directory``, ``memory_limit``, ``threads``; Spark: ``master``). The noise is always
       drawn here, once, on the collected counts: the engine never changes the release.
@@ -194,7 +195,7 @@ class PrefixTreeSynthesizer(TreePlanning, PrefixTreeSampling):
         coarse_time_bins: int | None = None,
         random_state: int | object | None = None,
         max_nodes: int = DEFAULT_MAX_NODES,
-        engine: str = "memory",
+        engine: str = "auto",
         engine_options: Mapping[str, Any] | None = None,
         input_format: str = "auto",
         location_column: str | None = None,
@@ -341,7 +342,7 @@ class PrefixTreeSynthesizer(TreePlanning, PrefixTreeSampling):
         self.__dict__.pop("tree_", None)  # a failed re-fit leaves no half-fitted model
         levels, index, plan, eps_plan, plan_rows, n_bins = self._prepared
         noise = self._noise()
-        with get_engine(self.engine, self.engine_options) as engine:
+        with get_engine(self.engine, self.engine_options, data) as engine:
             counter, unit = self._counter(engine, data, opts, index, h, n_bins)
             try:
                 ledger = self._new_ledger(eps, unit)
