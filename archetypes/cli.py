@@ -2,12 +2,16 @@
 
 ``transit-synth trips PRIVATE --public PUBLIC --epsilon E --delta D --out DIR [--archetypes K]
 [--config FILE]`` writes ``DIR/trips.csv`` (or ``.parquet``), ``DIR/schema.json`` (the public
-domains used) and ``DIR/manifest.json`` (the privacy ledger) atomically. A TOML config has an
-``[input]`` table (``format`` = ``trips`` | ``chicago-taxi`` | ``sube-taps``; ``public_years`` /
-``private_years`` for the Chicago file; ``metadata`` = SUBE line metadata; ``schema`` = a schema
-JSON) and an ``[archetypes]`` table of :class:`~archetypes.synthesizer.ArchetypeSynthesizer`
-parameters. Relative paths in a config are resolved against the config's folder. Without public
-trips, ``--public`` is left out and ``--public-stand-in`` (or ``[archetypes] public_stand_in``)
+domains used) and ``DIR/manifest.json`` (the privacy ledger) atomically. A ``--config`` file is
+one ``[trips]`` table as in a ``transit-synth run`` config (:mod:`synth.run`): ``input_format`` =
+``trips`` | ``chicago-taxi`` | ``sube-taps``; ``public_years`` / ``private_years`` for the Chicago
+file; ``metadata`` = SUBE line metadata; ``schema`` = a schema JSON; optional ``private``,
+``public`` and ``format``; and a ``[trips.parameters]`` sub-table of
+:class:`~archetypes.synthesizer.ArchetypeSynthesizer` parameters (``epsilon`` and ``delta``
+included). The command line overrides it. The old form (``[input]`` and ``[archetypes]`` tables)
+is still read, with a deprecation note. Relative paths in a config are resolved against the
+config's folder. Without public trips, ``--public`` is left out and ``--public-stand-in`` (or
+``public_stand_in`` in the parameters)
 learns on an SBH release of PRIVATE (:mod:`archetypes.standin`); the column domains then come from
 the schema (``--schema``; for ``chicago-taxi`` the challenge domains with companies "Unknown" only).
 """
@@ -18,6 +22,7 @@ import argparse
 import json
 import os
 import sys
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -27,8 +32,8 @@ import pandas as pd
 from archetypes.datasets import chicago_taxi_schema, chicago_taxi_trips, sube_schema, sube_trips
 from archetypes.schema import TripSchema
 from archetypes.synthesizer import ArchetypeSynthesizer
-from synth.cli import add_quiet_option, add_seed_option, warn_if_seeded
-from synth.config import check_params, load_config
+from synth.cli import add_quiet_option, add_seed_option, warn_if_seeded, warn_if_underspent
+from synth.config import TRIPS_TABLE, check_io, check_params, load_config
 from synth.errors import ConfigError
 from synth.io import read_table, release_dir, write_table
 from synth.privacy import check_budget
@@ -51,7 +56,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``trips`` subcommand."""
     p = subparsers.add_parser(
         "trips",
-        help="synthetic trip microdata from GMM archetypes (GooseDP)",
+        help="synthetic trips from GMM archetypes (GooseDP, NIST 2020 challenge)",
         description="Differentially private synthetic trips: archetypes learnt on PUBLIC trips, "
         "two noisy histograms of the PRIVATE trips (discrete Gaussian, analytic calibration).",
     )
@@ -66,20 +71,41 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--public-stand-in",
         action="store_true",
         help="without --public: learn on an SBH release of PRIVATE instead (spends the first "
-        "budget_split share; [archetypes] public_stand_in sets its options)",
+        "budget_split share; public_stand_in in the --config parameters sets its options)",
     )
-    p.add_argument("--epsilon", type=float, required=True, help="total epsilon per individual")
-    p.add_argument("--delta", type=float, required=True, help="total delta per individual")
+    p.add_argument(
+        "--epsilon",
+        type=float,
+        default=None,
+        help="total epsilon per individual (required unless the --config file gives it)",
+    )
+    p.add_argument(
+        "--delta",
+        type=float,
+        default=None,
+        help="total delta per individual (required unless the --config file gives it)",
+    )
     p.add_argument("--out", required=True, metavar="DIR", help="release directory")
     p.add_argument("--archetypes", type=int, default=None, metavar="K", help="number of archetypes")
-    p.add_argument("--config", default=None, metavar="FILE", help="TOML configuration")
+    p.add_argument(
+        "--config",
+        default=None,
+        metavar="FILE",
+        help="TOML config: a [trips] table as in a `transit-synth run` config (parameters in "
+        "[trips.parameters]); the flags override it. Shipped: transit-synth configs",
+    )
     p.add_argument("--schema", default=None, metavar="FILE", help="public column domains (JSON)")
     p.add_argument("--input-format", choices=INPUT_FORMATS, default=None)
     p.add_argument("--id-column", default=None, help="the individual's id column")
     p.add_argument("--key-columns", default=None, help="comma-separated key columns")
     p.add_argument("--category-column", default=None, help="per-individual category column")
     p.add_argument("--n-records", type=int, default=None, help="number of synthetic trips")
-    p.add_argument("--format", choices=("csv", "parquet"), default="csv", help="output format")
+    p.add_argument(
+        "--format",
+        choices=("csv", "parquet"),
+        default=None,
+        help="output format (default: the config's format, else csv)",
+    )
     add_seed_option(p)
     add_quiet_option(p)
     add_provenance_option(p)
@@ -91,32 +117,80 @@ def _resolve(value: Any, base: Path | None) -> Path:
     return path if path.is_absolute() or base is None else base / path
 
 
-def _settings(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, Any], Path | None]:
-    """The ``[input]`` and ``[archetypes]`` tables (config first, flags override)."""
-    config: dict[str, Any] = {}
-    base = None
-    if args.config is not None:
-        config = load_config(args.config)
-        base = Path(args.config).resolve().parent
-        unknown = sorted(set(config) - {"input", "archetypes"})
-        if unknown:
-            raise ConfigError(
-                f"{args.config}: unknown table(s) {unknown} (allowed: archetypes, input)"
-            )
-    inputs = dict(config.get("input", {}))
-    check_inputs(inputs, source=args.config or "command line", section="input")
+def _config_tables(path: str) -> tuple[dict[str, Any], dict[str, Any], Path]:
+    """The IO keys and the parameters of a ``--config`` file: a ``[trips]`` table as in a
+    ``transit-synth run`` config (its ``parameters`` sub-table the constructor's), or the old
+    ``[input]`` / ``[archetypes]`` form (read with a deprecation note)."""
+    source = Path(path)
+    config = load_config(source)
+    base = source.resolve().parent
+    if config and set(config) <= {"input", "archetypes"}:
+        warnings.warn(  # on stderr as "warning: ..." (silenced by --quiet)
+            f"{source}: [input] / [archetypes] is the old `trips --config` form (still read, "
+            "deprecated); write it as a [trips] table with a [trips.parameters] sub-table, as in "
+            "a `transit-synth run` config (transit-synth configs taxi-archetypes shows one)",
+            FutureWarning,
+            stacklevel=2,
+        )
+        inputs = dict(config.get("input", {}))
+        check_inputs(inputs, source=source, section="input")
+        params = check_params(
+            ArchetypeSynthesizer.__init__,
+            config.get("archetypes", {}),
+            source=source,
+            section="archetypes",
+            exclude=FROM_COMMAND_LINE,
+        )
+        io = {("input_format" if k == "format" else k): v for k, v in inputs.items()}
+        for key in ("metadata", "schema"):
+            if key in io:
+                io[key] = str(_resolve(io[key], base))
+        return io, params, base
+    table = config.get("trips")
+    if set(config) != {"trips"} or not isinstance(table, dict):
+        raise ConfigError(
+            f"{source}: expected one [trips] table (as in a `transit-synth run` config) with a "
+            f"[trips.parameters] sub-table; found {', '.join(sorted(config)) or 'nothing'}"
+        )
+    io, _ = check_io(TRIPS_TABLE, table, source=source, section="trips", base=base)
+    parameters = table.get("parameters", {})
+    if not isinstance(parameters, dict):
+        raise ConfigError(f"{source}: key 'parameters' in [trips] must be a table")
     params = check_params(
         ArchetypeSynthesizer.__init__,
-        config.get("archetypes", {}),
-        source=args.config or "command line",
-        section="archetypes",
-        exclude=FROM_COMMAND_LINE,
+        parameters,
+        source=source,
+        section="trips.parameters",
+        exclude=("schema", "random_state"),
     )
+    return io, params, base
+
+
+def _settings(
+    args: argparse.Namespace,
+) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """The IO keys, the input options (:func:`release_trips` ``inputs``) and the constructor
+    parameters: the config's first, the flags override."""
+    io: dict[str, Any] = {}
+    params: dict[str, Any] = {}
+    if args.config is not None:
+        io, params, _ = _config_tables(args.config)
+    inputs = {
+        key: io[source]
+        for key, source in (
+            ("format", "input_format"),
+            ("public_years", "public_years"),
+            ("private_years", "private_years"),
+            ("metadata", "metadata"),
+            ("schema", "schema"),
+        )
+        if source in io
+    }
     if args.input_format is not None:
         inputs["format"] = args.input_format
-    for flag, key in (("id_column", "id_column"), ("category_column", "category_column")):
+    for flag in ("epsilon", "delta", "id_column", "category_column"):
         if getattr(args, flag) is not None:
-            params[key] = getattr(args, flag)
+            params[flag] = getattr(args, flag)
     if args.key_columns is not None:
         params["key_columns"] = [c.strip() for c in args.key_columns.split(",") if c.strip()]
     if args.archetypes is not None:
@@ -126,10 +200,13 @@ def _settings(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, Any],
     if getattr(args, "public_stand_in", False) and not params.get("public_stand_in"):
         params["public_stand_in"] = True
     params = normalize_params(params)
-    for key in ("key_columns", "category_column"):
+    for key in ("epsilon", "delta", "key_columns", "category_column"):
         if key not in params:
-            raise ConfigError(f"--{key.replace('_', '-')} (or [archetypes] {key}) is required")
-    return inputs, params, base
+            raise ConfigError(
+                f"--{key.replace('_', '-')} (or {key} in the --config file's [trips.parameters]) "
+                "is required"
+            )
+    return io, inputs, params
 
 
 def normalize_params(params: Mapping[str, Any]) -> dict[str, Any]:
@@ -231,17 +308,20 @@ def _public_inputs(
 def run(args: argparse.Namespace) -> int:
     """Fit on PRIVATE with PUBLIC, sample, write the release directory."""
     warn_if_seeded(args.seed)
-    check_budget(args.epsilon, args.delta, need_delta=True)
-    inputs, params, base = _settings(args)
+    if args.epsilon is not None and args.delta is not None:
+        check_budget(args.epsilon, args.delta, need_delta=True)
+    io, inputs, params = _settings(args)
+    public = args.public if args.public is not None else io.get("public")
+    if public is not None and params.get("public_stand_in") and args.public is None:
+        public = None  # --public-stand-in on the command line: the config's public is not used
     summary = release_trips(
         args.private,
-        args.public,
+        public,
         args.out,
-        params={"epsilon": args.epsilon, "delta": args.delta, **params},
+        params=params,
         inputs=inputs,
-        base=base,
         schema=args.schema,
-        format=args.format,
+        format=args.format or io.get("format", "csv"),
         seed=args.seed,
         progress=Progress(args.quiet),
         provenance_key=provenance_key(args.provenance_key_file),
@@ -305,6 +385,7 @@ def release_trips(
     if provenance is not None:
         write_provenance(out, provenance, command="trips")
     ledger = synthesizer.ledger_
+    warn_if_underspent(ledger, str(out))
     return (
         f"transit-synth trips: {len(trips)} synthetic trips of "
         f"{trips[synthesizer.id_column].nunique()} individuals in {out}; "

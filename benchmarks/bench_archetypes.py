@@ -42,7 +42,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def config(name: str) -> dict[str, Any]:
-    params = tomllib.loads((ROOT / "configs" / name).read_text())["archetypes"]
+    params = tomllib.loads((ROOT / "configs" / name).read_text())["trips"]["parameters"]
+    params = {k: v for k, v in params.items() if k not in ("epsilon", "delta")}
     params["completion"] = [(t, tuple(c)) for t, c in params["completion"]]
     params["budget_split"] = tuple(params["budget_split"])
     return params

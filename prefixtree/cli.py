@@ -1,4 +1,6 @@
-"""``transit-synth sequences``: a differentially private release of passenger sequences (KDD 2012).
+"""``transit-synth sequences``: a differentially private release of passenger sequences.
+
+The hybrid-granularity noisy prefix tree of Chen et al. 2012 (KDD).
 
 ``transit-synth sequences INPUT --taxonomy TAX --epsilon E --height H --out DIR
 [--variant hybrid|simple] [--location-column COL] [--time-bin MINUTES] [--format csv|parquet]
@@ -33,6 +35,7 @@ from synth.cli import (
     add_seed_option,
     engine_params,
     warn_if_seeded,
+    warn_if_underspent,
 )
 from synth.errors import ConfigError, InputError
 from synth.io import read_table, release_dir, table_format
@@ -44,7 +47,7 @@ from synth.provenance import (
     write_provenance,
 )
 from synth.records import load_sequences
-from synth.taxonomy import Taxonomy
+from synth.taxonomy import Taxonomy, taxonomy_note
 from synth.times import add_timezone_option, check_timezone
 
 __all__ = ["read_locations", "register", "release_sequences", "run", "write_release"]
@@ -110,8 +113,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``sequences`` subcommand."""
     p = subparsers.add_parser(
         "sequences",
-        help="DP synthetic passenger sequences (hybrid-granularity noisy prefix tree, KDD 2012)",
-        description=__doc__.split("\n\n")[0] if __doc__ else None,
+        help="DP synthetic passenger sequences (noisy prefix tree, Chen et al. 2012)",
+        description="\n\n".join(__doc__.split("\n\n")[:2]) if __doc__ else None,
     )
     p.add_argument("input", metavar="INPUT", help="taps or long-format sequences (CSV or Parquet)")
     p.add_argument(
@@ -190,6 +193,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default="error",
         help="input locations missing from the taxonomy: fail, or drop those rows",
     )
+    p.add_argument(
+        "--gtfs-stations",
+        action="store_true",
+        help="with a GTFS zip taxonomy: the parent stations are the locations (the taps name "
+        "stations), not the platforms",
+    )
     add_timezone_option(p)
     add_seed_option(p)
     add_quiet_option(p)
@@ -222,6 +231,7 @@ def run(args: argparse.Namespace) -> int:
         location_column=args.location_column,
         locations=args.locations,
         on_unknown=args.on_unknown,
+        gtfs_stations=args.gtfs_stations,
         format=args.format,
         seed=args.seed,
         progress=Progress(args.quiet),
@@ -242,6 +252,7 @@ def release_sequences(
     location_column: str | None = None,
     locations: str | os.PathLike[str] | None = None,
     on_unknown: str = "error",
+    gtfs_stations: bool = False,
     format: str = "csv",
     seed: int | None = None,
     progress: Progress | None = None,
@@ -258,7 +269,8 @@ def release_sequences(
     the manifest).
     ``taxonomy`` is a taxonomy spec (CSV edge list, GTFS zip or ``fanout:N`` with ``locations``);
     ``params`` are :class:`~prefixtree.PrefixTreeSynthesizer` keyword parameters other than
-    ``taxonomy`` and ``random_state`` (``seed``). What ``transit-synth sequences`` and
+    ``taxonomy`` and ``random_state`` (``seed``); ``gtfs_stations``: a GTFS taxonomy's parent
+    stations as the locations. What ``transit-synth sequences`` and
     ``transit-synth run`` both call.
     """
     started = time.perf_counter()
@@ -276,7 +288,7 @@ def release_sequences(
     )
     with progress.steps("sequences", 4) as step:
         step("taxonomy")
-        tax = Taxonomy.from_spec(spec, locations=public)
+        tax = Taxonomy.from_spec(spec, locations=public, use_stations=gtfs_stations)
         synth = PrefixTreeSynthesizer(**params, taxonomy=tax, random_state=seed)
         synth.check_params()  # fail on bad parameters before reading the data
         check_timezone(timezone)
@@ -310,21 +322,30 @@ def release_sequences(
             "taxonomy": spec,
             "location_column": location_column,
             "on_unknown": on_unknown,
+            **({"gtfs_stations": True} if gtfs_stations else {}),
+            **taxonomy_note(tax),
             "timezone": timezone or "wall clock as written",
         }
         if "max_nodes" in params:
             parameters["max_nodes"] = params["max_nodes"]
         name = f"sequences.{format}"
+        written = {"sequences": 0}
+
+        def counted(chunks: Iterable[pd.DataFrame]) -> Iterable[pd.DataFrame]:
+            for chunk in chunks:  # whole sequences per chunk: the summary counts what is written
+                written["sequences"] += int(chunk["seq_id"].nunique())
+                yield chunk
+
         with release_dir(out) as stage:  # streamed chunk by chunk: never held whole
-            n_rows = write_release(synth.iter_sample(), stage / name)
+            n_rows = write_release(counted(synth.iter_sample()), stage / name)
             synth.ledger_.to_json(
                 stage / "manifest.json", parameters=parameters, public_inputs=public_inputs
             )
     if provenance is not None:
         write_provenance(out, provenance, command="sequences")
-    n_seq = int(synth.tree_["ending"].sum())
+    warn_if_underspent(synth.ledger_, str(out))
     return (
-        f"sequences: {n_seq} synthetic sequences ({n_rows} rows) from a tree of "
+        f"sequences: {written['sequences']} synthetic sequences ({n_rows} rows) from a tree of "
         f"{len(synth.tree_)} nodes, epsilon {synth.ledger_.spent_epsilon:g} "
         f"-> {Path(out) / name} ({time.perf_counter() - started:.1f} s)"
     )

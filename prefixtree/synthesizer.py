@@ -318,7 +318,7 @@ class PrefixTreeSynthesizer:
                 where = "" if single else f"[{i}]"
                 raise ConfigError(
                     f"false_children{where} must be in (0, 1], got {v!r} (above 1 the passing "
-                    "empty nodes branch without bound, paper 004 Theorem 4.2)"
+                    "empty nodes branch without bound: Chen et al. 2012, Theorem 4.2)"
                 )
         return [float(v) for v in values]
 

@@ -14,8 +14,8 @@ import re
 import sys
 import traceback
 import warnings
-from collections.abc import Sequence
-from typing import NoReturn
+from collections.abc import Callable, Sequence
+from typing import Any, NoReturn
 
 from synth import __version__
 from synth.errors import TransitSynthError
@@ -31,16 +31,19 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "run": (
         "synth.run",
-        "run the releases a TOML config describes (configs/ reproduces the papers)",
+        "run the releases a TOML config describes (transit-synth configs: the shipped ones)",
     ),
     "sequences": (
         "prefixtree.cli",
-        "DP synthetic passenger sequences (hybrid-granularity noisy prefix tree, KDD 2012)",
+        "DP synthetic passenger sequences (noisy prefix tree, Chen et al. 2012)",
     ),
-    "trips": ("archetypes.cli", "synthetic trip microdata from GMM archetypes (GooseDP)"),
+    "trips": (
+        "archetypes.cli",
+        "synthetic trips from GMM archetypes (GooseDP, NIST 2020 challenge)",
+    ),
     "marginals": (
         "synth.sbh_cli",
-        "SBH marginal release (Opal style): six noisy tables per mode x day",
+        "SBH marginal tables per mode x day (Opal, Asghar et al. 2018)",
     ),
     "evaluate": (
         "synth.evaluate.cli",
@@ -54,10 +57,14 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "synth.export_cli",
         "OD matrices per time bin or MATSim population plans from a release",
     ),
+    "configs": (
+        "synth.configs_cli",
+        "list the shipped configs, or copy one to edit (configs NAME --out FILE)",
+    ),
 }
 
 SEEDED_WARNING = (
-    "warning: --seed makes the noise reproducible; a seeded release is NOT differentially private "
+    "--seed makes the noise reproducible; a seeded release is NOT differentially private "
     "and must not be published"
 )
 
@@ -68,25 +75,128 @@ def add_seed_option(parser: argparse.ArgumentParser) -> None:
         "--seed",
         type=int,
         default=None,
-        help="seed the noise for reproducible runs; the output is then NOT private",
+        help="seed the noise for reproducible runs (tests, debugging); a seeded release is NOT "
+        "differentially private and must not be published",
     )
 
 
 def add_quiet_option(parser: argparse.ArgumentParser) -> None:
     """Add ``--quiet`` (no progress bars or summaries on stderr)."""
-    parser.add_argument("--quiet", action="store_true", help="print no progress or summary")
+    parser.add_argument(
+        "--quiet",
+        action="store_true",
+        help="print errors only: no progress, summary, note or warning",
+    )
 
 
 def warn_if_seeded(seed: int | None) -> None:
-    """Print the not-private warning on stderr when a seed was given."""
+    """Warn (on stderr, as ``warning: ...``; silenced by ``--quiet``) when a seed was given."""
     if seed is not None:
-        print(SEEDED_WARNING, file=sys.stderr)
+        warnings.warn(SEEDED_WARNING, UserWarning, stacklevel=2)
+
+
+class HelpFormatter(argparse.HelpFormatter):
+    """``--help`` of every command: each option's default shown (unless its help already states
+    it, or it has none), and descriptions written on several lines (docstrings) kept as written."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        default = action.default
+        if (
+            not action.option_strings
+            or default is None
+            or default is False
+            or default is argparse.SUPPRESS
+            or default == []
+            or "default" in text
+        ):
+            return action.help
+        shown = " ".join(map(str, default)) if isinstance(default, list | tuple) else default
+        return f"{text} (default: {str(shown).replace('%', '%%')})"
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        if "\n" in text.strip():
+            return "".join(indent + line for line in text.splitlines(keepends=True))
+        return super()._fill_text(text, width, indent)
+
+
+#: Python parameter names whose command-line flag is not simply the name with dashes.
+FLAG_ALIASES: dict[str, str] = {
+    "bin_minutes": "--bin",
+    "time_bins": "--time-bin",
+    "coarse_time_bins": "--coarse-time-bin",
+    "n_archetypes": "--archetypes",
+    "use_stations": "--gtfs-stations",
+}
+
+
+def flag_names(message: str, parser: argparse.ArgumentParser) -> str:
+    """``message`` with the Python names of ``parser``'s options written as the user types them
+    (``on_unknown='drop'`` -> ``--on-unknown drop``, ``origin_column`` -> ``--origin-column``).
+    Messages about config keys (``key '...'``) keep the keys' names."""
+    if "key '" in message:
+        return message
+    flags = {
+        action.dest: max(action.option_strings, key=len)
+        for action in parser._actions
+        if action.option_strings and action.dest != "help"
+    }
+    flags.update({k: v for k, v in FLAG_ALIASES.items() if v in flags.values()})
+    everyone = "|".join(map(re.escape, sorted(flags, key=len, reverse=True)))
+    message = re.sub(  # name='value' (any option) -> --flag value
+        rf"(?<![\w\-/.])({everyone})=(['\"]?)([^'\"\s,;)]+)\2",
+        lambda m: f"{flags[m.group(1)]} {m.group(3)}",
+        message,
+    )
+    # bare names: only those that cannot be ordinary words (with an underscore, or aliased)
+    names = sorted((n for n in flags if "_" in n or n in FLAG_ALIASES), key=len, reverse=True)
+    if not names:
+        return message
+    alternatives = "|".join(map(re.escape, names))
+    return re.sub(
+        rf"(['`]?)(?<![\w\-/.])({alternatives})(?![\w\-/])\1",
+        lambda m: flags[m.group(2)],
+        message,
+    )
+
+
+#: commands whose messages name config keys, not flags
+NO_FLAGS = ("run", "demo", "configs")
+
+
+def _speaking_flags(
+    parser: argparse.ArgumentParser,
+    func: Callable[[argparse.Namespace], int],
+    *,
+    translate: bool = True,
+) -> Callable[[argparse.Namespace], int]:
+    """``func`` run as the command line wants: no warning with ``--quiet``, and user errors that
+    name ``parser``'s flags as typed (:func:`flag_names`; unless ``translate`` is false)."""
+
+    def run(args: argparse.Namespace) -> int:
+        if getattr(args, "quiet", False):  # --quiet: errors only
+            warnings.simplefilter("ignore")
+        try:
+            return func(args)
+        except TransitSynthError as exc:
+            if translate and exc.args:
+                exc.args = (flag_names(str(exc), parser), *exc.args[1:])
+            raise
+
+    return run
+
+
+def warn_if_underspent(ledger: Any, what: str) -> None:
+    """Warn when a release's ledger spent less than its cap (the guarantee stays the cap)."""
+    note = ledger.underspent_note()
+    if note is not None:
+        warnings.warn(f"{what}: {note}", UserWarning, stacklevel=2)
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The top-level parser; ``command``'s module registers its full subparser, the others are
     listed by name and help only (their modules are not imported)."""
-    parser = OneLineParser(
+    parser = CommandParser(
         prog="transit-synth",
         description="Differentially private synthetic public-transport data.",
         epilog="Exit status: 0 done; 2 bad input, parameters, budget or files (one line says "
@@ -96,12 +206,18 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     parser.add_argument(
         "--debug", action="store_true", help="print the traceback of an error (any position)"
     )
-    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    subparsers = parser.add_subparsers(
+        dest="command", metavar="COMMAND", parser_class=CommandParser
+    )
     subparsers.required = True
     for name, (module, summary) in COMMANDS.items():
         if name == command:
             importlib.import_module(module).register(subparsers)
-            _harden(subparsers.choices[name])
+            sub = subparsers.choices[name]
+            _harden(sub)
+            func = sub.get_default("func")
+            if func is not None:
+                sub.set_defaults(func=_speaking_flags(sub, func, translate=name not in NO_FLAGS))
         else:
             subparsers.add_parser(name, help=summary)
     return parser
@@ -124,6 +240,15 @@ class OneLineParser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {' '.join(message.split())} (see {self.prog} --help)\n")
+
+
+class CommandParser(OneLineParser):
+    """The parser of ``transit-synth`` and its commands: one-line errors, and always
+    :class:`HelpFormatter` (defaults shown)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs["formatter_class"] = HelpFormatter
+        super().__init__(*args, **kwargs)
 
 
 def _nonempty_path(value: str) -> str:

@@ -15,7 +15,22 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from synth.errors import ConfigError
+from synth.errors import ConfigError, InputError
+
+#: the prefix of a config path naming a file of the embedded data (:data:`synth.datasets.FILES`)
+EMBEDDED = "embedded:"
+#: the keys of a ``[trips]`` table (``transit-synth run`` and ``trips --config``) besides
+#: ``name`` and ``parameters``: key -> rule of :func:`check_io`
+TRIPS_TABLE: dict[str, Any] = {
+    "private": "path",
+    "public": "path",
+    "input_format": ("trips", "chicago-taxi", "sube-taps"),
+    "public_years": "years",
+    "private_years": "years",
+    "metadata": "path",
+    "schema": "path",
+    "format": ("csv", "parquet"),
+}
 
 
 def load_config(path: str | Path) -> dict[str, Any]:
@@ -105,3 +120,83 @@ def check_params(
                 f"({type(value).__name__} {value!r}; expected {expected})"
             )
     return dict(params)
+
+
+def resolve_path(value: str, base: Path, source: str | Path, where: str) -> str:
+    """A path of the config: ``embedded:NAME``, absolute, or relative to the config's folder."""
+    if value.startswith(EMBEDDED):
+        from synth import datasets
+
+        name = value[len(EMBEDDED) :]
+        if name not in datasets.FILES:
+            raise ConfigError(
+                f"{source}: key {where}: unknown embedded file {name!r} "
+                f"(choose one of {', '.join(sorted(datasets.FILES))})"
+            )
+        return str(datasets.path(name))
+    path = Path(value).expanduser()
+    return str(path if path.is_absolute() else base / path)
+
+
+def check_io(
+    allowed: Mapping[str, Any],
+    table: Mapping[str, Any],
+    *,
+    source: str | Path,
+    section: str,
+    base: Path,
+    check_files: bool = True,
+    required: tuple[str, ...] = (),
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """The IO keys of a release table (``allowed``: key -> rule, ``"path"``, ``"spec"``,
+    ``"years"``, ``str``, ``bool`` or a tuple of choices): known, well typed, paths resolved
+    (``embedded:NAME``, absolute, or relative to ``base``) and present; and which keys named an
+    embedded file. ``name`` and ``parameters`` are left to the caller."""
+    io: dict[str, Any] = {}
+    embedded: dict[str, str] = {}
+    for key, value in table.items():
+        if key in ("name", "parameters"):
+            continue
+        if key not in allowed:
+            raise ConfigError(
+                f"{source}: unknown key '{key}' in [{section}] "
+                f"(allowed: {', '.join(sorted([*allowed, 'name', 'parameters']))})"
+            )
+        rule = allowed[key]
+        where = f"'{key}' in [{section}]"
+        if rule is bool and not isinstance(value, bool):
+            raise ConfigError(
+                f"{source}: key {where} has the wrong type ({type(value).__name__} {value!r}; "
+                "expected true or false)"
+            )
+        if rule in ("path", "spec") or rule is str:
+            if not isinstance(value, str) or not value.strip():
+                raise ConfigError(
+                    f"{source}: key {where} has the wrong type ({type(value).__name__} "
+                    f"{value!r}; expected a non-empty string)"
+                )
+        if rule == "years" and not (
+            isinstance(value, list)
+            and all(isinstance(v, int) and not isinstance(v, bool) for v in value)
+        ):
+            raise ConfigError(
+                f"{source}: key {where} has the wrong type ({type(value).__name__} {value!r}; "
+                "expected a list of years)"
+            )
+        if isinstance(rule, tuple) and value not in rule:
+            raise ConfigError(
+                f"{source}: key {where} must be one of {', '.join(rule)}, got {value!r}"
+            )
+        if rule == "spec" and not value.strip().lower().startswith("fanout:"):
+            rule = "path"
+        if rule == "path":
+            if value.startswith(EMBEDDED):
+                embedded[key] = value[len(EMBEDDED) :]
+            value = resolve_path(value, base, source, where)
+            if check_files and not Path(value).exists():
+                raise InputError(f"{source}: key {where}: {value}: file not found")
+        io[key] = value
+    missing = [k for k in required if k not in io]
+    if missing:
+        raise ConfigError(f"{source}: missing key '{missing[0]}' in [{section}]")
+    return io, embedded

@@ -14,6 +14,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+import warnings
+
+from synth.cli import add_quiet_option
 
 __all__ = ["register", "run"]
 
@@ -73,7 +76,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--time-column", default=None, metavar="COL", help="trips: departure time column"
     )
-    p.add_argument("--quiet", action="store_true", help="print no summary")
+    add_quiet_option(p)
     p.set_defaults(func=run)
 
 
@@ -96,6 +99,14 @@ def run(args: argparse.Namespace) -> int:
         location_column=args.location_column,
         time_column=args.time_column,
     )
+    if info.get("synthetic_times"):
+        warnings.warn(
+            f"{args.release} has no times: every person's first activity ends at "
+            f"{info['times'].removeprefix('defaults: first end ')} (made up, an artificial "
+            "peak; export a release with times, e.g. sequences --time-bin, for real ones)",
+            UserWarning,
+            stacklevel=1,
+        )
     if not args.quiet:
         where = args.out if args.out is not None else args.release
         print(

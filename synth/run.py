@@ -4,13 +4,15 @@ A config holds one or more releases, each a table named after the subcommand tha
 
 * ``[sequences]`` (prefix tree): ``input`` (taps or long-format sequences), ``taxonomy`` (CSV edge
   list, GTFS zip or ``fanout:N``), optional ``location_column``, ``locations`` (the public list for
-  ``fanout:N``), ``on_unknown`` (``error`` | ``drop``), ``format`` (``csv`` | ``parquet``),
-  ``timezone`` (how times are read, as ``--timezone``; default the wall clock as written);
+  ``fanout:N``), ``on_unknown`` (``error`` | ``drop``), ``gtfs_stations`` (``true``: a GTFS zip's
+  parent stations as the locations), ``format`` (``csv`` | ``parquet``), ``timezone`` (how times
+  are read, as ``--timezone``; default the wall clock as written);
 * ``[trips]`` (GMM archetypes): ``private``, ``public`` (unless ``parameters.public_stand_in``),
   optional ``input_format`` (``trips`` | ``chicago-taxi`` | ``sube-taps``), ``public_years``,
   ``private_years``, ``metadata``, ``schema``, ``format``;
 * ``[marginals]`` (SBH / Opal): ``input`` (trips or taps), optional ``taxonomy``,
-  ``location_column`` (default ``stop_id``), ``format``, ``timezone``;
+  ``location_column`` (default ``stop_id``), ``on_unknown``, ``gtfs_stations``, ``format``,
+  ``timezone``;
 
 each with a sub-table ``parameters`` of the generator's constructor parameters
 (:class:`~prefixtree.PrefixTreeSynthesizer`, :class:`~archetypes.ArchetypeSynthesizer`,
@@ -35,6 +37,7 @@ from __future__ import annotations
 import argparse
 import inspect
 import os
+import re
 import shutil
 import sys
 from collections.abc import Callable, Mapping
@@ -43,8 +46,8 @@ from pathlib import Path
 from typing import Any
 
 from synth.cli import add_quiet_option, add_seed_option, warn_if_seeded
-from synth.config import check_params, load_config
-from synth.errors import ConfigError, InputError
+from synth.config import TRIPS_TABLE, check_io, check_params, load_config
+from synth.errors import ConfigError
 from synth.provenance import add_provenance_option, provenance_key
 
 __all__ = ["KINDS", "Planned", "plan", "register", "run", "run_config"]
@@ -57,23 +60,17 @@ KINDS: dict[str, dict[str, Any]] = {
         "location_column": str,
         "locations": "path",
         "on_unknown": ("error", "drop"),
+        "gtfs_stations": bool,
         "format": ("csv", "parquet"),
         "timezone": str,
     },
-    "trips": {
-        "private": "path",
-        "public": "path",
-        "input_format": ("trips", "chicago-taxi", "sube-taps"),
-        "public_years": "years",
-        "private_years": "years",
-        "metadata": "path",
-        "schema": "path",
-        "format": ("csv", "parquet"),
-    },
+    "trips": TRIPS_TABLE,
     "marginals": {
         "input": "path",
         "taxonomy": "spec",
         "location_column": str,
+        "on_unknown": ("error", "drop"),
+        "gtfs_stations": bool,
         "format": ("csv", "parquet"),
         "timezone": str,
     },
@@ -86,9 +83,8 @@ _REQUIRED = {
 _EXCLUDED = {
     "sequences": ("taxonomy", "random_state"),
     "trips": ("schema", "random_state"),
-    "marginals": ("taxonomy", "random_state"),
+    "marginals": ("taxonomy", "random_state", "on_unknown"),
 }
-EMBEDDED = "embedded:"
 
 
 @dataclass
@@ -106,7 +102,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``run`` subcommand."""
     p = subparsers.add_parser(
         "run",
-        help="run the releases a TOML config describes (configs/ reproduces the papers)",
+        help="run the releases a TOML config describes (transit-synth configs: the shipped ones)",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -136,79 +132,6 @@ def _target(kind: str) -> Callable[..., Any]:
     from synth.sbh import OpalRelease
 
     return OpalRelease
-
-
-def _resolve(value: str, base: Path, source: Path, where: str) -> str:
-    """A path of the config: ``embedded:NAME``, absolute, or relative to the config's folder."""
-    if value.startswith(EMBEDDED):
-        from synth import datasets
-
-        name = value[len(EMBEDDED) :]
-        if name not in datasets.FILES:
-            raise ConfigError(
-                f"{source}: key {where}: unknown embedded file {name!r} "
-                f"(choose one of {', '.join(sorted(datasets.FILES))})"
-            )
-        return str(datasets.path(name))
-    path = Path(value).expanduser()
-    return str(path if path.is_absolute() else base / path)
-
-
-def _check_io(
-    kind: str,
-    table: Mapping[str, Any],
-    *,
-    source: Path,
-    section: str,
-    base: Path,
-    check_files: bool = True,
-) -> tuple[dict[str, Any], dict[str, str]]:
-    """The IO keys of a release table: known, well typed, paths resolved and present; and which
-    keys named an embedded file."""
-    allowed = KINDS[kind]
-    io: dict[str, Any] = {}
-    embedded: dict[str, str] = {}
-    for key, value in table.items():
-        if key in ("name", "parameters"):
-            continue
-        if key not in allowed:
-            raise ConfigError(
-                f"{source}: unknown key '{key}' in [{section}] "
-                f"(allowed: {', '.join(sorted([*allowed, 'name', 'parameters']))})"
-            )
-        rule = allowed[key]
-        where = f"'{key}' in [{section}]"
-        if rule in ("path", "spec") or rule is str:
-            if not isinstance(value, str) or not value.strip():
-                raise ConfigError(
-                    f"{source}: key {where} has the wrong type ({type(value).__name__} "
-                    f"{value!r}; expected a non-empty string)"
-                )
-        if rule == "years" and not (
-            isinstance(value, list)
-            and all(isinstance(v, int) and not isinstance(v, bool) for v in value)
-        ):
-            raise ConfigError(
-                f"{source}: key {where} has the wrong type ({type(value).__name__} {value!r}; "
-                "expected a list of years)"
-            )
-        if isinstance(rule, tuple) and value not in rule:
-            raise ConfigError(
-                f"{source}: key {where} must be one of {', '.join(rule)}, got {value!r}"
-            )
-        if rule == "spec" and not value.strip().lower().startswith("fanout:"):
-            rule = "path"
-        if rule == "path":
-            if value.startswith(EMBEDDED):
-                embedded[key] = value[len(EMBEDDED) :]
-            value = _resolve(value, base, source, where)
-            if check_files and not Path(value).exists():
-                raise InputError(f"{source}: key {where}: {value}: file not found")
-        io[key] = value
-    missing = [k for k in _REQUIRED[kind] if k not in io]
-    if missing:
-        raise ConfigError(f"{source}: missing key '{missing[0]}' in [{section}]")
-    return io, embedded
 
 
 def _check_parameters(kind: str, params: Any, *, source: Path, section: str) -> dict[str, Any]:
@@ -249,6 +172,41 @@ def _check_parameters(kind: str, params: Any, *, source: Path, section: str) -> 
     return checked
 
 
+def _check_table(
+    kind: str,
+    table: Mapping[str, Any],
+    *,
+    source: Path,
+    section: str,
+    base: Path,
+    check_files: bool,
+) -> Planned:
+    """Check one release table of a config: its IO keys and its ``parameters`` sub-table."""
+    io, embedded = check_io(
+        KINDS[kind],
+        table,
+        source=source,
+        section=section,
+        base=base,
+        check_files=check_files,
+        required=_REQUIRED[kind],
+    )
+    params = _check_parameters(
+        kind,
+        table.get("parameters", {}),
+        source=source,
+        section=section.replace(kind, f"{kind}.parameters", 1),
+    )
+    if kind == "trips" and "public" not in io and not params.get("public_stand_in"):
+        raise ConfigError(
+            f"{source}: missing key 'public' in [{section}] "
+            "(or set public_stand_in in its parameters)"
+        )
+    return Planned(
+        kind=kind, name=str(table.get("name", kind)), io=io, params=params, embedded=embedded
+    )
+
+
 def plan(path: str | os.PathLike[str], *, check_files: bool = True) -> list[Planned]:
     """Read and check a run config; returns its releases in file order (nothing is run).
 
@@ -259,7 +217,8 @@ def plan(path: str | os.PathLike[str], *, check_files: bool = True) -> list[Plan
     unknown = [key for key in config if key not in KINDS]
     if unknown:
         hint = (
-            " (this looks like a `transit-synth trips --config` file)"
+            " (this is the old `transit-synth trips --config` form: write it as a [trips] table "
+            "with a [trips.parameters] sub-table)"
             if set(config) & {"input", "archetypes"}
             else ""
         )
@@ -286,21 +245,11 @@ def plan(path: str | os.PathLike[str], *, check_files: bool = True) -> list[Plan
             if any(r.name == name for r in releases) or name == "config.toml":
                 raise ConfigError(f"{source}: key 'name' in [{kind}]: {name!r} is used twice")
             section = kind if single else f"{kind}, name = {name!r}"
-            io, embedded = _check_io(
+            planned = _check_table(
                 kind, table, source=source, section=section, base=base, check_files=check_files
             )
-            params = _check_parameters(
-                kind,
-                table.get("parameters", {}),
-                source=source,
-                section=f"{kind}.parameters" if single else f"{kind}.parameters, name = {name!r}",
-            )
-            if kind == "trips" and "public" not in io and not params.get("public_stand_in"):
-                raise ConfigError(
-                    f"{source}: missing key 'public' in [{section}] "
-                    "(or set public_stand_in in its parameters)"
-                )
-            releases.append(Planned(kind=kind, name=name, io=io, params=params, embedded=embedded))
+            planned.name = name
+            releases.append(planned)
     if not releases:
         raise ConfigError(f"{source}: no release ([sequences], [trips] or [marginals]) in the file")
     return releases
@@ -333,6 +282,7 @@ def _release(planned: Planned, out: Path, seed: int | None, progress: Any) -> st
             location_column=io.get("location_column"),
             locations=io.get("locations"),
             on_unknown=io.get("on_unknown", "error"),
+            gtfs_stations=io.get("gtfs_stations", False),
             format=io.get("format", "csv"),
             seed=seed,
             progress=progress,
@@ -371,8 +321,9 @@ def _release(planned: Planned, out: Path, seed: int | None, progress: Any) -> st
     return release_marginals(
         _input(planned),
         out,
-        params=params,
+        params={**params, "on_unknown": io.get("on_unknown", "error")},
         taxonomy=io.get("taxonomy"),
+        gtfs_stations=io.get("gtfs_stations", False),
         location_column=io.get("location_column", "stop_id"),
         format=io.get("format", "csv"),
         seed=seed,
@@ -418,6 +369,8 @@ def run_config(
                 planned, stage / planned.name, None if seed is None else seed + i, progress
             )
             summary = summary.replace(str(stage), str(out))  # name the final place, not the stage
+            # "NAME: summary", without the subcommand's own "KIND: " prefix
+            summary = re.sub(rf"^(transit-synth )?{planned.kind}:\s*", "", summary)
             summaries.append(f"{planned.name}: {summary}")
             if not quiet:
                 progress.write(summaries[-1])

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 import os
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from fractions import Fraction
@@ -41,7 +42,8 @@ from synth.privacy import (
     noise_source,
     threshold_delta,
 )
-from synth.taxonomy import Taxonomy
+from synth.records import UnknownLocationWarning
+from synth.taxonomy import Taxonomy, taxonomy_note
 from synth.times import NO_DAY, check_timezone, times_of_day
 
 __all__ = [
@@ -696,6 +698,8 @@ class OpalRelease:
     ``random_state``: ``None`` (secure), an int (reproducible, NOT private) or a noise source.
     ``engine`` (``"memory"``, ``"duckdb"``, ``"spark"``) and ``engine_options``: where the bounding
     and the cell counts run (:mod:`synth.engines`); the noise is drawn here on the collected counts.
+    ``on_unknown``: events at a location that is not a leaf of ``taxonomy`` fail the fit
+    (``"error"``) or are dropped (``"drop"``, a per-event rule against the public taxonomy).
     ``timezone``: times are read per value as the wall clock as written (default), or converted
     to this IANA zone (:mod:`synth.times`); a public setting.
 
@@ -721,8 +725,10 @@ class OpalRelease:
         random_state: int | NoiseSource | None = None,
         engine: str = "memory",
         engine_options: Mapping[str, Any] | None = None,
+        on_unknown: Literal["error", "drop"] = "error",
         timezone: str | None = None,
     ) -> None:
+        self.on_unknown = on_unknown
         self.timezone = timezone
         self.engine = engine
         self.engine_options = engine_options
@@ -763,6 +769,8 @@ class OpalRelease:
 
     def _check(self) -> None:
         check_engine(self.engine, self.engine_options)
+        if self.on_unknown not in ("error", "drop"):
+            raise ConfigError(f"on_unknown must be 'error' or 'drop', got {self.on_unknown!r}")
         check_timezone(self.timezone)
         if self.mode not in ("sbh", "consistent", "pure"):
             raise ConfigError(f"mode must be 'sbh', 'consistent' or 'pure', got {self.mode!r}")
@@ -811,12 +819,24 @@ class OpalRelease:
         if self.taxonomy is not None:
             tax = self.taxonomy
             unknown = tax.unknown(raw)
+            if unknown and self.on_unknown != "drop":
+                raise InputError(
+                    f"location '{unknown[0]}' is not a leaf of the taxonomy {tax.source} "
+                    f"({len(unknown)} distinct unknown locations; on_unknown='drop' drops them)"
+                )
             if unknown:
-                raise InputError(f"location '{unknown[0]}' is not a leaf of the taxonomy")
+                warnings.warn(
+                    f"dropped the events at {len(unknown)} distinct locations not in the "
+                    f"taxonomy {tax.source} (e.g. '{unknown[0]}')",
+                    UnknownLocationWarning,
+                    stacklevel=4,
+                )
             level = tax.height if self.level is None else int(self.level)
             gen_map = tax.generalization_map(level)
             domain = sorted(set(gen_map.values()))
-            loc_code = pd.Index(domain).get_indexer(pd.Index([gen_map[x] for x in raw]))
+            loc_code = pd.Index(domain).get_indexer(  # -1 (dropped): not in the taxonomy
+                pd.Index([gen_map.get(x, "\0unknown") for x in raw])
+            )
         else:
             domain, loc_code = raw, np.arange(len(raw))
         grid = _Grid(
@@ -842,9 +862,10 @@ class OpalRelease:
             list(events.modes), days_present, list(events.locations)
         )
         mode_code, day_code = mode_map[events.mode], day_map[day_index]
-        keep = (mode_code >= 0) & (day_code >= 0)
+        location = loc_map[events.location]
+        keep = (mode_code >= 0) & (day_code >= 0) & (location >= 0)
         part = np.where(keep, mode_code, 0) * len(grid.days) + np.where(keep, day_code, 0)
-        return grid, part.astype(np.int64), loc_map[events.location], keep
+        return grid, part.astype(np.int64), location, keep
 
     def fit(
         self,
@@ -1054,6 +1075,8 @@ class OpalRelease:
             "split": [float(w) for w in self.split],
             "bin_minutes": int(self.bin_minutes),
             "taxonomy": None if tax is None else tax.source,
+            **taxonomy_note(tax),
+            **({"on_unknown": "drop"} if self.on_unknown == "drop" else {}),
             "level": None if tax is None else (tax.height if self.level is None else self.level),
             "modes": None if self.modes is None else sorted(str(m) for m in self.modes),
             "days": None if self.days is None else [_day_label(d) for d in self.grid_.days],

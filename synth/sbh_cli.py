@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
@@ -22,6 +23,7 @@ from synth.cli import (
     add_seed_option,
     engine_params,
     warn_if_seeded,
+    warn_if_underspent,
 )
 from synth.errors import ConfigError
 from synth.io import read_table, table_columns, table_format
@@ -44,9 +46,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``marginals`` subcommand."""
     p = subparsers.add_parser(
         "marginals",
-        help="SBH marginal release (Opal style): six noisy tables per mode x day",
+        help="SBH marginal tables per mode x day (Opal, Asghar et al. 2018)",
         description=(
-            "Stability-based histogram release of the six Opal tables (tap-on/off time, location, "
+            "Stability-based histogram release (Asghar et al. 2018, the Opal release) of the six "
+            "tables (tap-on/off time, location, "
             "time x location) per mode x day partition; --epsilon/--delta are per partition for a "
             "row unit (parallel composition) and for the whole release with --privacy-unit, split "
             "1,1,1,1,2,2 (epsilon) and equally (delta) over the tables."
@@ -80,6 +83,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default="stop_id",
         metavar="COL",
         help="location column of taps (default stop_id; e.g. id_linea for SUBE lines)",
+    )
+    p.add_argument(
+        "--on-unknown",
+        choices=("error", "drop"),
+        default="error",
+        help="with --taxonomy: locations missing from it fail the release, or their events are "
+        "dropped",
+    )
+    p.add_argument(
+        "--gtfs-stations",
+        action="store_true",
+        help="with a GTFS zip --taxonomy: the parent stations are the locations, not the platforms",
     )
     p.add_argument("--modes", help="public comma-separated list of modes (the partition domain)")
     p.add_argument("--days", help="public comma-separated ISO dates, or FIRST:LAST (inclusive)")
@@ -162,10 +177,12 @@ def run(args: argparse.Namespace) -> int:
             "days": None if args.days is None else _days(args.days),
             "privacy_unit": args.privacy_unit,
             "max_contributions": args.max_contributions,
+            "on_unknown": args.on_unknown,
             "timezone": args.timezone,
             **engine_params(args),
         },
         taxonomy=args.taxonomy,
+        gtfs_stations=args.gtfs_stations,
         location_column=args.location_column,
         format=args.format,
         seed=args.seed,
@@ -177,12 +194,33 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _warn_if_few_locations(release: OpalRelease, where: str) -> None:
+    """Warn when the released location tables keep fewer than half of the locations (the others'
+    cells all fell under the SBH threshold: e.g. 6 of 382 SUBE lines at epsilon 1). The domain
+    is the taxonomy's (public) or, without one, the input's: the warning goes to the operator's
+    terminal only, never into the release."""
+    domain = len(release.grid_.locations)
+    kept = set()
+    for name in ("on_location", "off_location"):
+        table = release.tables_[name]
+        kept |= set(table.loc[table["count"] > 0, "location"].astype(str))
+    if domain >= 4 and len(kept) < domain / 2:
+        warnings.warn(
+            f"{where}: the release keeps {len(kept)} of {domain} locations; the others' counts "
+            "fell under the stability threshold and were suppressed (raise --epsilon, use "
+            "coarser --bin, or collapse the locations with --taxonomy and --level)",
+            UserWarning,
+            stacklevel=2,
+        )
+
+
 def release_marginals(
     input: str | os.PathLike[str] | pd.DataFrame,
     out: str | os.PathLike[str],
     *,
     params: Mapping[str, Any],
     taxonomy: str | None = None,
+    gtfs_stations: bool = False,
     location_column: str = "stop_id",
     format: Literal["csv", "parquet"] = "csv",
     seed: int | None = None,
@@ -194,7 +232,8 @@ def release_marginals(
     returns a summary line. ``input`` is a file or a frame of trips or taps (``source``: the file
     it came from, for the operator-only provenance record written beside ``out`` with
     ``provenance_key``, :mod:`synth.provenance`); ``params`` are the release's keyword parameters
-    other than ``taxonomy`` (a spec here) and ``random_state`` (``seed``). What ``transit-synth
+    other than ``taxonomy`` (a spec here; ``gtfs_stations``: a GTFS zip's parent stations as its
+    leaves) and ``random_state`` (``seed``). What ``transit-synth
     marginals`` and ``transit-synth run`` both call.
     """
     progress = Progress(quiet=True) if progress is None else progress
@@ -204,7 +243,9 @@ def release_marginals(
     )
     with progress.steps("marginals", 3) as step:
         step("load")
-        tax = None if taxonomy is None else Taxonomy.from_spec(taxonomy)
+        if gtfs_stations and taxonomy is None:
+            raise ConfigError("--gtfs-stations needs a GTFS zip --taxonomy")
+        tax = None if taxonomy is None else Taxonomy.from_spec(taxonomy, use_stations=gtfs_stations)
         release = OpalRelease(**params, taxonomy=tax, random_state=seed)
         release._check()  # fail on bad parameters before reading the data
         data: pd.DataFrame | str | os.PathLike[str]
@@ -223,6 +264,8 @@ def release_marginals(
         written = release.save(out, format=format, public_inputs=public)
     if provenance is not None:
         write_provenance(out, provenance, command="marginals")
+    warn_if_underspent(release.ledger_, str(out))
+    _warn_if_few_locations(release, str(out))
     cells = sum(len(release.tables_[t]) for t in TABLES)
     return (
         f"marginals ({release.mode}): {cells} cells in {len(TABLES)} tables, epsilon "

@@ -75,6 +75,18 @@ def natural_sorted(values: Iterable[str]) -> list[str]:
     return sorted(vals)
 
 
+def taxonomy_note(taxonomy: Taxonomy | None) -> dict[str, str]:
+    """The manifest entry naming an implicit root (``{}`` for a taxonomy with its own root)."""
+    if taxonomy is None or taxonomy.implicit_root is None:
+        return {}
+    tops = taxonomy.implicit_root
+    shown = ", ".join(tops[:10]) + (f" and {len(tops) - 10} more" if len(tops) > 10 else "")
+    return {
+        "taxonomy_root": f"implicit root '{taxonomy.root}' added above the {len(tops)} tops of "
+        f"the taxonomy ({shown})"
+    }
+
+
 def _gtfs_mode(route_type: int) -> str:
     if route_type in GTFS_MODES:
         return GTFS_MODES[route_type]
@@ -86,7 +98,8 @@ class Taxonomy:
 
     Build it with a constructor (:meth:`from_csv`, :meth:`from_gtfs`, :meth:`from_fanout`,
     :meth:`from_frame`, :meth:`from_sube_metadata`, :meth:`from_edges`, :meth:`from_spec`); they
-    validate that the edges form one tree: no cycles, one parent per node, a single root, and raise
+    validate that the edges form one tree: no cycles, one parent per node, one root (several tops
+    are joined under an implicit root, named by :attr:`implicit_root`), and raise
     :class:`~synth.errors.InputError` naming the offending node (and source row when there is one).
     """
 
@@ -102,9 +115,15 @@ class Taxonomy:
             raise InputError(f"{source}: node '{bad[0]}' has several parents: {', '.join(parents)}")
         if not roots:
             raise InputError(f"{source}: the edges form a cycle (no root)")
-        if len(roots) > 1:
-            shown = ", ".join(f"'{r}'" for r in roots[:5]) + (" ..." if len(roots) > 5 else "")
-            raise InputError(f"{source}: the taxonomy has {len(roots)} roots ({shown}); need one")
+        #: the tops of a forest (e.g. three modes) joined under an added root, else None
+        self.implicit_root: list[str] | None = None
+        if len(roots) > 1:  # a forest: one implicit root above its tops (named in manifests)
+            graph = graph.copy()
+            name = ROOT if ROOT not in graph else f"{ROOT}:implicit"
+            graph.add_edges_from((name, r) for r in roots)
+            self._graph = graph
+            self.implicit_root = roots
+            roots = [name]
         self.root: str = roots[0]
         depth = nx.single_source_shortest_path_length(graph, self.root)
         if len(depth) != graph.number_of_nodes():
@@ -367,12 +386,20 @@ class Taxonomy:
         return cls.from_edges(edges, source=f"fanout:{fanout}")
 
     @classmethod
-    def from_spec(cls, spec: str, *, locations: Sequence[str] | None = None) -> Taxonomy:
+    def from_spec(
+        cls, spec: str, *, locations: Sequence[str] | None = None, use_stations: bool = False
+    ) -> Taxonomy:
         """From a CLI/config spec: a ``.csv``/``.parquet`` edge list, GTFS ``.zip`` or ``fanout:N``.
 
-        ``fanout:N`` needs the public ``locations`` list (ConfigError without it).
+        ``fanout:N`` needs the public ``locations`` list (ConfigError without it);
+        ``use_stations``: a GTFS zip's parent stations as the leaves (:meth:`from_gtfs`).
         """
         spec = str(spec).strip()
+        if use_stations and not spec.lower().endswith(".zip"):
+            raise ConfigError(
+                f"GTFS parent stations (--gtfs-stations, gtfs_stations in a config) need a GTFS "
+                f".zip taxonomy, got {spec!r}"
+            )
         if spec.lower().startswith("fanout:"):
             value = spec.split(":", 1)[1]
             if not _INT_RE.fullmatch(value.strip()):
@@ -386,7 +413,7 @@ class Taxonomy:
         if spec.lower().endswith(".zip"):
             if not Path(spec).is_file():
                 raise InputError(f"{spec}: file not found")
-            return cls.from_gtfs(spec)
+            return cls.from_gtfs(spec, use_stations=use_stations)
         if table_format(spec) is not None:
             return cls.from_csv(spec)
         raise ConfigError(

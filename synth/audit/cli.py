@@ -13,7 +13,7 @@ import argparse
 import sys
 from typing import Any
 
-from synth.cli import add_quiet_option, add_seed_option
+from synth.cli import add_quiet_option
 from synth.errors import ConfigError
 
 
@@ -24,7 +24,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="privacy audit of a release (scale recovery, zero counts, differencing) or of a "
         "mechanism (empirical DP)",
         description=(
-            "Run the attacks of the Opal privacy assessment (paper 001) on a release directory: "
+            "Run the attacks of the Opal privacy assessment (Culnane et al. 2017) on a release "
+            "directory: "
             "noise-scale recovery from paired counts, the unperturbed-zero check (Theorem 1) and "
             "differencing across tables (Theorem 5); or, with --empirical, estimate a lower "
             "bound on a mechanism's epsilon from two tiny neighbouring datasets."
@@ -54,9 +55,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="noise model of the scale fit (default: from the manifest)",
     )
     p.add_argument("--min-count", type=int, metavar="N", help="use pairs with both counts >= N")
-    p.add_argument(
-        "--confidence", type=float, default=0.95, help="confidence of every interval (0.95)"
-    )
+    p.add_argument("--confidence", type=float, default=0.95, help="confidence of every interval")
     emp = p.add_argument_group("empirical DP (instead of, or besides, RELEASE_DIR)")
     emp.add_argument(
         "--empirical",
@@ -76,8 +75,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="KEY=VALUE",
         help="mechanism parameter (repeatable), e.g. epsilon=1 delta=1e-3 columns=stop_id",
     )
-    emp.add_argument("--trials", type=int, default=2000, help="runs per dataset (default 2000)")
-    add_seed_option(p)
+    emp.add_argument("--trials", type=int, default=2000, help="runs per dataset")
+    p.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        help="seed the mechanism runs of --empirical, to repeat a test exactly; the audit "
+        "releases no data, so seeding changes no release's privacy (default: fresh randomness)",
+    )
     add_quiet_option(p)
     p.set_defaults(func=run)
 

@@ -78,6 +78,7 @@ def export_release(
                 if release.bin_width == 0
                 else f"defaults: first end {DEFAULT_START // 60:02d}:00, "
                 f"then every {DEFAULT_GAP} minutes",
+                synthetic_times=release.bin_width is None,
             )
         with atomic_path(stage / f"export-{to}.json") as tmp:
             tmp.write_text(json.dumps(info, indent=2, default=str), encoding="utf-8")

@@ -331,6 +331,23 @@ class PrivacyLedger(LedgerBranch):
         """Total delta spent (float of the exact total)."""
         return float(self.cost()[1])
 
+    def underspent_note(self) -> str | None:
+        """A sentence for the user when the release spent less than its cap, else ``None``."""
+        eps, delta = self.cost()
+        if eps >= self.cap_epsilon and delta >= self.cap_delta:
+            return None
+        spent = f"epsilon {float(eps):g} of the {float(self.cap_epsilon):g} asked" + (
+            f", delta {float(delta):g} of {float(self.cap_delta):g}" if self.cap_delta else ""
+        )
+        cap = f"epsilon {float(self.cap_epsilon):g}" + (
+            f", delta {float(self.cap_delta):g}" if self.cap_delta else ""
+        )
+        return (
+            f"the release spent {spent} (it stopped early: nothing left to count); its guarantee "
+            f"is the budget asked ({cap}), since where it stops depends on noisy counts "
+            "(manifest: spent_below_budget)"
+        )
+
     @property
     def remaining_epsilon(self) -> float:
         """Epsilon left under the cap."""
@@ -373,6 +390,10 @@ class PrivacyLedger(LedgerBranch):
             "cap": _amount(self.cap_epsilon, self.cap_delta),
             "spent": _amount(eps, delta),
             "remaining": _amount(self.cap_epsilon - eps, self.cap_delta - delta),
+            # what the release guarantees is the cap: whether it stops short of it (e.g. a tree
+            # with no node left to count) depends on the data through noisy decisions
+            "guarantee": _amount(self.cap_epsilon, self.cap_delta),
+            "spent_below_budget": bool(eps < self.cap_epsilon or delta < self.cap_delta),
             "composition": self.to_list(),
             "spends": [s.to_dict() for s in self.spends],
             "parameters": json.loads(json.dumps(parameters or {}, default=_json_default)),

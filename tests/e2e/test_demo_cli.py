@@ -164,3 +164,13 @@ def test_demo_prints_steps_but_no_progress_bars_in_a_pipe(
     _, done = demo
     assert "sequences-sube: " in done.stderr  # the step lines
     assert "\r" not in done.stderr and "step/s" not in done.stderr  # no bars: not a terminal
+
+
+def test_demo_does_not_warn_about_its_own_data(
+    demo: tuple[Path, subprocess.CompletedProcess],
+) -> None:
+    """The 60 shipped SUBE boardings on lines missing from the line list are a step note, not a
+    warning (it was printed even with --quiet); no dependency warning reaches the user."""
+    _, done = demo
+    assert "warning" not in done.stderr.lower(), done.stderr
+    assert "boardings on lines missing from the published line list left out" in done.stderr

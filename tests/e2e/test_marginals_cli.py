@@ -141,7 +141,7 @@ def test_consistent_and_pure_modes(
     [
         (["--epsilon", "0", "--delta", "1e-6"], "epsilon"),
         (["--epsilon", "1", "--delta", "2"], "delta"),
-        (["--epsilon", "1", "--delta", "1e-6", "--bin", "7"], "bin_minutes"),
+        (["--epsilon", "1", "--delta", "1e-6", "--bin", "7"], "--bin must be"),
         (["--epsilon", "1", "--delta", "1e-6", "--pure"], "pure mode"),
     ],
 )

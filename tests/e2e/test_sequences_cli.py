@@ -180,10 +180,10 @@ def test_fanout_taxonomy_needs_public_locations(
     [
         (["--epsilon", "0"], "epsilon"),
         (["--height", "0"], "height"),
-        (["--threshold-rule", "candidates", "--false-children", "2"], "false_children"),
-        (["--threshold-rule", "candidates", "--false-children", "1", "1", "1"], "false_children"),
-        (["--level-weights", "1", "2", "3"], "level_weights"),
-        (["--coarse-time-bin", "120"], "coarse_time_bins"),
+        (["--threshold-rule", "candidates", "--false-children", "2"], "--false-children"),
+        (["--threshold-rule", "candidates", "--false-children", "1", "1", "1"], "--false-children"),
+        (["--level-weights", "1", "2", "3"], "--level-weights"),
+        (["--coarse-time-bin", "120"], "--coarse-time-bin needs --time-bin and --variant hybrid"),
     ],
 )
 def test_user_errors_exit_2_and_write_nothing(

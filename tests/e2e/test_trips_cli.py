@@ -88,7 +88,7 @@ def test_release_directory(files: tuple[Path, Path], tmp_path: Path, capsys) -> 
 def test_config_n_records_and_parquet(files: tuple[Path, Path], tmp_path: Path) -> None:
     config = tmp_path / "c.toml"
     config.write_text(
-        '[input]\nformat = "trips"\n\n[archetypes]\nid_column = "card"\nunit = "card"\n'
+        '[trips]\ninput_format = "trips"\n\n[trips.parameters]\nid_column = "card"\nunit = "card"\n'
         'key_columns = ["hour", "zone"]\ncategory_column = "mode"\nn_archetypes = 2\n'
         'completion = [["fare", ["zone", "hour"]]]\nbudget_split = [0.2, 0.8]\n'
     )
@@ -140,9 +140,69 @@ def test_missing_private_file(files: tuple[Path, Path], tmp_path: Path, capsys) 
 
 def test_bad_config_key(files: tuple[Path, Path], tmp_path: Path, capsys) -> None:
     config = tmp_path / "c.toml"
-    config.write_text("[archetypes]\nnum_archetypes = 3\n")
+    config.write_text("[trips.parameters]\nnum_archetypes = 3\n")
     assert main(_args(*files, tmp_path / "never", "--config", str(config))) == 2
-    assert "unknown key 'num_archetypes'" in capsys.readouterr().err
+    assert "unknown key 'num_archetypes' in [trips.parameters]" in capsys.readouterr().err
+    config.write_text("[sequences]\ninput = 'x.csv'\n")
+    assert main(_args(*files, tmp_path / "never", "--config", str(config))) == 2
+    assert "expected one [trips] table" in capsys.readouterr().err
+
+
+OLD_FORM = (
+    '[input]\nformat = "trips"\n\n[archetypes]\nid_column = "card"\nunit = "card"\n'
+    'key_columns = ["hour", "zone"]\ncategory_column = "mode"\nn_archetypes = 2\n'
+)
+
+
+def test_old_config_form_still_read_with_a_deprecation_note(
+    files: tuple[Path, Path], tmp_path: Path, capsys
+) -> None:
+    """The old [input] / [archetypes] form gives the same release as the run dialect."""
+    old, new = tmp_path / "old.toml", tmp_path / "new.toml"
+    old.write_text(OLD_FORM)
+    new.write_text(
+        OLD_FORM.replace("[input]\nformat", "[trips]\ninput_format").replace(
+            "[archetypes]", "[trips.parameters]"
+        )
+    )
+    argv = ["trips", str(files[0]), "--public", str(files[1]), "--epsilon", "2", "--delta", "1e-6"]
+    assert main([*argv, "--out", str(tmp_path / "a"), "--config", str(old), "--seed", "1"]) == 0
+    err = capsys.readouterr().err
+    assert "old `trips --config` form" in err and "[trips.parameters]" in err
+    assert main([*argv, "--out", str(tmp_path / "b"), "--config", str(new), "--seed", "1"]) == 0
+    assert "old `trips --config` form" not in capsys.readouterr().err
+    a, b = (pd.read_csv(tmp_path / d / "trips.csv") for d in "ab")
+    pd.testing.assert_frame_equal(a, b)
+    quiet = ["--out", str(tmp_path / "c"), "--config", str(old), "--seed", "1", "--quiet"]
+    assert main([*argv, *quiet]) == 0
+    assert capsys.readouterr().err == ""  # --quiet: errors only, the deprecation note too
+    # the old form given to `run` names the new one
+    assert main(["run", str(old), "--out", str(tmp_path / "never")]) == 2
+    assert "[trips.parameters]" in capsys.readouterr().err
+
+
+def test_config_is_a_run_entry_with_its_budget(files: tuple[Path, Path], tmp_path: Path) -> None:
+    """A `trips --config` file is a run config's [trips] table: the budget and the inputs may
+    come from it, the flags override them, and `run` makes the same release."""
+    config = tmp_path / "c.toml"
+    config.write_text(
+        f'[trips]\nprivate = "{files[0]}"\npublic = "{files[1]}"\ninput_format = "trips"\n'
+        '[trips.parameters]\nepsilon = 2.0\ndelta = 1e-6\nid_column = "card"\nunit = "card"\n'
+        'key_columns = ["hour", "zone"]\ncategory_column = "mode"\nn_archetypes = 2\n'
+    )
+    out = tmp_path / "trips"
+    argv = ["trips", str(files[0]), "--out", str(out), "--config", str(config)]
+    assert main([*argv, "--seed", "4", "--quiet"]) == 0
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["cap"]["epsilon"] == 2 and manifest["cap"]["delta"] == pytest.approx(1e-6)
+    assert main(["run", str(config), "--out", str(tmp_path / "run"), "--seed", "4", "--quiet"]) == 0
+    pd.testing.assert_frame_equal(
+        pd.read_csv(out / "trips.csv"), pd.read_csv(tmp_path / "run" / "trips" / "trips.csv")
+    )
+    flagged = tmp_path / "flagged"
+    argv[argv.index(str(out))] = str(flagged)
+    assert main([*argv, "--epsilon", "3", "--seed", "4", "--quiet"]) == 0
+    assert json.loads((flagged / "manifest.json").read_text())["cap"]["epsilon"] == 3
 
 
 def test_console_script_on_chicago_config(shared_data: Path, tmp_path: Path) -> None:
@@ -183,13 +243,13 @@ def test_without_public_data_with_the_stand_in(
     # no public data and no stand-in: a one-line user error, nothing written
     assert main(argv) == 2
     err = capsys.readouterr().err
-    assert "no public data" in err and "public_stand_in" in err
+    assert "no public data" in err and "--public-stand-in" in err  # the flag, as typed
     assert not out.exists()
     # the stand-in needs its budget share first in budget_split (default split has two)
     assert main([*argv, "--public-stand-in"]) == 2
     assert "3 positive shares (stand-in, archetypes, category)" in capsys.readouterr().err
     config = tmp_path / "c.toml"
-    config.write_text("[archetypes]\nbudget_split = [0.5, 0.1, 0.4]\n")
+    config.write_text("[trips.parameters]\nbudget_split = [0.5, 0.1, 0.4]\n")
     assert main([*argv, "--public-stand-in", "--config", str(config)]) == 0
     trips = pd.read_csv(out / "trips.csv")
     assert set(trips["zone"]) <= {"A", "B"} and set(trips["mode"]) <= {"bus", "rail"}
@@ -207,7 +267,8 @@ def test_without_public_data_with_the_stand_in(
     assert "big.csv" not in json.dumps(manifest)  # nothing of the private file
     # the same through the config alone, with options
     config.write_text(
-        "[archetypes]\nbudget_split = [0.5, 0.1, 0.4]\n\n[archetypes.public_stand_in]\n"
+        "[trips.parameters]\nbudget_split = [0.5, 0.1, 0.4]\n\n"
+        "[trips.parameters.public_stand_in]\n"
         'tables = [["hour", "zone", "mode"]]\n'
     )
     again = tmp_path / "again"

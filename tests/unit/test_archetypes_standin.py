@@ -212,7 +212,8 @@ def test_per_archetype_marginals() -> None:
 
 
 def _taxi_config() -> dict:
-    params = tomllib.loads((CONFIGS / "taxi-archetypes.toml").read_text())["archetypes"]
+    params = tomllib.loads((CONFIGS / "taxi-archetypes.toml").read_text())["trips"]["parameters"]
+    params = {k: v for k, v in params.items() if k not in ("epsilon", "delta")}
     params["completion"] = [(t, tuple(c)) for t, c in params["completion"]]
     return params
 

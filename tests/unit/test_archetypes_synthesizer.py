@@ -234,7 +234,8 @@ def test_helpers() -> None:
 
 
 def _config(name: str) -> dict:
-    params = tomllib.loads((CONFIGS / name).read_text())["archetypes"]
+    params = tomllib.loads((CONFIGS / name).read_text())["trips"]["parameters"]
+    params = {k: v for k, v in params.items() if k not in ("epsilon", "delta")}
     params["completion"] = [(t, tuple(c)) for t, c in params["completion"]]
     params["budget_split"] = tuple(params["budget_split"])
     return params
