@@ -237,7 +237,6 @@ def function_sizes() -> dict[str, int]:
 KNOWN_LONG_MODULES: set[str] = {
     "archetypes.synthesizer",
     "prefixtree.synthesizer",
-    "synth.engines.duckdb_engine",
     "synth.sbh",
     "synth.taxonomy",
 }
@@ -250,7 +249,7 @@ KNOWN_LONG_FUNCTIONS: set[str] = {
     "prefixtree.tree:build_noisy_tree_counted",
     "synth.demo:_trips",
     "synth.engines.duckdb_engine:DuckDBEngine.prefix_counter_from_file",
-    "synth.engines.duckdb_engine:_sbh_scan",
+    "synth.engines.duckdb_scan:scan_events",
     "synth.engines.spark_engine:SparkEngine.prefix_counter_from_file",
     "synth.evaluate.cli:register",
     "synth.sbh:OpalRelease.fit",
