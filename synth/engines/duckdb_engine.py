@@ -48,13 +48,15 @@ from synth.engines.base import (
 from synth.engines.duckdb_prefix import DuckDBPrefixCounter
 from synth.engines.duckdb_scan import DuckDBEventScan, GroupedScan, NotGrouped, scan_events
 from synth.engines.duckdb_sql import (
-    ID_TYPES,
+    check_file_values,
     clock_sql,
+    file_layout,
     id_sql,
     ident,
-    off_sql,
+    per_location_sql,
     pos_sql,
     quote,
+    rows_sql,
     stamp_expr,
     warn_dropped,
 )
@@ -196,22 +198,10 @@ class DuckDBEngine(Engine):
         described = self.sql(f"DESCRIBE SELECT * FROM {src}").fetchall()
         columns = [str(r[0]) for r in described]
         types = {str(r[0]): str(r[1]) for r in described}
-        long_loc = location_column or "location"
-        tap_loc = location_column or "stop_id"
-        if {"seq_id", "pos", long_loc} <= set(columns):
-            kind, loc = "sequences", long_loc
-        elif {"card_id", "time", tap_loc} <= set(columns) and fmt == "parquet":
-            kind, loc = "taps", tap_loc
-        else:
-            return None  # another layout: the caller loads it with synth.records
-        with_time = time_bin_minutes is not None
-        if with_time and "time" not in columns:
-            raise InputError(f"{p}: time_bins needs a 'time' column")
-        id_col = "seq_id" if kind == "sequences" else "card_id"
-        if not all(types[c].upper().startswith(ID_TYPES) for c in (id_col, loc)) or (
-            (with_time or kind == "taps") and types["time"].upper().startswith("TIMESTAMP WITH")
-        ):
-            return None  # float ids, zoned times: synth.records reads them (same rules)
+        layout = file_layout(p, columns, types, fmt, location_column, time_bin_minutes)
+        if layout is None:
+            return None  # another layout, float ids, zoned times: synth.records reads them
+        kind, loc, id_col = layout
         self._read_path = "hash"
         if fmt == "parquet":
             grouped = self._wide_grouped(
@@ -228,23 +218,37 @@ class DuckDBEngine(Engine):
                 table, unknown_rows = grouped
                 if unknown_rows:
                     warn_dropped(p, loc, sum(unknown_rows.values()), len(unknown_rows))
-                return DuckDBPrefixCounter(
-                    self,
-                    table,
-                    height=height,
-                    has_bins=with_time,
-                    n_bins=1 if time_bin_minutes is None else -(-1440 // int(time_bin_minutes)),
-                    n_locations=len(locations),
-                )
-        locs = self._name("locs")
-        self.con.register(
-            "_locations",
-            pa.table({"name": pa.array(list(locations)), "code": np.arange(len(locations))}),
+                return self._counter(table, height, time_bin_minutes, len(locations))
+        return self._counter_by_sql(
+            p,
+            src,
+            fmt,
+            columns,
+            types,
+            (kind, loc, id_col),
+            locations,
+            height,
+            time_bin_minutes,
+            on_unknown,
         )
-        self.sql(
-            f"CREATE TABLE {locs} AS SELECT name, CAST(code AS INTEGER) AS code FROM _locations"
-        )
-        self.con.unregister("_locations")
+
+    def _counter_by_sql(
+        self,
+        p: Path,
+        src: str,
+        fmt: str,
+        columns: list[str],
+        types: dict[str, str],
+        layout: tuple[str, str, str],
+        locations: Sequence[str],
+        height: int,
+        time_bin_minutes: int | None,
+        on_unknown: str,
+    ) -> DuckDBPrefixCounter:
+        """The file grouped by SQL hash aggregation, every check in one pass by location."""
+        kind, loc, id_col = layout
+        with_time = time_bin_minutes is not None
+        locs = self._location_table(locations)
         loc_expr = id_sql(ident(loc))
         minute, stamp = "NULL", "NULL"
         if with_time or kind == "taps":
@@ -284,18 +288,8 @@ class DuckDBEngine(Engine):
         minute = "_minute" if minute != "NULL" else minute
         sid, number = "_sid", "_num"
         pos = f"CAST({number} AS BIGINT)"
-        no_id = f"_no_id OR {sid} = ''"
-        no_time = f"{minute} IS NULL" if minute != "NULL" else "FALSE"
-        bad_pos = (
-            f"{number} IS NULL OR {number} < 0 OR {number} <> floor({number})"
-            if kind == "sequences"
-            else "FALSE"
-        )
         per_location = self.sql(
-            f"SELECT {loc_expr} AS v, count(*), count(*) FILTER (WHERE {no_id}), "
-            f"count(*) FILTER (WHERE {no_time}), count(*) FILTER (WHERE {bad_pos}), "
-            "bool_or(_sid_changed), bool_or(_loc_changed) "
-            f"FROM {src} GROUP BY v"
+            per_location_sql(kind, sid, number, minute, loc_expr, src)
         ).fetchall()
         # the later passes normalise only the columns where normalising changes a value (the
         # same values either way: the rule is per value, this only skips work)
@@ -303,86 +297,82 @@ class DuckDBEngine(Engine):
             id_sql(ident(id_col)) if any(r[5] for r in per_location) else raw_sid,
             id_sql(ident(loc)) if any(r[6] for r in per_location) else raw_loc,
         )
-        n_rows, n_no_id, n_no_time, n_bad_pos = (
-            sum(int(r[j]) for r in per_location) for j in range(1, 5)
+        n_rows, n_bad_pos, dropped = check_file_values(
+            p, per_location, id_col, loc, locations, on_unknown
         )
-        n_no_location = sum(int(r[1]) for r in per_location if not r[0])
-        if n_rows == 0:
-            raise InputError(f"{p}: no rows (empty input)")
-        if n_no_id:
-            raise InputError(f"{p}: column '{id_col}': {n_no_id} empty value(s)")
-        if n_no_location:
-            raise InputError(f"{p}: column '{loc}': {n_no_location} empty value(s)")
-        if n_no_time:
-            raise InputError(f"{p}: column 'time': {n_no_time} value(s) that are not a time")
-        known_names = set(locations)
-        unknown = sorted((str(r[0]), int(r[1])) for r in per_location if r[0] not in known_names)
-        if unknown:
-            n = sum(c for _, c in unknown)
-            if on_unknown == "error":
-                raise InputError(
-                    f"{p}: column '{loc}': location {unknown[0][0]!r} is not in the taxonomy "
-                    f"({n} rows, {len(unknown)} distinct unknown locations; pass "
-                    "on_unknown='drop' to drop them)"
-                )
-            warn_dropped(p, loc, n, len(unknown))
+        if dropped:
+            warn_dropped(p, loc, *dropped)
+        if kind == "sequences" and n_bad_pos:
+            raise InputError(f"{p}: column 'pos': {n_bad_pos} value(s) that are not integers >= 0")
         known = f"JOIN {locs} l ON {loc_expr} = l.name"
-        if kind == "sequences":
-            if n_bad_pos:
-                raise InputError(
-                    f"{p}: column 'pos': {n_bad_pos} value(s) that are not integers >= 0"
-                )
-
-            def rows(bucket: str) -> str:
-                return (
-                    f"SELECT {sid} AS sid, {pos} AS pos, l.code AS code, "
-                    f"{minute} AS minute FROM {src} {known} WHERE {bucket}"
-                )
-
-        else:
-            off = f"NOT ({off_sql('tap')})" if "tap" in columns else "TRUE"
-
-            def rows(bucket: str) -> str:  # the bucket filter must apply below the window
-                return (
-                    f"SELECT {sid} AS sid, row_number() OVER (PARTITION BY "
-                    f"{sid} ORDER BY {stamp}, file_row_number) - 1 AS pos, "
-                    f"l.code AS code, {minute} AS minute FROM {src} {known} "
-                    f"WHERE {off} AND {bucket}"
-                )
-
+        rows = rows_sql(kind, "tap" in columns, sid, pos, minute, stamp, f"{src} {known}")
         table = self._name("seq")
         self._wide(table, rows, sid, height, with_time, time_bin_minutes, n_rows)
-        if kind == "sequences":
-            irregular = self.sql(
-                f"SELECT count(*) FROM {table} WHERE lo <> 0 OR hi <> n - 1"
-            ).fetchone()[0]
-            if irregular:  # duplicates are an error; gaps (or dropped rows) are renumbered
-                dup = self.sql(
-                    f"SELECT {sid}, {pos} FROM {src} GROUP BY ALL "
-                    "HAVING count(*) > 1 ORDER BY ALL LIMIT 1"
-                ).fetchall()
-                if dup:
-                    raise InputError(
-                        f"{p}: column 'pos': duplicate position {dup[0][1]} in sequence "
-                        f"{dup[0][0]!r}"
-                    )
+        if kind == "sequences":  # duplicates are an error; gaps (or dropped rows) renumbered
+            self._renumber(p, table, rows, sid, pos, src, height, time_bin_minutes, n_rows)
+        return self._counter(table, height, time_bin_minutes, len(locations))
 
-                def renumbered(bucket: str) -> str:
-                    return (
-                        "SELECT sid, row_number() OVER (PARTITION BY sid ORDER BY pos) - 1 AS pos, "
-                        f"code, minute FROM ({rows(bucket)})"
-                    )
-
-                self.sql(f"DROP TABLE {table}")
-                self._wide(table, renumbered, sid, height, with_time, time_bin_minutes, n_rows)
+    def _counter(
+        self, table: str, height: int, time_bin_minutes: int | None, n_locations: int
+    ) -> DuckDBPrefixCounter:
         return DuckDBPrefixCounter(
             self,
             table,
             height=height,
-            has_bins=with_time,
+            has_bins=time_bin_minutes is not None,
             n_bins=1 if time_bin_minutes is None else -(-1440 // int(time_bin_minutes)),
-            n_locations=len(locations),
+            n_locations=n_locations,
         )
+
+    def _location_table(self, locations: Sequence[str]) -> str:
+        """A table ``name, code`` of the taxonomy's leaves (code = index in ``locations``)."""
+        locs = self._name("locs")
+        self.con.register(
+            "_locations",
+            pa.table({"name": pa.array(list(locations)), "code": np.arange(len(locations))}),
+        )
+        self.sql(
+            f"CREATE TABLE {locs} AS SELECT name, CAST(code AS INTEGER) AS code FROM _locations"
+        )
+        self.con.unregister("_locations")
+        return locs
+
+    def _renumber(
+        self,
+        p: Path,
+        table: str,
+        rows: Callable[[str], str],
+        sid: str,
+        pos: str,
+        src: str,
+        height: int,
+        time_bin_minutes: int | None,
+        n_rows: int,
+    ) -> None:
+        """Sequences whose positions are not 0..n-1: a duplicate is an error; gaps (or dropped
+        rows) are closed by renumbering in ``pos`` order (``table`` rebuilt)."""
+        with_time = time_bin_minutes is not None
+        irregular = self.sql(
+            f"SELECT count(*) FROM {table} WHERE lo <> 0 OR hi <> n - 1"
+        ).fetchone()[0]
+        if irregular:  # duplicates are an error; gaps (or dropped rows) are renumbered
+            dup = self.sql(
+                f"SELECT {sid}, {pos} FROM {src} GROUP BY ALL "
+                "HAVING count(*) > 1 ORDER BY ALL LIMIT 1"
+            ).fetchall()
+            if dup:
+                raise InputError(
+                    f"{p}: column 'pos': duplicate position {dup[0][1]} in sequence {dup[0][0]!r}"
+                )
+
+            def renumbered(bucket: str) -> str:
+                return (
+                    "SELECT sid, row_number() OVER (PARTITION BY sid ORDER BY pos) - 1 AS pos, "
+                    f"code, minute FROM ({rows(bucket)})"
+                )
+
+            self.sql(f"DROP TABLE {table}")
+            self._wide(table, renumbered, sid, height, with_time, time_bin_minutes, n_rows)
 
     def _minute_expr(self, column: str, sql_type: str, *, clock: bool) -> tuple[str, str]:
         """(minute-of-day expression, sortable time expression) of a time column, each value on

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import re
 import warnings
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
 
 from synth.engines.base import Counts
+from synth.errors import InputError
 from synth.io import DOT_ZERO, ID_SPACE
 from synth.records import OFF_VALUES, UnknownLocationWarning
 from synth.times import CLOCK, OFFSET, SECONDS
@@ -115,6 +117,120 @@ def warn_dropped(path: Path, column: str, n_rows: int, n_distinct: int) -> None:
         "in the taxonomy",
         UnknownLocationWarning,
         stacklevel=4,
+    )
+
+
+def file_layout(
+    p: Path,
+    columns: list[str],
+    types: dict[str, str],
+    fmt: str,
+    location_column: str | None,
+    time_bin_minutes: int | None,
+) -> tuple[str, str, str] | None:
+    """(kind, location column, id column) of a file the engine reads itself, or ``None``: another
+    layout, float ids or zoned times (:mod:`synth.records` reads those, with the same rules)."""
+    long_loc = location_column or "location"
+    tap_loc = location_column or "stop_id"
+    if {"seq_id", "pos", long_loc} <= set(columns):
+        kind, loc = "sequences", long_loc
+    elif {"card_id", "time", tap_loc} <= set(columns) and fmt == "parquet":
+        kind, loc = "taps", tap_loc
+    else:
+        return None  # another layout: the caller loads it with synth.records
+    with_time = time_bin_minutes is not None
+    if with_time and "time" not in columns:
+        raise InputError(f"{p}: time_bins needs a 'time' column")
+    id_col = "seq_id" if kind == "sequences" else "card_id"
+    if not all(types[c].upper().startswith(ID_TYPES) for c in (id_col, loc)) or (
+        (with_time or kind == "taps") and types["time"].upper().startswith("TIMESTAMP WITH")
+    ):
+        return None  # float ids, zoned times: synth.records reads them (same rules)
+    return kind, loc, id_col
+
+
+def check_file_values(
+    p: Path,
+    per_location: list[tuple[Any, ...]],
+    id_col: str,
+    loc: str,
+    locations: Sequence[str],
+    on_unknown: str,
+) -> tuple[int, int, tuple[int, int] | None]:
+    """The checks of a file's one pass (rows per location value: count, empty ids, bad times,
+    bad positions), as :mod:`synth.records` makes them; unknown locations raise with
+    ``on_unknown="error"``. Returns (rows, bad positions, (rows, distinct) of the unknown
+    locations to drop or ``None``)."""
+    n_rows, n_no_id, n_no_time, n_bad_pos = (
+        sum(int(r[j]) for r in per_location) for j in range(1, 5)
+    )
+    n_no_location = sum(int(r[1]) for r in per_location if not r[0])
+    if n_rows == 0:
+        raise InputError(f"{p}: no rows (empty input)")
+    if n_no_id:
+        raise InputError(f"{p}: column '{id_col}': {n_no_id} empty value(s)")
+    if n_no_location:
+        raise InputError(f"{p}: column '{loc}': {n_no_location} empty value(s)")
+    if n_no_time:
+        raise InputError(f"{p}: column 'time': {n_no_time} value(s) that are not a time")
+    known_names = set(locations)
+    unknown = sorted((str(r[0]), int(r[1])) for r in per_location if r[0] not in known_names)
+    if unknown:
+        n = sum(c for _, c in unknown)
+        if on_unknown == "error":
+            raise InputError(
+                f"{p}: column '{loc}': location {unknown[0][0]!r} is not in the taxonomy "
+                f"({n} rows, {len(unknown)} distinct unknown locations; pass "
+                "on_unknown='drop' to drop them)"
+            )
+        return n_rows, n_bad_pos, (n, len(unknown))
+    return n_rows, n_bad_pos, None
+
+
+def rows_sql(
+    kind: str, has_tap: bool, sid: str, pos: str, minute: str, stamp: str, source: str
+) -> Callable[[str], str]:
+    """The query of the rows ``sid, pos, code, minute`` of one bucket (a filter) of ``source``
+    (the file's projection joined with the locations): taps are tap-ons numbered by time, then
+    row."""
+    if kind == "sequences":
+
+        def rows(bucket: str) -> str:
+            return (
+                f"SELECT {sid} AS sid, {pos} AS pos, l.code AS code, "
+                f"{minute} AS minute FROM {source} WHERE {bucket}"
+            )
+
+        return rows
+    off = f"NOT ({off_sql('tap')})" if has_tap else "TRUE"
+
+    def tap_rows(bucket: str) -> str:  # the bucket filter must apply below the window
+        return (
+            f"SELECT {sid} AS sid, row_number() OVER (PARTITION BY "
+            f"{sid} ORDER BY {stamp}, file_row_number) - 1 AS pos, "
+            f"l.code AS code, {minute} AS minute FROM {source} "
+            f"WHERE {off} AND {bucket}"
+        )
+
+    return tap_rows
+
+
+def per_location_sql(kind: str, sid: str, number: str, minute: str, loc: str, src: str) -> str:
+    """One pass for every check, by location value: rows, rows without an id, without a time
+    (when used), without an integer pos >= 0 (sequences), and whether normalising changed an id
+    or a location."""
+    no_id = f"_no_id OR {sid} = ''"
+    no_time = f"{minute} IS NULL" if minute != "NULL" else "FALSE"
+    bad_pos = (
+        f"{number} IS NULL OR {number} < 0 OR {number} <> floor({number})"
+        if kind == "sequences"
+        else "FALSE"
+    )
+    return (
+        f"SELECT {loc} AS v, count(*), count(*) FILTER (WHERE {no_id}), "
+        f"count(*) FILTER (WHERE {no_time}), count(*) FILTER (WHERE {bad_pos}), "
+        "bool_or(_sid_changed), bool_or(_loc_changed) "
+        f"FROM {src} GROUP BY v"
     )
 
 
