@@ -388,33 +388,10 @@ def scan_events(
     types = {str(r[0]): str(r[1]).upper() for r in described}
     if unit_column is not None and (unit_column not in types or fmt != "parquet"):
         return None  # the row-order tie-break needs Parquet's row numbers
-    if "on_stop" in types and "on_time" in types:
-        kind = "trip"
-        sides: list[tuple[int, str, str, str]] = [(0, "on_time", "on_stop", "TRUE")]
-        if "off_stop" in types and "off_time" in types:
-            # as pandas reads a CSV file: NA, null, ... are missing times (not ids)
-            na = ", ".join(quote(v) for v in CSV_NA_VALUES)
-            sides.append(
-                (
-                    1,
-                    "off_time",
-                    "off_stop",
-                    "off_stop IS NOT NULL AND off_time IS NOT NULL AND "
-                    f"trim(CAST(off_time AS VARCHAR)) NOT IN ({na})",
-                )
-            )
-    elif {location_column, "time"} <= set(types) and "seq_id" not in types:
-        kind = "tap"
-        if "tap" in types:
-            is_off = off_sql("tap")
-            sides = [
-                (0, "time", location_column, f"NOT ({is_off})"),
-                (1, "time", location_column, is_off),
-            ]
-        else:
-            sides = [(0, "time", location_column, "TRUE")]
-    else:
+    found = _event_sides(types, location_column)
+    if found is None:
         return None
+    kind, sides = found
     ids = [lcol for _, _, lcol, _ in sides] + [c for c in (unit_column, "mode") if c in types]
     if any(types[tcol].startswith(("TIMESTAMP WITH", "TIMESTAMPTZ")) for _, tcol, _, _ in sides):
         return None  # zoned times: synth.records reads them (the same rules)
@@ -469,3 +446,38 @@ def scan_events(
         raise InputError(f"{path}: column '{unit_column}': {bad[2]} empty value(s)")
     engine.sql(f"ALTER TABLE {table} DROP COLUMN raw_time")
     return DuckDBEventScan(engine, table, kind, tuple(side for side, *_ in sides))
+
+
+def _event_sides(
+    types: dict[str, str], location_column: str
+) -> tuple[str, list[tuple[int, str, str, str]]] | None:
+    """(kind, sides) of a trips or taps file from its column types: each side (0 on, 1 off) with
+    its time column, location column and SQL condition; ``None`` for another layout."""
+    if "on_stop" in types and "on_time" in types:
+        kind = "trip"
+        sides: list[tuple[int, str, str, str]] = [(0, "on_time", "on_stop", "TRUE")]
+        if "off_stop" in types and "off_time" in types:
+            # as pandas reads a CSV file: NA, null, ... are missing times (not ids)
+            na = ", ".join(quote(v) for v in CSV_NA_VALUES)
+            sides.append(
+                (
+                    1,
+                    "off_time",
+                    "off_stop",
+                    "off_stop IS NOT NULL AND off_time IS NOT NULL AND "
+                    f"trim(CAST(off_time AS VARCHAR)) NOT IN ({na})",
+                )
+            )
+    elif {location_column, "time"} <= set(types) and "seq_id" not in types:
+        kind = "tap"
+        if "tap" in types:
+            is_off = off_sql("tap")
+            sides = [
+                (0, "time", location_column, f"NOT ({is_off})"),
+                (1, "time", location_column, is_off),
+            ]
+        else:
+            sides = [(0, "time", location_column, "TRUE")]
+    else:
+        return None
+    return kind, sides
