@@ -248,7 +248,6 @@ KNOWN_LONG_FUNCTIONS: set[str] = {
     "prefixtree.tree:_sub_level",
     "prefixtree.tree:build_noisy_tree_counted",
     "synth.demo:_trips",
-    "synth.engines.spark_engine:SparkEngine.prefix_counter_from_file",
     "synth.evaluate.cli:register",
     "synth.sbh:OpalRelease.fit",
     "synth.sbh:_read_events",
