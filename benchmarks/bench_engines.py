@@ -1,4 +1,4 @@
-"""Counting engines at scale (issue 9): wall time and peak RSS per engine, in one run.
+"""Counting engines at scale (issues 9, 20): wall time and peak RSS per engine, in one run.
 
 SIMULATED data (``synth.simulate``, Montreal metro, 68 stations) is written to Parquet once (not
 timed, cached in ``--work``): long-format sequences (``seq_id, pos, location``, grouped by
@@ -14,7 +14,45 @@ exit, interpreter start-up included), the fit and release times measured inside,
 engine's time at 10M sequences, and 100M sequences with peak RSS <= 2 GB.
 
     python benchmarks/bench_engines.py --n 10000000 --out results.json
+    python benchmarks/bench_engines.py --n 1000000 10000000 --command cli \
+        --engines memory auto duckdb spark --datasets sequences taps trips
     python benchmarks/bench_engines.py --n 100000000 --engines duckdb --work /big/disk
+
+Issue 20, the command lines with their default flags (``--command cli``: ``transit-synth
+sequences`` on sequences/taps, Montreal taxonomy, h = 6, epsilon 1, taps with 60-minute bins;
+``marginals`` on trips, epsilon 1, delta 1e-6; ``auto`` = no ``--engine`` flag; Spark local[2],
+driver memory 2g, executors inside the driver JVM). Peak RSS: ``driver`` the Python process
+(``ru_maxrss``), ``JVM`` its descendants sampled every 0.2 s (Spark's JVM), ``total`` both at once.
+2 cores shared with ~7 other jobs (load average 6-9 throughout): times are noisy, +-30%.
+
+    ====  =========  ======  ========  ==========  =======  =========
+    n     input      engine  wall (s)  driver MB   JVM MB   total MB
+    ====  =========  ======  ========  ==========  =======  =========
+    1M    sequences  memory  5.5       553         -        553
+    1M    sequences  auto    3.5       553         -        553       (memory chosen)
+    1M    sequences  duckdb  4.4       460         -        460
+    1M    sequences  spark   145.0     336         1,618    1,801
+    1M    taps       memory  9.3       1,029       -        1,029
+    1M    taps       auto    7.3       1,034       -        1,034     (memory chosen)
+    1M    taps       duckdb  3.9       450         -        450
+    1M    taps       spark   174.2     1,043       2,323    2,826
+    1M    trips      memory  5.4       482         -        482       (marginals)
+    1M    trips      auto    6.1       479         -        479       (memory chosen)
+    1M    trips      duckdb  6.5       328         -        328
+    1M    trips      spark   194.5     530         2,405    2,905
+    10M   sequences  memory  54.4      2,300       -        2,300
+    10M   sequences  auto    70.9      882         -        882       (duckdb chosen)
+    10M   sequences  duckdb  57.1      904         -        904
+    10M   sequences  spark   668.5     394         2,457    2,638
+    12M   trips      auto    47.3      482         -        482       (marginals; duckdb chosen)
+    ====  =========  ======  ========  ==========  =======  =========
+
+Targets: default flags under 2 GB at 12M trips (482 MB; the memory engine alone: 4.1 GB, not
+rerun here to stay under 4 GB per job on the shared machine) and 10M sequences (882 MB); at 1M
+auto is the memory engine (its time: 0.64-1.13x of the memory rows above, which is noise). Spark
+local is 26-36x slower at 1M and 12x at 10M (JVM start-up, local shuffles of 42M rows on 2
+cores): it is for data on a cluster. Spark at 10M taps is not run: taps are loaded by the driver
+in pandas first (the memory engine's 8 GB).
 
 Measured end to end (read -> release written; 2 cores shared with other jobs, DuckDB
 memory_limit 1GB, threads 2; Montreal, h = 6, epsilon 1; taps with 60-minute time bins).
@@ -88,6 +126,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -142,7 +181,34 @@ def _write_inputs(work: Path, n: int, datasets: list[str]) -> dict[str, Path]:
             assert writer is not None
             writer.close()
         out["taps"] = taps
+    if "trips" in datasets:  # n trips: consecutive taps of a card, for `marginals`
+        trips = work / f"trips_{n}.parquet"
+        if not trips.exists():
+            _write_trips(work, n, trips)
+        out["trips"] = trips
     return out
+
+
+def _write_trips(work: Path, n: int, path: Path) -> None:
+    """``card_id, on_time, on_stop, off_time, off_stop``: each tap and the card's next tap, from
+    the timed sequences of ``n // 3`` cards (about 3.2 trips per card), cut at ``n`` rows."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from synth.simulate import write_simulated_sequences
+
+    source = work / f"sequences_timed_for_trips_{n}.parquet"
+    if not source.exists():
+        write_simulated_sequences(source, max(1, n // 3 + 1000), with_time=True, seed=1)
+    table = pq.read_table(source)
+    sid = table.column("seq_id").to_numpy()
+    nxt = np.flatnonzero(sid[1:] == sid[:-1])[:n]
+    cols = {"card_id": table.column("seq_id").take(nxt)}
+    for side, idx in (("on", nxt), ("off", nxt + 1)):
+        cols[f"{side}_time"] = table.column("time").take(idx)
+        cols[f"{side}_stop"] = table.column("location").take(idx)
+    pq.write_table(pa.table(cols), path, compression="zstd", row_group_size=1 << 20)
 
 
 def _child(args: argparse.Namespace) -> None:
@@ -154,14 +220,12 @@ def _child(args: argparse.Namespace) -> None:
         rows = pq.read_table(args.input).num_rows
         print(json.dumps({"fit_s": time.perf_counter() - started, "rows": rows}))
         return
+    if args.command in ("sequences", "marginals"):  # the user's command line, end to end
+        _child_cli(args, started)
+        return
     from prefixtree.synthesizer import PrefixTreeSynthesizer
     from synth.datasets import montreal_taxonomy
 
-    options: dict[str, Any] = {}
-    if args.engine == "duckdb":
-        options = {"memory_limit": args.memory_limit, "threads": args.threads}
-        if args.temp_dir:
-            options["temp_directory"] = args.temp_dir
     synth = PrefixTreeSynthesizer(
         epsilon=1.0,
         height=HEIGHT,
@@ -169,7 +233,7 @@ def _child(args: argparse.Namespace) -> None:
         time_bins=args.time_bins,
         random_state=0,
         engine=args.engine,
-        engine_options=options or None,
+        engine_options=_options(args) or None,
     )
     synth.fit(args.input)
     fitted = time.perf_counter()
@@ -196,17 +260,113 @@ def _child(args: argparse.Namespace) -> None:
     )
 
 
+def _options(args: argparse.Namespace) -> dict[str, Any]:
+    """Engine options: DuckDB's limits; Spark local[threads] with ``--spark-memory`` driver
+    memory (the executors run in the driver's JVM in local mode). None for auto: its defaults."""
+    options: dict[str, Any] = {}
+    if args.engine == "duckdb":
+        options = {"memory_limit": args.memory_limit, "threads": args.threads}
+        if args.temp_dir:
+            options["temp_directory"] = args.temp_dir
+    elif args.engine == "spark":
+        options = {"threads": args.threads, "memory_limit": args.spark_memory}
+        if args.temp_dir:
+            options["temp_directory"] = args.temp_dir
+    return options
+
+
+def _child_cli(args: argparse.Namespace, started: float) -> None:
+    """``transit-synth sequences|marginals INPUT ... --engine E`` with its default flags."""
+    from synth.cli import main as cli
+    from synth.datasets import path as data_path
+
+    with tempfile.TemporaryDirectory(prefix="release-", dir=Path(args.input).parent) as tmp:
+        argv = [args.command, args.input, "--out", str(Path(tmp) / "out"), "--quiet"]
+        if args.command == "sequences":
+            argv += ["--taxonomy", str(data_path("montreal_taxonomy")), "--epsilon", "1"]
+            argv += ["--height", str(HEIGHT)]
+            if args.time_bins:
+                argv += ["--time-bin", str(args.time_bins)]
+        else:
+            argv += ["--epsilon", "1", "--delta", "1e-6"]
+        if args.engine != "auto":  # auto: the default, no flag
+            argv += ["--engine", args.engine]
+        options = _options(args)
+        if "memory_limit" in options:
+            argv += ["--engine-memory-limit", str(options["memory_limit"])]
+        if "temp_directory" in options:
+            argv += ["--engine-temp-dir", str(options["temp_directory"])]
+        if args.engine == "spark":
+            argv += ["--spark-master", f"local[{args.threads}]"]
+        status = cli(argv)
+        size = sum(p.stat().st_size for p in (Path(tmp) / "out").glob("*"))
+    if status:
+        raise SystemExit(status)
+    print(json.dumps({"fit_s": time.perf_counter() - started, "release_mb": size / 2**20}))
+
+
+def _tree_rss(root: int) -> tuple[int, int]:
+    """(RSS of ``root``, summed RSS of its descendants: Spark's JVM and workers), in bytes."""
+    children: dict[int, list[int]] = {}
+    rss: dict[int, int] = {}
+    page = os.sysconf("SC_PAGE_SIZE")
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+            fields = stat[stat.rindex(")") + 2 :].split()
+            children.setdefault(int(fields[1]), []).append(int(entry))
+            rss[int(entry)] = int(fields[21]) * page
+        except (OSError, ValueError, IndexError):
+            continue
+    below, todo = 0, list(children.get(root, []))
+    while todo:
+        pid = todo.pop()
+        below += rss.get(pid, 0)
+        todo += children.get(pid, [])
+    return rss.get(root, 0), below
+
+
 def _measure(cmd: list[str]) -> dict[str, Any]:
+    """Run ``cmd``; wall time, peak RSS of the child (``ru_maxrss``), and, sampled every 0.2 s,
+    the peak RSS of its descendants (Spark: the driver JVM, whose executors run inside it in
+    local mode) and of the child and descendants together."""
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - t0
-    out = proc.stdout.read() if proc.stdout else ""
-    err = proc.stderr.read() if proc.stderr else ""
+    peaks = {"jvm": 0, "total": 0}
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.wait(0.2):
+            own, below = _tree_rss(proc.pid)
+            peaks["jvm"] = max(peaks["jvm"], below)
+            peaks["total"] = max(peaks["total"], own + below)
+
+    streams: dict[str, str] = {}
+
+    def drain(name: str, stream: Any) -> None:
+        streams[name] = stream.read()
+
+    threads = [threading.Thread(target=sample, daemon=True)]
+    threads += [
+        threading.Thread(target=drain, args=(name, stream), daemon=True)
+        for name, stream in (("out", proc.stdout), ("err", proc.stderr))
+    ]
+    for thread in threads:
+        thread.start()
+    _, status, usage = os.wait4(proc.pid, 0)  # the child's own peak: ru_maxrss
     proc.returncode = os.waitstatus_to_exitcode(status)
+    done.set()
+    for thread in threads:
+        thread.join()
+    out, err = streams.get("out", ""), streams.get("err", "")
+    wall = time.perf_counter() - t0
     result: dict[str, Any] = {
         "wall_s": round(wall, 2),
         "peak_rss_mb": round(usage.ru_maxrss / 1024, 1),
+        "jvm_peak_mb": round(peaks["jvm"] / 2**20, 1),
+        "total_peak_mb": round(max(peaks["total"], usage.ru_maxrss * 1024) / 2**20, 1),
         "status": proc.returncode,
     }
     if proc.returncode == 0:
@@ -217,6 +377,12 @@ def _measure(cmd: list[str]) -> dict[str, Any]:
     return result
 
 
+def _child_command(command: str, dataset: str) -> str:
+    if dataset == "trips":
+        return "marginals"  # only the command line counts trips
+    return "sequences" if command == "cli" else "fit"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, nargs="+", default=[10_000_000])
@@ -224,15 +390,25 @@ def main() -> None:
         "--engines",
         nargs="+",
         default=["pyarrow", "memory", "duckdb"],
-        choices=["pyarrow", "memory", "duckdb", "spark"],
+        choices=["pyarrow", "auto", "memory", "duckdb", "spark"],
+        help="auto: the default engine choice (no --engine flag); spark: local mode",
     )
     parser.add_argument(
         "--datasets",
         nargs="+",
         default=["sequences", "taps"],
-        choices=["sequences", "shuffled", "taps"],
-        help="shuffled: the sequences' rows in random order (not grouped by sequence)",
+        choices=["sequences", "shuffled", "taps", "trips"],
+        help="shuffled: the sequences' rows in random order (not grouped by sequence); "
+        "trips: n trips for `marginals` (--command cli)",
     )
+    parser.add_argument(
+        "--command",
+        choices=["fit", "cli"],
+        default="fit",
+        help="fit: PrefixTreeSynthesizer.fit + streamed release; cli: the `transit-synth "
+        "sequences` (or, on trips, `marginals`) command line with its default flags",
+    )
+    parser.add_argument("--spark-memory", default="2g", help="spark: driver memory (local)")
     parser.add_argument("--work", type=Path, default=Path("bench-engines-data"))
     parser.add_argument("--memory-limit", default="1GB", help="duckdb memory_limit")
     parser.add_argument("--threads", type=int, default=2)
@@ -246,10 +422,12 @@ def main() -> None:
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--prepare", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--engine", help=argparse.SUPPRESS)
+    parser.add_argument("--child-command", dest="child_command", help=argparse.SUPPRESS)
     parser.add_argument("--input", help=argparse.SUPPRESS)
     parser.add_argument("--time-bins", type=int, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
+        args.command = args.child_command
         _child(args)
         return
     if args.prepare:  # in a child, so that this process stays small (fork copies its RSS)
@@ -293,11 +471,17 @@ def main() -> None:
                     args.memory_limit,
                     "--threads",
                     str(args.threads),
+                    "--spark-memory",
+                    args.spark_memory,
+                    "--child-command",
+                    _child_command(args.command, dataset),
                 ]
                 if args.temp_dir:
                     cmd += ["--temp-dir", args.temp_dir]
                 if dataset == "taps":
                     cmd += ["--time-bins", "60"]
+                if dataset == "trips" and engine == "pyarrow":
+                    continue
                 if args.fit_only:
                     cmd += ["--fit-only"]
                 row = {"n": n, "dataset": dataset, "engine": engine, **_measure(cmd)}
@@ -305,20 +489,21 @@ def main() -> None:
                 print(json.dumps(row), file=sys.stderr, flush=True)
     print(
         f"{'n':>12} {'dataset':>10} {'engine':>8} {'wall s':>8} {'fit s':>8} {'release s':>9} "
-        f"{'peak MB':>9}"
+        f"{'driver MB':>9} {'JVM MB':>8} {'total MB':>9}"
     )
     for r in rows:
         print(
             f"{r['n']:>12,} {r['dataset']:>10} {r['engine']:>8} {r['wall_s']:>8} "
             f"{r.get('fit_s', float('nan')):>8.1f} {r.get('release_s', float('nan')):>9.1f} "
-            f"{r['peak_rss_mb']:>9}"
+            f"{r['peak_rss_mb']:>9} {r['jvm_peak_mb']:>8} {r['total_peak_mb']:>9}"
         )
     by = {(r["n"], r["dataset"], r["engine"]): r for r in rows}
     for (n, dataset, engine), r in by.items():
         mem = by.get((n, dataset, "memory"))
-        if engine == "duckdb" and mem and mem["status"] == 0 and r["status"] == 0:
+        if engine in ("duckdb", "spark", "auto") and mem and mem["status"] == 0 == r["status"]:
             print(
-                f"n={n:,} {dataset}: duckdb / memory wall time = {r['wall_s'] / mem['wall_s']:.2f}"
+                f"n={n:,} {dataset}: {engine} / memory wall time = "
+                f"{r['wall_s'] / mem['wall_s']:.2f}"
             )
     if args.out:
         args.out.write_text(json.dumps(rows, indent=2))

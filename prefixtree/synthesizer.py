@@ -124,7 +124,8 @@ class PrefixTreeSynthesizer:
       ``int``, fresh OS entropy otherwise.
     - ``max_nodes``: refuse to grow a tree past this many nodes (empty cells that pass the threshold
       multiply when ``|locations| * P(pass) > 1``, as in the simple variant on large networks).
-    - ``engine``: where the counting runs (:mod:`synth.engines`): ``"memory"`` (default),
+    - ``engine``: where the counting runs (:mod:`synth.engines`): ``"auto"`` (default: memory
+      for frames and small files, DuckDB for large files), ``"memory"``,
       ``"duckdb"`` (out of core over Parquet/CSV) or ``"spark"``; ``engine_options`` its options
       (``temp_directory``, ``memory_limit``, ``threads``; Spark: ``master``). The noise is always
       drawn here, once, on the collected counts: the engine never changes the release.
@@ -155,7 +156,7 @@ class PrefixTreeSynthesizer:
         coarse_time_bins: int | None = None,
         random_state: int | object | None = None,
         max_nodes: int = 20_000_000,
-        engine: str = "memory",
+        engine: str = "auto",
         engine_options: Mapping[str, Any] | None = None,
     ) -> None:
         self.epsilon = epsilon
@@ -503,7 +504,7 @@ class PrefixTreeSynthesizer:
                 ),
             )
 
-        with get_engine(self.engine, self.engine_options) as engine:
+        with get_engine(self.engine, self.engine_options, sequences) as engine:
             counter = None
             if not isinstance(sequences, pd.DataFrame) and check_timezone(timezone) is None:
                 counter = engine.prefix_counter_from_file(

@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
 from synth import __version__
-from synth.errors import TransitSynthError
+from synth.errors import ConfigError, TransitSynthError
 from synth.outdir import FORCE, Terminated, terminate_on_signals
 
 #: Subcommand -> (module exposing ``register(subparsers)``, one-line help), in ``--help`` order.
@@ -360,10 +360,11 @@ def add_engine_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("counting engine (the release does not depend on it)")
     group.add_argument(
         "--engine",
-        choices=("memory", "duckdb", "spark"),
-        default="memory",
-        help="where the counting runs: memory (default), duckdb (out of core, spills to disk) "
-        "or spark (pip install 'transit-synth[spark]'; needs Java)",
+        choices=("auto", "memory", "duckdb", "spark"),
+        default="auto",
+        help="where the counting runs: auto (default: memory for small inputs, duckdb for large "
+        "ones, from the file's size and the machine's memory), memory, duckdb (out of core, "
+        "spills to disk) or spark (pip install 'transit-synth[spark]'; needs Java)",
     )
     group.add_argument(
         "--engine-temp-dir", metavar="DIR", help="duckdb/spark: directory for spilled data"
@@ -371,12 +372,22 @@ def add_engine_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--engine-memory-limit", metavar="SIZE", help="duckdb/spark: memory limit, e.g. 2GB"
     )
-    group.add_argument("--spark-master", metavar="URL", help="spark: master URL (default local[*])")
+    group.add_argument(
+        "--spark-master",
+        metavar="URL",
+        help="spark: master URL, e.g. spark://host:7077 or yarn (default local[*])",
+    )
+    group.add_argument(
+        "--spark-conf",
+        metavar="KEY=VALUE",
+        action="append",
+        help="spark: a Spark setting, e.g. spark.executor.memory=4g (repeatable)",
+    )
 
 
 def engine_params(args: argparse.Namespace) -> dict[str, object]:
     """The ``engine``/``engine_options`` constructor parameters from :func:`add_engine_options`."""
-    options = {
+    options: dict[str, object] = {
         key: value
         for key, value in (
             ("temp_directory", args.engine_temp_dir),
@@ -385,4 +396,12 @@ def engine_params(args: argparse.Namespace) -> dict[str, object]:
         )
         if value is not None
     }
+    if args.spark_conf:
+        conf = {}
+        for item in args.spark_conf:
+            key, sep, value = item.partition("=")
+            if not sep or not key.strip():
+                raise ConfigError(f"--spark-conf expects KEY=VALUE, got {item!r}")
+            conf[key.strip()] = value.strip()
+        options["conf"] = conf
     return {"engine": args.engine, "engine_options": options or None}

@@ -696,7 +696,8 @@ class OpalRelease:
     a trip or a tap, as in 000) or the card column, each card keeping its first
     ``max_contributions`` events (by time) per side (tap-on, tap-off) over all partitions.
     ``random_state``: ``None`` (secure), an int (reproducible, NOT private) or a noise source.
-    ``engine`` (``"memory"``, ``"duckdb"``, ``"spark"``) and ``engine_options``: where the bounding
+    ``engine`` (``"auto"``, the default: memory for frames and small files, DuckDB for large
+    files; ``"memory"``, ``"duckdb"``, ``"spark"``) and ``engine_options``: where the bounding
     and the cell counts run (:mod:`synth.engines`); the noise is drawn here on the collected counts.
     ``on_unknown``: events at a location that is not a leaf of ``taxonomy`` fail the fit
     (``"error"``) or are dropped (``"drop"``, a per-event rule against the public taxonomy).
@@ -723,7 +724,7 @@ class OpalRelease:
         privacy_unit: str | None = None,
         max_contributions: int = 1,
         random_state: int | NoiseSource | None = None,
-        engine: str = "memory",
+        engine: str = "auto",
         engine_options: Mapping[str, Any] | None = None,
         on_unknown: Literal["error", "drop"] = "error",
         timezone: str | None = None,
@@ -896,7 +897,7 @@ class OpalRelease:
         counted: dict[str, tuple[np.ndarray, np.ndarray]]
         # the counting steps (bounding each card among the events of the public partitions, then
         # the cells of every table) run on the engine; the noise is drawn below, on its counts
-        with get_engine(self.engine, self.engine_options) as engine:
+        with get_engine(self.engine, self.engine_options, data) as engine:
             scan = None
             if not isinstance(data, pd.DataFrame):
                 if self.timezone is None:  # engines read times as written only

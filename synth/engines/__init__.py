@@ -9,7 +9,9 @@ choice of engine never changes what is released for the same input and noise: bo
 deterministic function of the records (retried or speculative tasks cannot change it) and counts
 come back sorted by cell key (output order never depends on the data or on the engine).
 
-Engines: ``"memory"`` (numpy/pandas, the default), ``"duckdb"`` (DuckDB over Parquet or CSV, spills
+Engines: ``"auto"`` (the default: ``"memory"`` for small files and frames, ``"duckdb"`` for large
+files, from the file's size on disk and the machine's memory; :mod:`synth.engines.auto`),
+``"memory"`` (numpy/pandas), ``"duckdb"`` (DuckDB over Parquet or CSV, spills
 to disk; ``temp_directory``, ``memory_limit`` and ``threads`` options) and ``"spark"`` (PySpark,
 local mode or any cluster through ``master``; the optional extra ``transit-synth[spark]``).
 """
@@ -20,6 +22,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from synth.engines.auto import choose_engine, resolve_engine
 from synth.engines.base import ENGINES, Engine, PrefixCounter, SBHEvents
 from synth.errors import ConfigError
 
@@ -30,13 +33,16 @@ __all__ = [
     "SBHEvents",
     "check_engine",
     "check_memory_size",
+    "choose_engine",
     "get_engine",
+    "resolve_engine",
 ]
 
 _OPTIONS: dict[str, tuple[str, ...]] = {
+    "auto": ("temp_directory", "memory_limit", "threads"),  # DuckDB's, used when it is chosen
     "memory": (),
     "duckdb": ("temp_directory", "memory_limit", "threads"),
-    "spark": ("master", "temp_directory", "memory_limit", "threads"),
+    "spark": ("master", "temp_directory", "memory_limit", "threads", "conf"),
 }
 
 
@@ -79,10 +85,14 @@ def check_memory_size(value: object) -> str:
     return str(value).strip()
 
 
-def get_engine(name: str = "memory", options: Mapping[str, Any] | None = None) -> Engine:
-    """A started engine (close it after use, or use it as a context manager)."""
+def get_engine(
+    name: str = "auto", options: Mapping[str, Any] | None = None, source: object = None
+) -> Engine:
+    """A started engine (close it after use, or use it as a context manager); ``"auto"`` picks
+    one for ``source`` (a frame or a file path; :func:`choose_engine`)."""
     check_engine(name, options)
-    opts = dict(options or {})
+    name, resolved = resolve_engine(name, options, source)
+    opts = dict(resolved or {})
     if name == "memory":
         from synth.engines.memory import MemoryEngine
 

@@ -21,7 +21,7 @@ __all__ = [
     "table_spec",
 ]
 
-ENGINES: tuple[str, ...] = ("memory", "duckdb", "spark")
+ENGINES: tuple[str, ...] = ("auto", "memory", "duckdb", "spark")
 
 IntArray = npt.NDArray[np.int64]
 Counts = tuple[IntArray, IntArray]

@@ -2,8 +2,10 @@
 
 Optional: ``pip install 'transit-synth[spark]'`` (PySpark) and a Java runtime. Options:
 ``master`` (a Spark master URL; default ``local[N]`` with ``threads`` cores, all by default),
-``temp_directory`` (``spark.local.dir``, where shuffles spill) and ``memory_limit``
-(``spark.driver.memory``, e.g. ``"2g"``). An active session with the same master is reused.
+``temp_directory`` (``spark.local.dir``, where shuffles spill), ``memory_limit``
+(``spark.driver.memory``, e.g. ``"2g"``) and ``conf`` (any other Spark settings, e.g.
+``{"spark.executor.memory": "4g"}``). An active session in this process is reused (its master
+and JVM settings stay).
 
 The engine only counts: per level, the (node, time bin, location) cells with ``groupBy().count()``
 collected to the driver, and the node of each surviving cell sent back as a broadcast join; for SBH,
@@ -16,10 +18,11 @@ layouts are loaded by :mod:`synth.records` and counted here.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +41,13 @@ from synth.engines.base import (
 from synth.errors import ConfigError, InputError
 from synth.io import DOT_ZERO
 
-__all__ = ["SparkEngine", "SparkPrefixCounter", "spark_available"]
+__all__ = [
+    "SparkEngine",
+    "SparkPrefixCounter",
+    "spark_available",
+    "spark_conf_items",
+    "spark_memory",
+]
 
 
 def spark_available() -> str | None:
@@ -51,6 +60,24 @@ def spark_available() -> str | None:
     if not (java_home and (Path(java_home) / "bin" / "java").exists()) and not shutil.which("java"):
         return "engine='spark' needs a Java runtime (java on PATH or JAVA_HOME), e.g. OpenJDK 17"
     return None
+
+
+def spark_conf_items(conf: Mapping[str, object] | None) -> list[tuple[str, str]]:
+    """``conf`` as (key, value) strings; ConfigError unless a table of ``spark.*`` keys."""
+    if conf is None:
+        return []
+    if not isinstance(conf, Mapping):
+        raise ConfigError("engine conf must be a table of Spark settings (spark.* = value)")
+    items = []
+    for key, value in conf.items():
+        if not isinstance(key, str) or not key.startswith("spark."):
+            raise ConfigError(f"engine conf: {key!r} is not a Spark setting (spark.*)")
+        if isinstance(value, bool):
+            value = str(value).lower()
+        if not isinstance(value, str | int | float):
+            raise ConfigError(f"engine conf: {key} must be a string or a number, got {value!r}")
+        items.append((key, str(value)))
+    return items
 
 
 #: column types read as identifiers by Spark (others, e.g. floats, are loaded by synth.records)
@@ -68,12 +95,36 @@ def _normalised_id(column: Any) -> Any:
     return F.regexp_replace(text, DOT_ZERO, "$1")
 
 
+def spark_memory(size: object) -> str:
+    """A memory size as the engines take it (``2GB``, ``512MiB``, ``4g``, bytes) in Spark's
+    notation, whole mebibytes (``"2048m"``; Spark reads k/m/g/t as powers of 1024 and knows no
+    ``MiB``)."""
+    text = str(size).lower().replace(" ", "")
+    digits = text.rstrip("kmgtib")
+    if isinstance(size, bool) or not digits.replace(".", "", 1).isdigit() or float(digits) <= 0:
+        raise ConfigError(f"engine memory_limit must be a positive size such as 2GB, got {size!r}")
+    unit = text[len(digits) :].rstrip("ib")[:1]
+    scale = 1024 ** ("bkmgt".index(unit) if unit else 0)
+    return f"{max(1, int(float(digits) * scale) // 2**20)}m"
+
+
 def _collect_counts(df: Any) -> Counts:
-    rows = df.groupBy("k").count().orderBy("k").toPandas()
+    with _quiet():
+        rows = df.groupBy("k").count().orderBy("k").toPandas()
     return (
         rows["k"].to_numpy(dtype=np.int64),
         rows["count"].to_numpy(dtype=np.int64),
     )
+
+
+@contextlib.contextmanager
+def _quiet() -> Iterator[None]:
+    """PySpark's own deprecation noise about pandas (``copy=``, pandas 3 support) silenced around
+    its pandas conversions: not the user's concern, and the command line prints every warning."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="The copy keyword is deprecated")
+        warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas")
+        yield
 
 
 class SparkPrefixCounter:
@@ -118,9 +169,10 @@ class SparkPrefixCounter:
 
         node = np.asarray(node, dtype=np.int64)
         live = node >= 0
-        cell_map = self.engine.session.createDataFrame(
-            pd.DataFrame({"k": np.asarray(keys, dtype=np.int64)[live], "node_new": node[live]})
-        )
+        with _quiet():
+            cell_map = self.engine.session.createDataFrame(
+                pd.DataFrame({"k": np.asarray(keys, dtype=np.int64)[live], "node_new": node[live]})
+            )
         rest = [f"c{j}" for j in range(level + 1, self.height)]
         if self.has_bins:
             rest += [f"b{j}" for j in range(level + 1, self.height)]
@@ -151,6 +203,7 @@ class SparkEngine(Engine):
         temp_directory: str | os.PathLike[str] | None = None,
         memory_limit: str | None = None,
         threads: int | None = None,
+        conf: Mapping[str, object] | None = None,
     ) -> None:
         reason = spark_available()
         if reason is not None:
@@ -168,13 +221,16 @@ class SparkEngine(Engine):
             .config("spark.sql.execution.arrow.pyspark.enabled", "true")
             .config("spark.sql.shuffle.partitions", "8" if url.startswith("local") else "200")
             .config("spark.ui.enabled", "false")
+            .config("spark.ui.showConsoleProgress", "false")  # no stage bars on the CLI's stderr
         )
         if temp_directory is not None:
             if not Path(temp_directory).is_dir():
                 raise ConfigError(f"engine temp_directory {temp_directory}: not a directory")
             builder = builder.config("spark.local.dir", str(temp_directory))
         if memory_limit is not None:
-            builder = builder.config("spark.driver.memory", str(memory_limit))
+            builder = builder.config("spark.driver.memory", spark_memory(memory_limit))
+        for key, value in spark_conf_items(conf):
+            builder = builder.config(key, value)
         try:
             self.session = builder.getOrCreate()
         except Exception as err:  # JVM failed to start
@@ -196,7 +252,8 @@ class SparkEngine(Engine):
         if time_bins is not None:
             bins = np.asarray(time_bins)
             cols.update({f"b{j}": bins[:, j].astype(np.int32) for j in range(height)})
-        frame = self.session.createDataFrame(pd.DataFrame(cols))
+        with _quiet():
+            frame = self.session.createDataFrame(pd.DataFrame(cols))
         return SparkPrefixCounter(
             self,
             frame,
@@ -327,7 +384,8 @@ class SparkEngine(Engine):
 
         cols = event_columns(events, max_contributions)
         bound = "unit" in cols
-        frame = self.session.createDataFrame(pd.DataFrame(cols))
+        with _quiet():
+            frame = self.session.createDataFrame(pd.DataFrame(cols))
         if bound:
             order = Window.partitionBy("unit", "side").orderBy("minute", "part", "loc", "idx")
             frame = frame.withColumn("r", F.row_number().over(order)).where(

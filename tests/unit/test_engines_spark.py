@@ -1,7 +1,7 @@
 """The Spark engine in local mode: the same counts and releases as the memory engine.
 
 Skipped, with the reason, when PySpark or Java is missing (PySpark is the optional extra
-``transit-synth[spark]``, not part of the test extra).
+``transit-synth[spark]``, installed by ``.ci/run``), and a failure then in CI (``CI=true``).
 """
 
 from __future__ import annotations
@@ -15,12 +15,9 @@ import pandas as pd
 import pytest
 
 from prefixtree.synthesizer import PrefixTreeSynthesizer
-from synth.engines.spark_engine import spark_available
 from synth.errors import ConfigError
 from synth.sbh import OpalRelease
 from synth.simulate import _montreal, simulate_sequences, simulate_taps
-
-REASON = spark_available()
 
 
 # PySpark 4.x warns about pandas 3 and passes its deprecated copy=; the results are checked here.
@@ -54,9 +51,7 @@ def test_missing_spark_is_a_config_error(monkeypatch: pytest.MonkeyPatch) -> Non
 
 
 @pytest.fixture(scope="module")
-def local_spark() -> Iterator[None]:
-    if REASON is not None:
-        pytest.skip(f"Spark engine not available: {REASON}")
+def local_spark(spark_session: Any) -> Iterator[None]:
     yield
 
 
@@ -75,6 +70,7 @@ def _tree(source: object, engine: str, time_bins: int | None = None) -> pd.DataF
     return synth.fit(source).tree_  # type: ignore[arg-type]
 
 
+@pytest.mark.spark
 @pytest.mark.slow  # a JVM start-up and a local session: tens of seconds
 @pytest.mark.usefixtures("local_spark")
 @QUIET
@@ -88,6 +84,7 @@ def test_spark_prefix_tree_identical(tmp_path: Path, time_bins: int | None) -> N
         pd.testing.assert_frame_equal(_tree(tmp_path / "s.parquet", "spark"), ref)
 
 
+@pytest.mark.spark
 @pytest.mark.slow
 @pytest.mark.usefixtures("local_spark")
 @QUIET
@@ -108,3 +105,27 @@ def test_spark_sbh_identical() -> None:
     ]
     for name, table in tables[0].items():
         pd.testing.assert_frame_equal(tables[1][name], table)
+
+
+def test_memory_sizes_in_spark_notation() -> None:
+    """--engine-memory-limit takes 2GB / 512MiB / 4g for every engine; Spark gets mebibytes."""
+    from synth.engines.spark_engine import spark_memory
+
+    assert spark_memory("2GB") == spark_memory("2g") == "2048m"
+    assert spark_memory("512MiB") == spark_memory("512 MB") == "512m"
+    assert spark_memory(str(3 << 30)) == "3072m"
+    for bad in ("x", "-1g", "0", True):
+        with pytest.raises(ConfigError, match="positive size"):
+            spark_memory(bad)
+
+
+def test_spark_conf_is_checked_before_spark_starts() -> None:
+    from synth.engines.spark_engine import spark_conf_items
+
+    assert spark_conf_items({"spark.executor.memory": "4g", "spark.x": True}) == [
+        ("spark.executor.memory", "4g"),
+        ("spark.x", "true"),
+    ]
+    for bad in ({"executor.memory": "4g"}, {"spark.a": [1]}, ["spark.a"]):
+        with pytest.raises(ConfigError, match="conf"):
+            spark_conf_items(bad)  # type: ignore[arg-type]

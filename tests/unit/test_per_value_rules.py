@@ -376,17 +376,14 @@ def test_duckdb_strips_padded_ids_as_memory_does(tmp_path: Path, tax: Taxonomy) 
         pd.testing.assert_frame_equal(_engine_tree(path, tax, "duckdb", None), ref)
 
 
+@pytest.mark.spark
 @pytest.mark.slow  # a JVM start-up and a local Spark session: tens of seconds
+@pytest.mark.usefixtures("spark_session")  # skipped without Java/PySpark; a failure in CI
 @pytest.mark.filterwarnings("ignore:The copy keyword is deprecated")
 @pytest.mark.filterwarnings("ignore:PySpark does not yet fully support pandas")
 def test_spark_reads_edge_values_as_memory(tmp_path: Path, tax: Taxonomy) -> None:
     """Spark reads long-format files itself: the same tree, and 1.5 positions refused (old Spark
     truncated 1.5 to 1 and kept padded ids apart)."""
-    from synth.engines.spark_engine import spark_available
-
-    reason = spark_available()
-    if reason is not None:
-        pytest.skip(f"Spark engine not available: {reason}")
     for path in _edge_files(tmp_path):
         ref = _engine_tree(path, tax, "memory", None)
         pd.testing.assert_frame_equal(_engine_tree(path, tax, "spark", None), ref)
