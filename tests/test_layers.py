@@ -245,8 +245,6 @@ KNOWN_LONG_FUNCTIONS: set[str] = {
     "prefixtree.cli:register",
     "prefixtree.cli:release_sequences",
     "prefixtree.synthesizer:PrefixTreeSynthesizer.fit",
-    "prefixtree.tree:_sub_level",
-    "prefixtree.tree:build_noisy_tree_counted",
     "synth.demo:_trips",
     "synth.evaluate.cli:register",
     "synth.sbh:OpalRelease.fit",
