@@ -118,6 +118,29 @@ patterns into the top 100); 0.01 there and 0.001 below lifts the mean from 62.6 
 SUBE tree shows no returns away from home at these budgets, so the completion keeps every move in
 its chain there; per-sequence returns, when forced, lowered TP to 54-57.
 
+Defaults (``defaults`` mode, issue 17): the default configuration (``auto``), the paper's
+(``kdd12``) and auto with ``--variant hybrid`` on SUBE Wednesday, simulated Montreal and three
+SIMULATED shapes (``SHAPES``: dense, wide, sparse), against the truncation ceiling, over noise
+seeds; with the released volume, fit time and peak RSS of the process. The auto rules were chosen
+on SUBE Tuesday and 200,000 simulated Montreal sequences of data seed 1; Montreal is scored on
+data seed 2:
+
+    python benchmarks/bench_prefixtree.py defaults --datasets sube dense wide sparse \
+        --seeds 1 2 3 4 5 6 7 8 9 10 --queries 10000 --configs auto kdd12 hybrid
+    python benchmarks/bench_prefixtree.py defaults --datasets montreal --montreal-n 1000000 \
+        --data-seed 2 --epsilons 1 0.5 --queries 10000 --configs auto
+
+    ===============================  =======  =================  ============  ===========
+    data (h), TP@100; error          ceiling  auto               kdd12         hybrid
+    ===============================  =======  =================  ============  ===========
+    SUBE Wednesday (8)               100      65.1 (60-68); 16%  exit 2        23.7; 16.5%
+    Montreal 1M (12)                 98; 1.8% 97.1 (96-98); 3.9% -             -
+    Montreal 1M, epsilon 0.5         -        96.8 (95-97); 4.7% -             -
+    dense 16/4, 100k (12)            96; 36%  92.5; 41.8%        76.3; 68.5%   92.5; 41.6%
+    wide 190/6, 100k (6)             84; 7.5% 83.6; 17.0%        40.4; 32.8%   75.0; 13.6%
+    sparse 500/50, 60k (8)           99; 0%   74.0; 4.8%         5.4; 8.4%     73.5; 4.1%
+    ===============================  =======  =================  ============  ===========
+
 Trajectories (``trajectories`` mode): 1M SIMULATED Montreal trajectories, h = 6, epsilon 1,
 2-hour bins, hybrid, candidates A = 0.5; TP@100 of the (station, bin) patterns, noise seeds 1 / 2:
 
@@ -332,6 +355,7 @@ def _release(
     start = time.perf_counter()
     bound = variant == "pruning-bound"
     syn = PrefixTreeSynthesizer(
+        preset=args.preset,
         epsilon=epsilon,
         height=height,
         taxonomy=tax,
@@ -435,11 +459,11 @@ def trajectories(args: argparse.Namespace) -> list[dict[str, Any]]:
     tax = montreal_taxonomy()
     real = truncate_sequences(seqs, args.height)
     # the bins exactly as the synthesizer makes them (time of day, running maximum)
-    row, ids = pd.factorize(real["seq_id"], sort=True)
+    seq_row, ids = pd.factorize(real["seq_id"], sort=True)
     binner = PrefixTreeSynthesizer(
         epsilon=1, height=args.height, taxonomy=tax, time_bins=args.time_bin
     )
-    bins = binner._time_matrix(real, len(ids), args.height)[row, real["pos"].to_numpy()]
+    bins = binner._time_matrix(real, len(ids), args.height)[seq_row, real["pos"].to_numpy()]
     minutes = pd.Series(bins * args.time_bin, index=real.index)
     top = {p for p, _ in top_k_patterns(_timed_tokens(real, minutes), 100)}
     rows = []
@@ -448,6 +472,7 @@ def trajectories(args: argparse.Namespace) -> list[dict[str, Any]]:
             for seed in args.seeds:
                 start = time.perf_counter()
                 syn = PrefixTreeSynthesizer(
+                    preset="kdd12",
                     epsilon=args.epsilon,
                     height=args.height,
                     taxonomy=tax,
@@ -475,6 +500,144 @@ def trajectories(args: argparse.Namespace) -> list[dict[str, Any]]:
                 }
                 print(json.dumps(row), flush=True)
                 rows.append(row)
+    return rows
+
+
+# ------------------------------------------------------------------------------------- defaults
+def _grouped_taxonomy(sizes: list[int], name: str) -> Any:
+    """A two-level taxonomy: groups of the given sizes (stations ``gK-I`` under ``gK``)."""
+    from synth.taxonomy import Taxonomy
+
+    edges = [(f"{name}{k}-{i}", f"{name}{k}") for k, n in enumerate(sizes) for i in range(n)]
+    edges += [(f"{name}{k}", "root") for k in range(len(sizes))]
+    return Taxonomy.from_edges(edges, source=f"{name}: {len(sizes)} groups, {sum(sizes)} locations")
+
+
+#: SIMULATED shapes of issue 17 (taxonomy group sizes, simulator options, h)
+SHAPES: dict[str, dict[str, Any]] = {
+    "dense": {  # few locations, long sequences
+        "sizes": [4, 4, 4, 4],
+        "n": 100_000,
+        "sim": {"mean_length": 8.0},
+        "h": 12,
+    },
+    "wide": {  # ~190 locations under 6 parents, skewed groups
+        "sizes": [62, 48, 34, 24, 14, 8],
+        "n": 100_000,
+        "sim": {},
+        "h": 6,
+    },
+    "sparse": {  # ~500 locations, 60k sequences, median length 1
+        "sizes": [10] * 50,
+        "n": 60_000,
+        "sim": {"mean_length": 1.6, "popularity_sigma": 1.5},
+        "h": 8,
+    },
+}
+
+
+def _defaults_datasets(args: argparse.Namespace) -> list[tuple[str, pd.DataFrame, Any, int]]:
+    from synth.datasets import montreal_taxonomy
+    from synth.simulate import simulate_sequences
+
+    out = []
+    for name in args.datasets:
+        if name == "sube":
+            seqs, tax = _sube("miercoles")
+            out.append(("SUBE Wednesday (real)", seqs, tax, 8))
+        elif name == "sube-tuesday":
+            seqs, tax = _sube("martes")
+            out.append(("SUBE Tuesday (real, public)", seqs, tax, 8))
+        elif name == "montreal":
+            seqs = simulate_sequences(args.montreal_n, seed=args.data_seed)
+            out.append((f"Montreal {args.montreal_n} (simulated)", seqs, montreal_taxonomy(), 12))
+        else:
+            shape = SHAPES[name]
+            tax = _grouped_taxonomy(shape["sizes"], name)
+            seqs = simulate_sequences(shape["n"], taxonomy=tax, seed=args.data_seed, **shape["sim"])
+            out.append((f"{name} {shape['n']} (simulated)", seqs, tax, shape["h"]))
+    return out
+
+
+def _defaults_release(
+    seqs: pd.DataFrame, tax: Any, config: str, epsilon: float, height: int, seed: int
+) -> tuple[pd.DataFrame | None, dict[str, Any]]:
+    import resource
+
+    from prefixtree import PrefixTreeSynthesizer
+    from synth.errors import ConfigError
+
+    kwargs: dict[str, Any] = {"preset": "kdd12" if config == "kdd12" else "auto"}
+    if config in ("simple", "hybrid"):  # auto with the variant forced
+        kwargs["variant"] = config
+    start = time.perf_counter()
+    syn = PrefixTreeSynthesizer(
+        epsilon=epsilon, height=height, taxonomy=tax, random_state=seed, **kwargs
+    )
+    try:
+        out = syn.fit(seqs).sample()
+    except ConfigError as exc:
+        return None, {"refused": str(exc)[:160], "fit_s": round(time.perf_counter() - start, 2)}
+    out["location"] = out["location"].astype(str)
+    chosen = syn.parameters()
+    return out, {
+        "fit_s": round(time.perf_counter() - start, 2),
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+        "nodes": len(syn.tree_),
+        "variant": chosen["variant"],
+        "released": int(out["seq_id"].nunique()),
+        "root_count": syn.root_count_,
+    }
+
+
+def defaults(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """Default flags (auto), the paper (kdd12) and auto forced to simple, against the truncation
+    ceiling, over noise seeds: TP@k, count-query error, released volume, time, memory."""
+    from synth.evaluate import evaluate_sequences
+    from synth.records import truncate_sequences
+
+    rows = []
+    for label, seqs, tax, height in _defaults_datasets(args):
+        n_cards = int(seqs["seq_id"].nunique())
+        for epsilon in args.epsilons:
+            for seed in args.seeds:
+                releases: dict[str, pd.DataFrame] = {}
+                infos: dict[str, dict[str, Any]] = {}
+                if seed == args.seeds[0] and epsilon == args.epsilons[0]:
+                    releases["ceiling"] = truncate_sequences(seqs, height)
+                    infos["ceiling"] = {}
+                for config in args.configs:
+                    out, info = _defaults_release(seqs, tax, config, epsilon, height, seed)
+                    infos[config] = info
+                    if out is not None and len(out):
+                        releases[config] = out
+                result = evaluate_sequences(
+                    seqs,
+                    releases,
+                    universe=tax.leaves(),
+                    height=height,
+                    n_queries=args.queries,
+                    ks=(50, 100, 300),
+                )
+                for name, info in infos.items():
+                    row: dict[str, Any] = {
+                        "dataset": label,
+                        "cards": n_cards,
+                        "h": height,
+                        "epsilon": epsilon,
+                        "seed": seed,
+                        "release": name,
+                        **info,
+                    }
+                    res = result["releases"].get(name)
+                    if res is not None:
+                        row["tp"] = {str(r["k"]): r["tp"] for r in res["patterns"]}
+                        row["error"] = {
+                            kind: round(q["mean_relative_error"], 4)
+                            for kind, q in res["count_queries"].items()
+                        }
+                    print(json.dumps(row, default=str), flush=True)
+                    rows.append(row)
     return rows
 
 
@@ -535,6 +698,12 @@ def main(argv: list[str] | None = None) -> int:
         help="budget weight per tree level (the last one repeats up to h); default 1/h each",
     )
     up.add_argument("--seed", type=int, default=1, help="noise seed (benchmarks only: NOT private)")
+    up.add_argument(
+        "--preset",
+        choices=("auto", "kdd12"),
+        default="kdd12",
+        help="base preset the options above override (kdd12: the figures above)",
+    )
     tp = sub.add_parser("trajectories")
     tp.add_argument("--n", type=int, default=1_000_000, help="simulated trajectories")
     tp.add_argument("--data-seed", type=int, default=7)
@@ -545,10 +714,33 @@ def main(argv: list[str] | None = None) -> int:
     tp.add_argument("--false-children", type=float, default=0.5)
     tp.add_argument("--completion", nargs="+", choices=("none", "markov"), default=["none"])
     tp.add_argument("--seeds", type=int, nargs="+", default=[1, 2], help="noise seeds, not private")
-    for p in (sp, up, tp):
+    dp = sub.add_parser("defaults")
+    dp.add_argument(
+        "--datasets",
+        nargs="+",
+        choices=("sube", "sube-tuesday", "montreal", *SHAPES),
+        default=["sube", "montreal", *SHAPES],
+    )
+    dp.add_argument(
+        "--configs",
+        nargs="+",
+        choices=("auto", "kdd12", "simple", "hybrid"),
+        default=["auto", "kdd12", "simple"],
+    )
+    dp.add_argument("--montreal-n", type=int, default=1_000_000)
+    dp.add_argument("--data-seed", type=int, default=1)
+    dp.add_argument("--epsilons", type=float, nargs="+", default=[1.0])
+    dp.add_argument("--seeds", type=int, nargs="+", default=list(range(1, 11)))
+    dp.add_argument("--queries", type=int, default=40_000)
+    for p in (sp, up, tp, dp):
         p.add_argument("--out", type=Path, default=None, help="write the rows as JSON here")
     args = parser.parse_args(argv)
-    modes = {"speed": speed, "utility": utility, "trajectories": trajectories}
+    modes = {
+        "speed": speed,
+        "utility": utility,
+        "trajectories": trajectories,
+        "defaults": defaults,
+    }
     rows = modes[args.mode](args)
     if args.out is not None:
         args.out.write_text(json.dumps(rows, indent=2, default=str))

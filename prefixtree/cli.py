@@ -3,9 +3,10 @@
 The hybrid-granularity noisy prefix tree of Chen et al. 2012 (KDD).
 
 ``transit-synth sequences INPUT --taxonomy TAX --epsilon E --height H --out DIR
-[--variant hybrid|simple] [--location-column COL] [--time-bin MINUTES] [--format csv|parquet]
-[--locations FILE] [--on-unknown error|drop] [--seed N] [--quiet] [--engine memory|duckdb|spark
-[--engine-temp-dir DIR] [--engine-memory-limit SIZE] [--spark-master URL]]``
+[--preset auto|kdd12] [--max-nodes N] [--variant hybrid|simple] [--location-column COL]
+[--time-bin MINUTES] [--format csv|parquet] [--locations FILE] [--on-unknown error|drop]
+[--seed N] [--quiet] [--engine memory|duckdb|spark [--engine-temp-dir DIR]
+[--engine-memory-limit SIZE] [--spark-master URL]]``
 
 INPUT holds taps or long-format sequences (one sequence per card); TAX is a CSV edge list
 (child,parent), a GTFS zip, or ``fanout:N`` over the public location list given with ``--locations``
@@ -28,7 +29,15 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
-from prefixtree.synthesizer import COMPLETIONS, THRESHOLD_RULES, VARIANTS, PrefixTreeSynthesizer
+from prefixtree.presets import PRESETS
+from prefixtree.synthesizer import (
+    COMPLETIONS,
+    DEFAULT_MAX_NODES,
+    MAX_HEIGHT,
+    THRESHOLD_RULES,
+    VARIANTS,
+    PrefixTreeSynthesizer,
+)
 from synth.cli import (
     add_engine_options,
     add_quiet_option,
@@ -124,9 +133,37 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="location taxonomy: CSV edge list (child,parent), GTFS zip, or fanout:N",
     )
     p.add_argument("--epsilon", required=True, type=float, metavar="E", help="privacy budget")
-    p.add_argument("--height", required=True, type=int, metavar="H", help="prefix tree height")
+    p.add_argument(
+        "--height",
+        required=True,
+        type=int,
+        metavar="H",
+        help=f"prefix tree height (1..{MAX_HEIGHT}): sequences are truncated to H locations",
+    )
     p.add_argument("--out", required=True, metavar="DIR", help="release directory")
-    p.add_argument("--variant", choices=VARIANTS, default="hybrid", help="tree variant")
+    p.add_argument(
+        "--preset",
+        choices=PRESETS,
+        default="auto",
+        help="auto (default): every tuning value below computed from public facts (epsilon, H, "
+        "the taxonomy); kdd12: Chen et al. 2012's settings. Explicit flags override either",
+    )
+    p.add_argument(
+        "--variant",
+        choices=VARIANTS,
+        default=None,
+        help="tree variant (default: the preset's; auto uses hybrid only when a generalized "
+        "level pays for itself)",
+    )
+    p.add_argument(
+        "--max-nodes",
+        type=int,
+        default=DEFAULT_MAX_NODES,
+        metavar="N",
+        help="refuse, before reading the data, a tree expected to exceed N nodes (about 400 "
+        "bytes each), and stop one that grows past it (auto tightens its thresholds instead; "
+        f"default {DEFAULT_MAX_NODES})",
+    )
     p.add_argument(
         "--location-column",
         default=None,
@@ -152,26 +189,34 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--threshold-rule",
         choices=THRESHOLD_RULES,
-        default="paper",
+        default=None,
         help="pass thresholds: the paper's 2*sqrt(2)/eps, or bounded expected empty children "
-        "per node from the public number of candidates (see --false-children)",
+        "per node from the public number of candidates (see --false-children; auto's)",
     )
     p.add_argument(
         "--false-children",
         type=float,
         nargs="+",
-        default=[1.0],
+        default=None,
         metavar="N",
         help="with --threshold-rule candidates: expected empty children passing per node, "
-        "in (0, 1]: one number, or one per tree level (default 1)",
+        "in (0, 1]: one number, or one per tree level (auto: 0.5 scaled by the level weights)",
     )
     p.add_argument(
         "--completion",
         choices=COMPLETIONS,
-        default="none",
+        default=None,
         help="sequences that went on below a node through pruned children: released as ending "
         "there (none, the paper) or continued by a Markov chain of the noisy tree (markov; adds "
-        "an end-of-sequence cell per node, same budget)",
+        "an end-of-sequence cell per node, same budget; auto: markov)",
+    )
+    p.add_argument(
+        "--root-share",
+        type=float,
+        default=None,
+        metavar="S",
+        help="with --completion markov: share of epsilon for a noisy count of sequences, so the "
+        "released volume matches it (auto: 0.02; 0 = none)",
     )
     p.add_argument(
         "--level-weights",
@@ -179,7 +224,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         nargs="+",
         default=None,
         metavar="W",
-        help="share of epsilon of each tree level, one weight per level (default: 1/H each)",
+        help="share of epsilon of each tree level, one weight per level (auto: 1, 1, then "
+        "halving, floored at 0.02; kdd12: 1/H each)",
     )
     p.add_argument(
         "--locations",
@@ -217,12 +263,19 @@ def run(args: argparse.Namespace) -> int:
         params={
             "epsilon": args.epsilon,
             "height": args.height,
+            "preset": args.preset,
             "variant": args.variant,
+            "max_nodes": args.max_nodes,
+            "root_share": args.root_share,
             "time_bins": args.time_bin,
             "coarse_time_bins": args.coarse_time_bin,
             "threshold_rule": args.threshold_rule,
             "false_children": (
-                args.false_children[0] if len(args.false_children) == 1 else args.false_children
+                None
+                if args.false_children is None
+                else args.false_children[0]
+                if len(args.false_children) == 1
+                else args.false_children
             ),
             "completion": args.completion,
             "level_weights": args.level_weights,
@@ -326,8 +379,6 @@ def release_sequences(
             **taxonomy_note(tax),
             "timezone": timezone or "wall clock as written",
         }
-        if "max_nodes" in params:
-            parameters["max_nodes"] = params["max_nodes"]
         name = f"sequences.{format}"
         written = {"sequences": 0}
 

@@ -34,6 +34,7 @@ Everything here reads only the released noisy tree, so the release keeps the tre
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from dataclasses import dataclass
 
@@ -108,6 +109,7 @@ def complete_sequences(
     n_locations: int,
     child_cap: IntArray,
     rng: np.random.Generator,
+    root_continued: int = 0,
 ) -> tuple[IntArray, IntArray, IntArray]:
     """Complete ``continued[v]`` sequences below every node v (module docstring).
 
@@ -115,9 +117,13 @@ def complete_sequences(
     order (``state`` = time bin x ``n_locations`` + location); ``end`` is the end-of-sequence count
     of the nodes shallower than ``height``; ``child_cap[d]`` bounds the sequences completed through
     one pruned child of a node of depth d (its pass threshold: a child holding more would have
-    survived, up to noise). Returns ``(origin, steps, count)``: the distinct completions, each the
-    node it starts from, its continuation states (``height - 1`` columns, ``-1`` pads; all ``-1``
-    when no admissible first step was found) and how many sequences took it.
+    survived, up to noise). ``root_continued`` sequences start at the (virtual) root: the
+    consistent root count's mass that no surviving depth-1 node holds; their first location is
+    drawn from the marginal, then any location (public), never a surviving depth-1 one, at most
+    ``child_cap[0]`` per location; they are released as that one location. Returns
+    ``(origin, steps, count)``: the distinct completions, each the node it starts from (-1: the
+    root), its continuation states (``height`` columns, ``-1`` pads; all ``-1`` when no
+    admissible first step was found) and how many sequences took it.
     """
     home = state % n_locations  # location of each node's depth-1 ancestor
     for d in range(2, int(depth.max(initial=0)) + 1):
@@ -150,6 +156,33 @@ def complete_sequences(
     )
     nodes = np.flatnonzero((continued > 0) & (depth < height))
     mass = continued[nodes]
+    root = parent.size  # a virtual node: the root
+    if root_continued > 0:
+        top = np.flatnonzero(depth == 1)
+        walk = dataclasses.replace(
+            walk, taken=np.sort(np.concatenate([walk.taken, root * n_states + state[top]]))
+        )
+        nodes = np.append(nodes, root)
+        mass = np.append(mass, root_continued)
+        state = np.append(state, 0)
+        home = np.append(home, 0)
+        depth = np.append(depth, 0)
+    return _walk_batches(walk, nodes, mass, (state, home, depth), root, n_states, height, rng)
+
+
+def _walk_batches(
+    walk: _Walk,
+    nodes: IntArray,
+    mass: IntArray,
+    where: tuple[IntArray, IntArray, IntArray],
+    root: int,
+    n_states: int,
+    height: int,
+    rng: np.random.Generator,
+) -> tuple[IntArray, IntArray, IntArray]:
+    """The walks of ``mass[i]`` sequences from each of ``nodes`` (in batches of about
+    :data:`BATCH`), as distinct (origin, steps, count); the virtual ``root`` becomes -1."""
+    state, home, depth = where
     batch = (np.cumsum(mass) - mass) // BATCH
     origins, steps, counts_out = [], [], []
     for lo, hi in _runs(batch):
@@ -159,11 +192,13 @@ def complete_sequences(
         origins.append(rows[:, 0])
         steps.append(rows[:, 1:])
         counts_out.append(count.astype(np.int64))
-    width = max(height - 1, 1)
+    width = height
     if not origins:
         empty = np.zeros(0, dtype=np.int64)
         return empty, np.zeros((0, width), dtype=np.int64), empty
-    return np.concatenate(origins), np.concatenate(steps), np.concatenate(counts_out)
+    origin_all = np.concatenate(origins)
+    origin_all[origin_all == root] = -1
+    return origin_all, np.concatenate(steps), np.concatenate(counts_out)
 
 
 def _returns(
@@ -389,28 +424,38 @@ class _Walk:
         depth: IntArray,
         rng: np.random.Generator,
     ) -> IntArray:
-        """Continuation states of one sequence per entry of ``origin`` (-1 pads)."""
-        steps = np.full((origin.size, max(self.height - 1, 1)), -1, dtype=np.int64)
+        """Continuation states of one sequence per entry of ``origin`` (-1 pads); an origin of
+        depth 0 is the root: its first step comes from the marginal, then any state."""
+        steps = np.full((origin.size, self.height), -1, dtype=np.int64)
         cur = state[origin]
         home = home_of[origin]
-        todo = np.arange(origin.size)
+        at_root = depth[origin] == 0
         used = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
-        for marginal in (False, True):
+        for stage in ("chain", "marginal", "any"):
+            todo = np.flatnonzero((steps[:, 0] < 0) & (at_root if stage == "any" else True))
+            if stage == "chain":
+                todo = todo[~at_root[todo]]
             for _ in range(TRIES):
                 if not todo.size:
                     break
-                if marginal:
+                if stage == "marginal":
                     pick = self.marginal.draw(np.zeros_like(todo), rng)
+                elif stage == "any":
+                    pick = rng.integers(0, self.n_states, todo.size)
                 else:
                     pick = self._next(self.onward, home[todo], cur[todo], rng)
-                ok = self._admissible_first(origin[todo], cur[todo], pick, marginal)
+                ok = self._admissible_first(origin[todo], cur[todo], pick, stage != "chain")
                 rows = todo[ok]
                 ok[ok], used = self._within_cap(
                     used, origin[rows] * self.n_states + pick[ok], self.cap[depth[origin[rows]]]
                 )
                 steps[todo[ok], 0] = pick[ok]
                 todo = todo[~ok]
-        alive = np.flatnonzero(steps[:, 0] >= 0)
+        home = np.where(at_root & (steps[:, 0] >= 0), steps[:, 0] % self.n_locations, home)
+        # a root completion is its first location only: the tree holds nothing of where the
+        # sequences pruned at the first level went next (continuing them with the chain from a
+        # state it barely saw draws the busy stations' moves, which distorts the frequent patterns)
+        alive = np.flatnonzero((steps[:, 0] >= 0) & ~at_root)
         length = depth[origin] + 1
         col = 0
         while True:

@@ -26,7 +26,14 @@ eps_bar}``, the locations get the rest) and ``thresholds`` (``{taxonomy level: t
 382 lines, f = 127) would make ``eps_1`` tiny and its threshold huge for no pruning: the Simpson
 test skips it.
 
-Beyond the paper (options; the defaults are the paper's). ``level_weights`` gives tree level i the
+Presets (:mod:`prefixtree.presets`): ``preset="auto"`` (default) computes every tuning value
+below from public facts (epsilon, h, the taxonomy), ``preset="kdd12"`` is the paper's settings;
+an explicit parameter overrides either. Before any data is read the expected tree size is
+estimated (:mod:`prefixtree.estimate`) against ``max_nodes``. With ``root_share`` (auto: 0.01) a
+noisy count of sequences (its own ledger line) joins consistency as the root, and the mass no
+surviving first-level node holds is released as single locations (volume fidelity).
+
+Beyond the paper (options). ``level_weights`` gives tree level i the
 share ``w_i / sum(w)`` of epsilon instead of ``1 / h`` (levels compose sequentially, so the total
 stays epsilon; frequent patterns are short, so the first levels matter most); consistency then
 weights each node by its level's inverse noise variance (weighted least squares, the natural
@@ -64,6 +71,8 @@ import pandas as pd
 
 from prefixtree.completion import complete_sequences
 from prefixtree.consistency import consistent_counts, release_counts
+from prefixtree.estimate import BYTES_PER_NODE, TreeEstimate, available_memory, estimate_tree
+from prefixtree.presets import PRESETS, auto_config, hybrid_split, kdd12
 from prefixtree.tree import BuiltTree, SubLevel, TaxonomyIndex, build_noisy_tree_counted
 from synth.engines import check_engine, get_engine
 from synth.errors import ConfigError, InputError
@@ -79,6 +88,19 @@ VARIANTS = ("hybrid", "simple")
 THRESHOLD_RULES = ("paper", "candidates")
 COMPLETIONS = ("none", "markov")
 NOISE_METHODS = ("discrete_laplace", "empty_cells_passing", "choice")
+DEFAULT_MAX_NODES = 5_000_000
+MAX_HEIGHT = 1000
+TIGHTEN_STEPS = 12
+#: the parameters a preset sets (an explicit value overrides the preset's)
+PRESET_KEYS = (
+    "variant",
+    "budget_split",
+    "threshold_rule",
+    "false_children",
+    "level_weights",
+    "completion",
+    "root_share",
+)
 
 
 def _scale_for(epsilon: Fraction) -> float:
@@ -98,6 +120,8 @@ class PrefixTreeSynthesizer:
     - ``epsilon``: total privacy budget (> 0); ``height``: tree height h, sequences are truncated
       to their first h locations.
     - ``taxonomy``: public :class:`~synth.taxonomy.Taxonomy` whose leaves are the locations.
+    - ``preset``: ``"auto"`` (default: the values of the parameters left ``None`` computed from
+      public facts, :mod:`prefixtree.presets`) or ``"kdd12"`` (Chen et al. 2012).
     - ``variant``: ``"hybrid"`` (generalized sub-levels) or ``"simple"`` (the paper's baseline).
     - ``budget_split``: ``{taxonomy level: fraction of eps_bar}`` for the generalized sub-levels.
     - ``thresholds``: ``{taxonomy level: pass threshold}`` (``taxonomy.height`` for locations).
@@ -122,8 +146,11 @@ class PrefixTreeSynthesizer:
       object with ``SecureNoise``'s ``discrete_laplace``/``empty_cells_passing``/``choice``. The
       completion's draws (post-processing) use ``numpy.random.default_rng(random_state)`` for an
       ``int``, fresh OS entropy otherwise.
-    - ``max_nodes``: refuse to grow a tree past this many nodes (empty cells that pass the threshold
-      multiply when ``|locations| * P(pass) > 1``, as in the simple variant on large networks).
+    - ``max_nodes``: refuse, before reading the data, a tree expected to exceed this many nodes
+      (auto tightens its thresholds instead), and stop one that grows past it (empty cells that
+      pass the threshold multiply when ``|locations| * P(pass) > 1``).
+    - ``root_share``: share of epsilon for the noisy number of sequences (needs the Markov
+      completion; 0 = none).
     - ``engine``: where the counting runs (:mod:`synth.engines`): ``"auto"`` (default: memory
       for frames and small files, DuckDB for large files), ``"memory"``,
       ``"duckdb"`` (out of core over Parquet/CSV) or ``"spark"``; ``engine_options`` its options
@@ -136,7 +163,8 @@ class PrefixTreeSynthesizer:
     end_noisy, the end-of-sequence cell's noisy count (NA at depth h), ending = its consistent
     count, and continued = the sequences completed below the node), ``ledger_`` (the privacy
     spends), ``sub_levels_`` (budget plan: level, fan-out, epsilon, scale, threshold),
-    ``locations_`` (locations in taxonomy depth-first order), ``noise_seeded_``.
+    ``locations_`` (locations in taxonomy depth-first order), ``noise_seeded_``, ``config_`` (the
+    resolved configuration), ``estimate_`` (expected nodes per level), ``root_count_``.
     """
 
     def __init__(
@@ -145,23 +173,26 @@ class PrefixTreeSynthesizer:
         epsilon: float,
         height: int,
         taxonomy: Taxonomy,
-        variant: str = "hybrid",
+        preset: str = "auto",
+        variant: str | None = None,
         budget_split: Mapping[int, float] | None = None,
         thresholds: Mapping[int, float] | None = None,
         level_weights: Sequence[float] | None = None,
-        threshold_rule: str = "paper",
-        false_children: float | Sequence[float] = 1.0,
-        completion: str = "none",
+        threshold_rule: str | None = None,
+        false_children: float | Sequence[float] | None = None,
+        completion: str | None = None,
+        root_share: float | None = None,
         time_bins: int | None = None,
         coarse_time_bins: int | None = None,
         random_state: int | object | None = None,
-        max_nodes: int = 20_000_000,
+        max_nodes: int = DEFAULT_MAX_NODES,
         engine: str = "auto",
         engine_options: Mapping[str, Any] | None = None,
     ) -> None:
         self.epsilon = epsilon
         self.height = height
         self.taxonomy = taxonomy
+        self.preset = preset
         self.variant = variant
         self.budget_split = budget_split
         self.thresholds = thresholds
@@ -169,6 +200,7 @@ class PrefixTreeSynthesizer:
         self.threshold_rule = threshold_rule
         self.false_children = false_children
         self.completion = completion
+        self.root_share = root_share
         self.time_bins = time_bins
         self.coarse_time_bins = coarse_time_bins
         self.random_state = random_state
@@ -180,18 +212,62 @@ class PrefixTreeSynthesizer:
     def _noise(self) -> Any:
         return noise_source(self.random_state, methods=NOISE_METHODS)
 
-    def check_params(self) -> tuple[Fraction, int]:
-        """Validate the parameters (ConfigError) without data; returns exact epsilon and h."""
-        eps, _ = check_budget(self.epsilon)
+    def resolved(self) -> dict[str, Any]:
+        """The configuration the fit uses: the preset's values (``auto``: computed from public
+        facts only, :mod:`prefixtree.presets`), overridden by every explicit parameter."""
+        if self.preset not in PRESETS:
+            raise ConfigError(f"preset must be one of {', '.join(PRESETS)}, got {self.preset!r}")
         h = self.height
-        if isinstance(h, bool) or not isinstance(h, int | np.integer) or h < 1:
-            raise ConfigError(f"height must be an integer >= 1, got {h!r}")
-        if self.variant not in VARIANTS:
-            raise ConfigError(f"variant must be one of {', '.join(VARIANTS)}, got {self.variant!r}")
+        if isinstance(h, bool) or not isinstance(h, int | np.integer) or not 1 <= h <= MAX_HEIGHT:
+            raise ConfigError(
+                f"height must be an integer in 1..{MAX_HEIGHT}, got {h!r} (the size estimate "
+                "allows no taller tree: each level gets epsilon / height)"
+            )
         if not isinstance(self.taxonomy, Taxonomy):
             raise ConfigError("taxonomy must be a synth.taxonomy.Taxonomy")
-        if self.budget_split and self.variant == "simple":
+        if self.preset == "kdd12":
+            cfg = kdd12()
+        else:
+            cfg = auto_config(self.taxonomy, int(h), self.time_bins)
+        explicit = {key: getattr(self, key) for key in PRESET_KEYS}
+        wants_hybrid = explicit["variant"] == "hybrid" or (
+            explicit["variant"] is None and self.coarse_time_bins is not None
+        )
+        if self.preset == "auto" and wants_hybrid:  # coarse time bins need a generalized level
+            explicit["variant"] = "hybrid"
+        if explicit["variant"] is not None and explicit["budget_split"] is None:
+            # the preset's split was for the variant it chose
+            cfg["budget_split"] = None
+            if self.preset == "auto" and explicit["variant"] == "hybrid":
+                fc = explicit["false_children"] or cfg["false_children"]
+                first = fc[0] if isinstance(fc, Sequence | np.ndarray) else fc
+                cfg["budget_split"] = hybrid_split(self.taxonomy, float(first)) or None
+        for key, value in explicit.items():
+            if value is not None:
+                cfg[key] = value
+        if cfg["completion"] != "markov" and self.root_share is None:
+            cfg["root_share"] = 0.0  # the root count serves the completion only
+        return cfg
+
+    def check_params(self) -> tuple[Fraction, int]:
+        """Validate the parameters (ConfigError) without data; returns exact epsilon and h.
+
+        Sets ``config_``: the resolved configuration (:meth:`resolved`)."""
+        eps, _ = check_budget(self.epsilon)
+        cfg = self.resolved()
+        self.config_ = cfg
+        h = self.height
+        if cfg["variant"] not in VARIANTS:
+            raise ConfigError(
+                f"variant must be one of {', '.join(VARIANTS)}, got {cfg['variant']!r}"
+            )
+        if cfg["budget_split"] and cfg["variant"] == "simple":
             raise ConfigError("budget_split only applies to variant='hybrid'")
+        share = cfg["root_share"]
+        if isinstance(share, bool) or not isinstance(share, int | float) or not 0 <= share < 0.5:
+            raise ConfigError(f"root_share must be in [0, 0.5), got {share!r}")
+        if share and cfg["completion"] != "markov":
+            raise ConfigError("root_share (a noisy root count) needs completion='markov'")
         tb = self.time_bins
         if tb is not None and (
             isinstance(tb, bool) or not isinstance(tb, int | np.integer) or not 1 <= tb <= 1440
@@ -199,7 +275,7 @@ class PrefixTreeSynthesizer:
             raise ConfigError(f"time_bins must be minutes per bin in 1..1440, got {tb!r}")
         coarse = self.coarse_time_bins
         if coarse is not None:
-            if tb is None or self.variant != "hybrid":
+            if tb is None or cfg["variant"] != "hybrid":
                 raise ConfigError("coarse_time_bins needs time_bins and variant='hybrid'")
             if (
                 isinstance(coarse, bool)
@@ -211,22 +287,23 @@ class PrefixTreeSynthesizer:
                     f"coarse_time_bins must be a multiple of time_bins ({tb}) in {tb}..1440 "
                     f"minutes, got {coarse!r}"
                 )
-        if self.threshold_rule not in THRESHOLD_RULES:
+        if cfg["threshold_rule"] not in THRESHOLD_RULES:
             raise ConfigError(
                 f"threshold_rule must be one of {', '.join(THRESHOLD_RULES)}, "
-                f"got {self.threshold_rule!r}"
+                f"got {cfg['threshold_rule']!r}"
             )
-        if self.completion not in COMPLETIONS:
+        if cfg["completion"] not in COMPLETIONS:
             raise ConfigError(
-                f"completion must be one of {', '.join(COMPLETIONS)}, got {self.completion!r}"
+                f"completion must be one of {', '.join(COMPLETIONS)}, got {cfg['completion']!r}"
             )
         self._false_children(int(h))
-        if self.level_weights is not None:
+        if cfg["level_weights"] is not None:
             self._level_shares(int(h))
         mn = self.max_nodes
         if isinstance(mn, bool) or not isinstance(mn, int | np.integer) or mn < 1:
             raise ConfigError(f"max_nodes must be a positive integer, got {mn!r}")
         check_engine(self.engine, self.engine_options)
+        self._prepare(eps, int(h))
         return eps, int(h)
 
     def _generalized_levels(self) -> tuple[list[int], list[Fraction], dict[int, Fraction]]:
@@ -246,11 +323,13 @@ class PrefixTreeSynthesizer:
         n_nodes = {
             g: len({tax.generalize(leaf, g) for leaf in leaves}) for g in range(1, tax.height)
         }
-        if self.variant == "simple":
+        cfg = getattr(self, "config_", None) or self.resolved()
+        if cfg["variant"] == "simple":
             return [], [], {}
-        if self.budget_split:
+        split = cfg["budget_split"]
+        if split:
             shares: dict[int, Fraction] = {}
-            for g, value in self.budget_split.items():
+            for g, value in split.items():
                 if g not in n_nodes:
                     raise ConfigError(
                         f"budget_split: level {g!r} is not an inner taxonomy level "
@@ -289,9 +368,9 @@ class PrefixTreeSynthesizer:
     def _level_shares(self, h: int) -> list[Fraction]:
         """Share of epsilon of each tree level: ``1 / h`` each (the paper's ``eps_bar``) or the
         normalised ``level_weights`` (levels compose sequentially: any shares summing to 1 do)."""
-        if self.level_weights is None:
+        if self.config_["level_weights"] is None:
             return [Fraction(1, h)] * h
-        weights = list(self.level_weights)
+        weights = list(self.config_["level_weights"])
         if len(weights) != h:
             raise ConfigError(
                 f"level_weights needs one weight per tree level ({h}), got {len(weights)}"
@@ -304,7 +383,7 @@ class PrefixTreeSynthesizer:
 
     def _false_children(self, h: int) -> list[float]:
         """``false_children`` of each tree level (one number serves every level)."""
-        fc = self.false_children
+        fc = self.config_["false_children"]
         values: list[Any]
         if isinstance(fc, Sequence | np.ndarray) and not isinstance(fc, str):
             single, values = False, [v.item() if isinstance(v, np.generic) else v for v in fc]
@@ -342,11 +421,170 @@ class PrefixTreeSynthesizer:
         ``p = exp(-epsilon)``, is at most the level's ``false_children`` (Theorem 4.2's
         branching factor).
         """
-        if self.threshold_rule == "paper":
+        if self.config_["threshold_rule"] == "paper":
             return (4 if generalized else 2) * math.sqrt(2) / float(epsilon)
         m = int(index.size[j].max()) * n_bins
         p = math.exp(-float(epsilon))
         return max(0.0, math.log(m / (false_children * (1 + p))) / float(epsilon))
+
+    # ------------------------------------------------------------------ plan
+    def _prepare(self, eps: Fraction, h: int) -> None:
+        """Plan the tree (budgets, thresholds) and check its expected size before any data is
+        read (:mod:`prefixtree.estimate`): over ``max_nodes`` or half the available memory, the
+        ``auto`` preset divides its false children by 4 (higher thresholds) until it fits, any
+        other configuration stops with a :class:`ConfigError` naming ``--max-nodes``. Only
+        public facts enter: changing the private data never changes the plan."""
+        root_share = exact(self.config_["root_share"], "root_share")
+        eps_tree = eps * (1 - root_share)
+        false_children = self._false_children(h)
+        tightened = 0
+        layout = self._layout()
+        while True:
+            built_plan = self._plan(layout, eps_tree, h, false_children)
+            estimate = self._estimate(built_plan)
+            limit = min(float(self.max_nodes), available_memory() / 2 / BYTES_PER_NODE)
+            if estimate.total <= limit or not self._secure_noise():
+                break
+            if not self._may_tighten() or tightened >= TIGHTEN_STEPS:
+                self._refuse(estimate, limit)
+            false_children = [v / 4 for v in false_children]
+            tightened += 1
+        self.estimate_ = estimate
+        self.config_["false_children"] = false_children
+        self.config_["tightened"] = tightened
+        self._prepared = built_plan
+
+    def _secure_noise(self) -> bool:
+        """The estimate assumes the discrete Laplace noise of the secure (or seeded) sampler;
+        a custom noise object (a test's) is only held to the runtime ``max_nodes`` guard."""
+        rs = self.random_state
+        return rs is None or isinstance(rs, int | np.integer)
+
+    def _may_tighten(self) -> bool:
+        """Only the auto preset's own thresholds are tightened, never explicit ones."""
+        return (
+            self.preset == "auto"
+            and self.false_children is None
+            and self.thresholds is None
+            and self.config_["threshold_rule"] == "candidates"
+        )
+
+    def _refuse(self, estimate: TreeEstimate, limit: float) -> None:
+        level = estimate.first_level_over(limit)
+        raise ConfigError(
+            f"the noisy tree would hold about {estimate.total:.3g} nodes "
+            f"(~{estimate.bytes / 1e9:.2g} GB; {estimate.nodes[(level or 1) - 1]:.3g} at level "
+            f"{level}), over --max-nodes {self.max_nodes} or half the available memory: too many "
+            "empty cells pass the thresholds (use --preset auto or --threshold-rule candidates, "
+            "a smaller --height, a larger --epsilon, or raise --max-nodes)"
+        )
+
+    def _estimate(self, built_plan: tuple[Any, ...]) -> TreeEstimate:
+        _, index, plan, _, _, n_bins = built_plan
+        rows = self._layout()["spans"]
+        cands = [[float(index.size[sub.j].max()) * rows[sub.j] for sub in subs] for subs in plan]
+        scales = [[sub.scale for sub in subs] for subs in plan]
+        thresholds = [[float(sub.threshold) for sub in subs] for subs in plan]
+        return estimate_tree(cands, scales, thresholds, float(index.n_locations * n_bins))
+
+    def _layout(self) -> dict[str, Any]:
+        """The public layout of the tree: generalized levels, taxonomy index, time bins."""
+        cached = getattr(self, "_layout_cache", None)
+        key = (id(self.taxonomy), repr(sorted(self.config_.items(), key=str)))
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        tax = self.taxonomy
+        levels, shares, fanout = self._generalized_levels()
+        index = TaxonomyIndex.build(tax, levels)
+        custom = dict(self.thresholds or {})
+        allowed = {*levels, tax.height}
+        bad = sorted(set(custom) - allowed)
+        if bad:
+            raise ConfigError(
+                f"thresholds: level {bad[0]!r} is not a sub-level in use ({sorted(allowed)})"
+            )
+        n_bins = 1 if self.time_bins is None else math.ceil(MINUTES_PER_DAY / self.time_bins)
+        if self.coarse_time_bins is not None and not levels:
+            raise ConfigError(
+                "coarse_time_bins: the hybrid tree uses no generalized level here (see "
+                "variant): there is no sub-level to count coarse bins in"
+            )
+        widths = [
+            int(self.coarse_time_bins // self.time_bins)  # type: ignore[operator]
+            if self.coarse_time_bins is not None and j < len(levels)
+            else 1
+            for j in range(len(index.levels))
+        ]
+        spans = [math.ceil(n_bins / widths[0])] + [
+            math.ceil(widths[j - 1] / widths[j]) for j in range(1, len(widths))
+        ]
+        layout = {
+            "levels": levels,
+            "shares": shares,
+            "fanout": fanout,
+            "index": index,
+            "custom": custom,
+            "n_bins": n_bins,
+            "widths": widths,
+            "spans": spans,
+        }
+        self._layout_cache = (key, layout)
+        return layout
+
+    def _plan(
+        self, layout: dict[str, Any], eps: Fraction, h: int, false_children: list[float]
+    ) -> tuple[Any, ...]:
+        """Per tree level and sub-level: budget, noise scale, threshold (public only)."""
+        levels, shares, fanout = layout["levels"], layout["shares"], layout["fanout"]
+        index, custom, widths, spans = (
+            layout["index"],
+            layout["custom"],
+            layout["widths"],
+            layout["spans"],
+        )
+        rest = 1 - sum(shares, Fraction(0))
+        plan: list[list[SubLevel]] = []
+        eps_plan: list[list[Fraction]] = []
+        plan_rows = []
+        for i, weight in enumerate(self._level_shares(h)):
+            eps_bar = eps * weight
+            eps_subs = [eps_bar * s for s in shares] + [eps_bar * rest]
+            subs: list[SubLevel] = []
+            for j, (g, e) in enumerate(zip(index.levels, eps_subs, strict=True)):
+                generalized = j < len(levels)
+                scale = _scale_for(e)
+                theta = float(
+                    custom.get(
+                        g,
+                        self._default_threshold(
+                            index, j, generalized, e, spans[j], false_children[i]
+                        ),
+                    )
+                )
+                if not math.isfinite(theta):
+                    raise ConfigError(f"thresholds[{g}] must be finite")
+                subs.append(
+                    SubLevel(j=j, scale=scale, threshold=math.ceil(theta), bin_width=widths[j])
+                )
+                plan_rows.append(
+                    {
+                        "level": i + 1,
+                        "sub_level": j,
+                        "taxonomy_level": g,
+                        "generalized": generalized,
+                        "nodes": len(index.names[j]),
+                        "fanout": float(fanout[g]) if generalized else None,
+                        "epsilon": float(e),
+                        "scale": scale,
+                        "threshold": math.ceil(theta),
+                        "time_bin_minutes": (
+                            None if self.time_bins is None else self.time_bins * widths[j]
+                        ),
+                    }
+                )
+            plan.append(subs)
+            eps_plan.append(eps_subs)
+        return levels, index, plan, eps_plan, plan_rows, layout["n_bins"]
 
     # ------------------------------------------------------------------ fit
     def _time_matrix(
@@ -390,75 +628,9 @@ class PrefixTreeSynthesizer:
         """
         eps, h = self.check_params()
         noise = self._noise()
-        tax = self.taxonomy
-        levels, shares, fanout = self._generalized_levels()
-        index = TaxonomyIndex.build(tax, levels)
-        weights = self._level_shares(h)
-        false_children = self._false_children(h)
-        custom = dict(self.thresholds or {})
-        allowed = {*levels, tax.height}
-        bad = sorted(set(custom) - allowed)
-        if bad:
-            raise ConfigError(
-                f"thresholds: level {bad[0]!r} is not a sub-level in use ({sorted(allowed)})"
-            )
-        n_bins = 1 if self.time_bins is None else math.ceil(MINUTES_PER_DAY / self.time_bins)
-        if self.coarse_time_bins is not None and not levels:
-            raise ConfigError(
-                "coarse_time_bins: the hybrid tree uses no generalized level here (see "
-                "variant): there is no sub-level to count coarse bins in"
-            )
-        widths = [
-            int(self.coarse_time_bins // self.time_bins)  # type: ignore[operator]
-            if self.coarse_time_bins is not None and j < len(levels)
-            else 1
-            for j in range(len(index.levels))
-        ]
-        spans = [math.ceil(n_bins / widths[0])] + [
-            math.ceil(widths[j - 1] / widths[j]) for j in range(1, len(widths))
-        ]
-        rest = 1 - sum(shares, Fraction(0))
-        plan: list[list[SubLevel]] = []
-        eps_plan: list[list[Fraction]] = []
-        plan_rows = []
-        for i, weight in enumerate(weights):
-            eps_bar = eps * weight
-            eps_subs = [eps_bar * s for s in shares] + [eps_bar * rest]
-            subs: list[SubLevel] = []
-            for j, (g, e) in enumerate(zip(index.levels, eps_subs, strict=True)):
-                generalized = j < len(levels)
-                scale = _scale_for(e)
-                theta = float(
-                    custom.get(
-                        g,
-                        self._default_threshold(
-                            index, j, generalized, e, spans[j], false_children[i]
-                        ),
-                    )
-                )
-                if not math.isfinite(theta):
-                    raise ConfigError(f"thresholds[{g}] must be finite")
-                subs.append(
-                    SubLevel(j=j, scale=scale, threshold=math.ceil(theta), bin_width=widths[j])
-                )
-                plan_rows.append(
-                    {
-                        "level": i + 1,
-                        "sub_level": j,
-                        "taxonomy_level": g,
-                        "generalized": generalized,
-                        "nodes": len(index.names[j]),
-                        "fanout": float(fanout[g]) if generalized else None,
-                        "epsilon": float(e),
-                        "scale": scale,
-                        "threshold": math.ceil(theta),
-                        "time_bin_minutes": (
-                            None if self.time_bins is None else self.time_bins * widths[j]
-                        ),
-                    }
-                )
-            plan.append(subs)
-            eps_plan.append(eps_subs)
+        root_share = exact(self.config_["root_share"], "root_share")
+        built_plan = self._prepared
+        levels, index, plan, eps_plan, plan_rows, n_bins = built_plan
         names = [
             ("locations" if j == len(levels) else f"taxonomy level {g}")
             for j, g in enumerate(index.levels)
@@ -477,9 +649,22 @@ class PrefixTreeSynthesizer:
                 else ""
             ),
         )
-
+        root_scale = None
+        self._root_scale = None
+        if root_share:
+            root_scale = _scale_for(eps * root_share)
+            ledger.spend(
+                label="prefix tree root: number of sequences",
+                mechanism="discrete_laplace",
+                epsilon=eps * root_share,
+                sensitivity=1,
+                sensitivity_norm="l1",
+                scale=root_scale,
+                note="the number of cards with a sequence; a card adds or removes 1",
+            )
+            self._root_scale = root_scale
         n_sub = len(index.levels)
-        end_cells = self.completion == "markov"
+        end_cells = self.config_["completion"] == "markov"
 
         def record(level: int, j: int) -> None:
             if progress is not None:
@@ -518,7 +703,7 @@ class PrefixTreeSynthesizer:
             if counter is None and not isinstance(sequences, pd.DataFrame):
                 sequences = load_sequences(
                     sequences,
-                    taxonomy=tax,
+                    taxonomy=self.taxonomy,
                     on_unknown=on_unknown,
                     location_column=location_column,
                     timezone=timezone,
@@ -546,6 +731,7 @@ class PrefixTreeSynthesizer:
                     before_sub_level=record,
                     max_nodes=int(self.max_nodes),
                     end_cells=end_cells,
+                    root_scale=root_scale,
                 )
             finally:
                 counter.close()
@@ -573,10 +759,27 @@ class PrefixTreeSynthesizer:
             noisy = np.concatenate([noisy, built.end_noisy[shallow]])
             depth = np.concatenate([depth, built.depth[shallow] + 1])
         weights = None
-        if len(set(level_scale)) > 1:
-            p = np.exp(-1 / np.asarray(level_scale))
+        root = built.root_noisy is not None and self._root_scale is not None
+        if len(set(level_scale)) > 1 or root:
+            p = np.maximum(np.exp(-1 / np.asarray(level_scale)), 1e-300)
             weights = ((1 - p) ** 2 / (2 * p))[depth - 1]
+        if root:  # the root is node 0 of the consistency: depth-1 nodes hang under it
+            p_root = math.exp(-1 / float(self._root_scale))  # type: ignore[arg-type]
+            parent = np.concatenate([[-1], np.where(parent >= 0, parent + 1, 0)])
+            noisy = np.concatenate([[built.root_noisy], noisy])
+            p_root = max(p_root, 1e-300)  # no noise at all (huge epsilon): the heaviest weight
+            weights = np.concatenate([[(1 - p_root) ** 2 / (2 * p_root)], weights])
         all_counts = consistent_counts(parent, noisy, weights)
+        if root:
+            root_count = int(all_counts[0])
+            all_counts = all_counts[1:]
+            parent = parent[1:] - 1
+            top = int(all_counts[:n][built.depth == 1].sum())
+            self.root_count_: int | None = root_count
+            root_rest = max(root_count - top, 0)
+        else:
+            self.root_count_ = None
+            root_rest = 0
         rest = release_counts(parent, all_counts)[:n]
         counts = all_counts[:n]
         self._completed = None
@@ -606,6 +809,7 @@ class PrefixTreeSynthesizer:
                     and not isinstance(self.random_state, bool)
                     else None
                 ),
+                root_continued=root_rest,
             )
         tree = pd.DataFrame(
             {
@@ -634,13 +838,13 @@ class PrefixTreeSynthesizer:
         )
 
     def _child_cap(self, height: int) -> np.ndarray:
-        """Per depth d: the largest pass threshold of level d + 1 (a pruned child's noisy count
-        was below it)."""
+        """Per depth d (0: the root): the largest pass threshold of level d + 1 (a pruned child's
+        noisy count was below it)."""
         plan = self.sub_levels_
         top = plan.groupby("level")["threshold"].max()
         cap = np.zeros(height + 1, dtype=np.int64)
         levels = top.index.to_numpy(dtype=np.int64)
-        cap[levels[1:] - 1] = np.maximum(top.to_numpy(dtype=np.int64)[1:], 1)
+        cap[levels - 1] = np.maximum(top.to_numpy(dtype=np.int64), 1)
         return cap
 
     # ------------------------------------------------------------------ release
@@ -657,16 +861,35 @@ class PrefixTreeSynthesizer:
             "time_bin_minutes": self.time_bins,
             "coarse_time_bin_minutes": self.coarse_time_bins,
             "seeded": self.noise_seeded_,
-            "sub_levels": self.sub_levels_.to_dict(orient="records"),
+            "sub_levels": [
+                {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in row.items()}
+                for row in self.sub_levels_.to_dict(orient="records")
+            ],
         }
-        out["completion"] = self.completion
-        for key in ("budget_split", "thresholds", "level_weights"):
-            if getattr(self, key) is not None:
-                out[key] = getattr(self, key)
-        out["threshold_rule"] = self.threshold_rule
-        if self.threshold_rule == "candidates":
-            out["false_children"] = self.false_children
+        cfg = self.config_
+        out["preset"] = self.preset
+        out["variant"] = cfg["variant"]
+        out["completion"] = cfg["completion"]
+        out["threshold_rule"] = cfg["threshold_rule"]
+        if cfg["threshold_rule"] == "candidates":
+            out["false_children"] = cfg["false_children"]
+        for key in ("budget_split", "level_weights"):
+            if cfg[key] is not None:
+                out[key] = (
+                    {str(k): v for k, v in cfg[key].items()} if key == "budget_split" else cfg[key]
+                )
+        if self.thresholds is not None:
+            out["thresholds"] = self.thresholds
+        out["root_share"] = cfg["root_share"]
+        out["max_nodes"] = int(self.max_nodes)
+        out["chosen_by_preset"] = sorted(k for k in PRESET_KEYS if getattr(self, k) is None)
+        out["tightened"] = cfg.get("tightened", 0)
+        out["expected_nodes"] = round(self.estimate_.total)
         return out
+
+    def n_sequences(self) -> int:
+        """Number of released sequences (tree endings and completions)."""
+        return int(self._release_entries()[3].sum())
 
     def _time_labels(self) -> list[str]:
         width = int(self.time_bins)  # type: ignore[arg-type]
@@ -713,17 +936,22 @@ class PrefixTreeSynthesizer:
         origin, steps, copies = self._completed
         width = int(self.height)
         n_loc = len(self.locations_)
+        at_root = origin < 0  # completions of the root: no prefix
         c_loc = np.full((origin.size, width), -1, dtype=np.int32)
-        c_loc[:, : loc_path.shape[1]] = loc_path[origin]
         c_bin = np.zeros_like(c_loc)
+        c_len = np.zeros(origin.size, dtype=np.int64)
+        below = np.flatnonzero(~at_root)
+        c_loc[below, : loc_path.shape[1]] = loc_path[origin[below]]
         if bin_path is not None:
-            c_bin[:, : bin_path.shape[1]] = bin_path[origin]
-        c_len = depth[origin].copy()
+            c_bin[below, : bin_path.shape[1]] = bin_path[origin[below]]
+        c_len[below] = depth[origin[below]]
         for k in range(steps.shape[1]):
             rows = np.flatnonzero(steps[:, k] >= 0)
             c_loc[rows, c_len[rows]] = steps[rows, k] % n_loc
             c_bin[rows, c_len[rows]] = steps[rows, k] // n_loc
             c_len[rows] += 1
+        keep = c_len > 0  # a root completion without an admissible first step releases nothing
+        c_loc, c_bin, c_len, copies = c_loc[keep], c_bin[keep], c_len[keep], copies[keep]
         pad = width - loc_path.shape[1]
         loc_all = np.concatenate([np.pad(loc_path, ((0, 0), (0, pad)), constant_values=-1), c_loc])
         length = np.concatenate([depth, c_len])

@@ -133,6 +133,7 @@ class BuiltTree:
     noisy: IntArray
     generalized: list[IntArray] = field(default_factory=list)
     end_noisy: IntArray | None = None  # noisy end-of-sequence count (end_cells; 0 at depth h)
+    root_noisy: int | None = None  # noisy number of sequences (root_scale)
 
 
 @dataclass
@@ -208,6 +209,9 @@ def _sub_level(
     cell_leaf: npt.NDArray[np.integer],
     cell_bin: npt.NDArray[np.integer],
     cell_weight: IntArray,
+    *,
+    room: int = 1 << 62,
+    where: str = "a sub-level",
 ) -> tuple[_Cells, IntArray]:
     """Noisy counts for every candidate cell under ``parents``; returns the survivors and the new
     parent (survivor index or -1) of each data cell.
@@ -248,6 +252,7 @@ def _sub_level(
         noise.empty_cells_passing(level.scale, level.threshold, total_empty),  # type: ignore[attr-defined]
         dtype=np.int64,
     )
+    _check_room(int(passed.sum()) + fake_values.size, room, where)
     fake_parent, fake_rank = _absent_cells(
         noise, n_empty, fake_values.size, present_parent, present_rank, width
     )
@@ -399,21 +404,23 @@ def build_noisy_tree_counted(
     before_sub_level: object,
     max_nodes: int,
     end_cells: bool = False,
+    root_scale: float | None = None,
 ) -> BuiltTree:
     """Procedure 1 over any engine's :class:`~synth.engines.PrefixCounter`: the engine counts
     the cells of each level; the noise is drawn here, on the collected counts.
 
     ``end_cells``: also one end-of-sequence cell per node of depth < ``height``, drawn with the
     locations sub-level of the next level (its exact value is the node's count minus its present
-    children's: no engine work)."""
+    children's: no engine work).
+
+    ``root_scale``: also draw the root's noisy count (the number of sequences, sensitivity 1) with
+    that scale (the caller records its spend first); ``BuiltTree.root_noisy``.
+
+    ``max_nodes`` is checked at each histogram as soon as the number of its survivors is known,
+    before they are built: a tree that would outgrow it stops with a :class:`ConfigError`."""
     level_bins = np.zeros(1, dtype=np.int64)
-    parents_all: list[IntArray] = []
-    locs_all: list[IntArray] = []
-    bins_all: list[IntArray] = []
-    noisy_all: list[IntArray] = []
-    depth_all: list[IntArray] = []
-    generalized: list[IntArray] = []
-    end_all: list[IntArray] = []
+    root_noisy: int | None = None
+    built = _Levels()
     level_exact = np.zeros(1, dtype=np.int64)
     level_offset = 0  # global id of the first node of the level being expanded (below the root)
     n_total = 0
@@ -423,6 +430,9 @@ def build_noisy_tree_counted(
         cell_leaf = (ukey % index.n_locations).astype(np.int32)
         cell_bin = ((ukey // index.n_locations) % n_bins).astype(np.int32)
         cell_parent = ukey // (index.n_locations * n_bins)
+        if i == 0 and root_scale is not None:
+            root_noise = noise.discrete_laplace(root_scale, 1)  # type: ignore[attr-defined]
+            root_noisy = int(np.asarray(cell_weight).sum()) + int(np.asarray(root_noise)[0])
         parents = _level_roots(level_bins, n_bins)
         level_subs = sub_levels[i]
         if end_cells and i:
@@ -432,7 +442,7 @@ def build_noisy_tree_counted(
             before_sub_level(i, s)  # type: ignore[operator]
             if end_cells and i and s == len(level_subs) - 1:
                 noise_end = noise.discrete_laplace(sub.scale, n_level)  # type: ignore[attr-defined]
-                end_all.append(end_exact + np.asarray(noise_end, dtype=np.int64))
+                built.end.append(end_exact + np.asarray(noise_end, dtype=np.int64))
             parents, cell_parent = _sub_level(
                 noise,
                 sub,
@@ -443,16 +453,13 @@ def build_noisy_tree_counted(
                 cell_leaf,
                 cell_bin,
                 cell_weight,
+                room=max_nodes - n_total,
+                where=f"level {i + 1}",
             )
             if s < len(level_subs) - 1:
-                generalized.append(_generalized_rows(parents, i, sub, level_offset))
-            _check_max_nodes(n_total + parents.node.size, max_nodes, i + 1)
+                built.generalized.append(_generalized_rows(parents, i, sub, level_offset))
         n_new = parents.node.size
-        parents_all.append(parents.tree_node + level_offset if i else np.full(n_new, -1))
-        locs_all.append(parents.node)
-        bins_all.append(parents.time_bin)
-        noisy_all.append(parents.noisy)
-        depth_all.append(np.full(n_new, i + 1, dtype=np.int64))
+        built.add(parents, i, level_offset)
         level_offset = n_total
         n_total += n_new
         if n_new and i < height - 1:
@@ -461,9 +468,7 @@ def build_noisy_tree_counted(
         level_exact = parents.exact if parents.exact is not None else level_exact
         if n_new == 0:
             break
-    return _built_tree(
-        parents_all, depth_all, locs_all, bins_all, noisy_all, generalized, end_all, end_cells
-    )
+    return built.tree(end_cells, root_noisy)
 
 
 def _level_roots(level_bins: IntArray, n_bins: int) -> _Cells:
@@ -494,40 +499,54 @@ def _generalized_rows(parents: _Cells, i: int, sub: SubLevel, level_offset: int)
     ).astype(np.int64)
 
 
-def _built_tree(
-    parents_all: list[IntArray],
-    depth_all: list[IntArray],
-    locs_all: list[IntArray],
-    bins_all: list[IntArray],
-    noisy_all: list[IntArray],
-    generalized: list[IntArray],
-    end_all: list[IntArray],
-    end_cells: bool,
-) -> BuiltTree:
-    """The levels' nodes concatenated into one :class:`BuiltTree`."""
-    cat = np.concatenate
-    empty = np.zeros(0, dtype=np.int64)
-    n_nodes = sum(a.size for a in depth_all)
-    end_noisy = None
-    if end_cells:
-        end_noisy = np.zeros(n_nodes, dtype=np.int64)
-        drawn = cat(end_all) if end_all else empty
-        end_noisy[: drawn.size] = drawn
-    return BuiltTree(
-        parent=cat(parents_all) if parents_all else empty,
-        depth=cat(depth_all) if depth_all else empty,
-        location=cat(locs_all) if locs_all else empty,
-        time_bin=cat(bins_all) if bins_all else empty,
-        noisy=cat(noisy_all) if noisy_all else empty,
-        generalized=generalized,
-        end_noisy=end_noisy,
-    )
+@dataclass
+class _Levels:
+    """The nodes of the levels built so far, concatenated into a :class:`BuiltTree` at the end."""
+
+    parent: list[IntArray] = field(default_factory=list)
+    depth: list[IntArray] = field(default_factory=list)
+    location: list[IntArray] = field(default_factory=list)
+    time_bin: list[IntArray] = field(default_factory=list)
+    noisy: list[IntArray] = field(default_factory=list)
+    generalized: list[IntArray] = field(default_factory=list)
+    end: list[IntArray] = field(default_factory=list)
+
+    def add(self, parents: _Cells, i: int, level_offset: int) -> None:
+        """The survivors of level ``i + 1`` as nodes (their parents' ids offset to global ids)."""
+        n_new = parents.node.size
+        self.parent.append(parents.tree_node + level_offset if i else np.full(n_new, -1))
+        self.location.append(parents.node)
+        self.time_bin.append(parents.time_bin)
+        self.noisy.append(parents.noisy)
+        self.depth.append(np.full(n_new, i + 1, dtype=np.int64))
+
+    def tree(self, end_cells: bool, root_noisy: int | None) -> BuiltTree:
+        cat = np.concatenate
+        empty = np.zeros(0, dtype=np.int64)
+        n_nodes = sum(a.size for a in self.depth)
+        end_noisy = None
+        if end_cells:
+            end_noisy = np.zeros(n_nodes, dtype=np.int64)
+            drawn = cat(self.end) if self.end else empty
+            end_noisy[: drawn.size] = drawn
+        return BuiltTree(
+            parent=cat(self.parent) if self.parent else empty,
+            depth=cat(self.depth) if self.depth else empty,
+            location=cat(self.location) if self.location else empty,
+            time_bin=cat(self.time_bin) if self.time_bin else empty,
+            noisy=cat(self.noisy) if self.noisy else empty,
+            generalized=self.generalized,
+            end_noisy=end_noisy,
+            root_noisy=root_noisy,
+        )
 
 
-def _check_max_nodes(n_nodes: int, max_nodes: int, level: int) -> None:
-    if n_nodes > max_nodes:
+def _check_room(n_survivors: int, room: int, where: str) -> None:
+    """``max_nodes`` checked as soon as a histogram's number of survivors is known."""
+    if n_survivors > room:
         raise ConfigError(
-            f"the noisy tree grew past max_nodes={max_nodes} at level {level}: too many "
-            "empty cells pass the threshold (use variant='hybrid', a smaller height or a "
-            "larger epsilon, or raise max_nodes)"
+            f"the noisy tree would grow past --max-nodes (max_nodes) at {where}: "
+            f"{n_survivors} more nodes than the {room} left; too many empty cells pass the "
+            "thresholds (use --preset auto, a smaller --height or a larger --epsilon, or raise "
+            "--max-nodes)"
         )

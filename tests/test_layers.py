@@ -244,6 +244,7 @@ KNOWN_LONG_FUNCTIONS: set[str] = {
     "archetypes.synthesizer:ArchetypeSynthesizer.fit",
     "prefixtree.cli:register",
     "prefixtree.cli:release_sequences",
+    "prefixtree.synthesizer:PrefixTreeSynthesizer._finish",
     "prefixtree.synthesizer:PrefixTreeSynthesizer.fit",
     "synth.demo:_trips",
     "synth.evaluate.cli:register",

@@ -99,6 +99,7 @@ def runner(
         seed = 7919 * len(rows) + n + (1 if hybrid else 0)
         noise = NoEmptyCells(seed) if canary else SecureNoise(seed=seed)
         syn = PrefixTreeSynthesizer(
+            preset="kdd12",
             epsilon=EPS * scale,
             height=2,
             taxonomy=_taxonomy(n, hybrid),

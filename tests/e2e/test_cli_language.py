@@ -78,7 +78,7 @@ def test_help_cites_the_papers_by_author() -> None:
     assert "Culnane et al. 2017" in _subparser("audit").format_help()
     assert "--false-children" in _subparser("sequences").format_help()
     text = " ".join(_subparser("sequences").format_help().split())
-    assert "--variant {hybrid,simple} tree variant (default: hybrid)" in text
+    assert "--variant {hybrid,simple} tree variant (default: the preset" in text
 
 
 def test_audit_seed_help_says_what_it_means() -> None:

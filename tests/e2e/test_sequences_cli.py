@@ -83,7 +83,7 @@ def test_sube_lines_tuned_for_wide_location_sets(sube: dict[str, Path], tmp_path
     args += ["--height", "3", "--out", str(out), "--location-column", "id_linea"]
     args += ["--on-unknown", "drop", "--seed", "2", "--quiet", "--threshold-rule", "candidates"]
     args += ["--false-children", "0.2", "0.2", "0.01", "--level-weights", "2", "7", "1"]
-    args += ["--completion", "markov"]
+    args += ["--completion", "markov", "--preset", "kdd12"]
     assert main(args) == 0
     manifest = _manifest(out)
     params = manifest["parameters"]

@@ -277,6 +277,7 @@ def test_release_identical_to_memory_engine(tmp_path: Path, taxonomy: Taxonomy) 
     trees = []
     for engine in ("memory", "duckdb"):
         synth = PrefixTreeSynthesizer(
+            preset="kdd12",
             epsilon=2.0,
             height=HEIGHT,
             taxonomy=taxonomy,

@@ -122,7 +122,7 @@ def test_seeded_noise_gives_the_same_release(simulated: dict, montreal: Taxonomy
 
 def test_coarse_time_bins_same_tree_from_every_engine(simulated: dict, montreal: Taxonomy) -> None:
     """Coarse time bins are the driver's: the engines count fine bins, the trees are identical."""
-    params = {"epsilon": 4.0, "height": 4, "taxonomy": montreal, "time_bins": 60}
+    params = {"preset": "kdd12", "epsilon": 4.0, "height": 4, "taxonomy": montreal, "time_bins": 60}
     params |= {"coarse_time_bins": 240, "random_state": 5, "completion": "markov"}
     trees = [
         PrefixTreeSynthesizer(**params, engine=name).fit(simulated["timed.parquet"]).tree_

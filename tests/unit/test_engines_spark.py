@@ -45,6 +45,7 @@ def local_spark(spark_session: Any) -> Iterator[None]:
 def _tree(source: object, engine: str, time_bins: int | None = None) -> pd.DataFrame:
     tax = _montreal()[0]
     synth = PrefixTreeSynthesizer(
+        preset="kdd12",
         epsilon=2.0,
         height=4,
         taxonomy=tax,

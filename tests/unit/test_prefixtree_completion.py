@@ -70,6 +70,7 @@ def test_pruned_mass_is_completed_not_ended() -> None:
     pruned). The paper would release 2 sequences ending at L3; with end cells we know none ends
     there, and they are continued instead."""
     paper = PrefixTreeSynthesizer(
+        preset="kdd12",
         epsilon=1.0,
         height=4,
         taxonomy=taxonomy_4(),
@@ -220,7 +221,7 @@ def test_completion_reproduces_the_simulated_return_home_rate(
     returns become moves to the busy stations, where many live."""
     seqs = simulate_sequences(60_000, seed=4, popularity_sigma=1.5)  # busy hubs
     tax = montreal_taxonomy()
-    common = {"epsilon": 1.0, "height": 6, "taxonomy": tax, "variant": "simple"}
+    common = {"preset": "kdd12", "epsilon": 1.0, "height": 6, "taxonomy": tax, "variant": "simple"}
     common |= {"completion": "markov", "random_state": ZeroNoise(), "thresholds": {2: 20}}
 
     def away_return_share(frame: pd.DataFrame) -> float:
@@ -272,7 +273,7 @@ def test_complete_sequences_conserves_mass_and_height() -> None:
         rng=np.random.default_rng(1),
     )
     assert np.bincount(origin, weights=copies, minlength=5).tolist() == [40, 35, 0, 0, 0]
-    assert steps.shape[1] == 2
+    assert steps.shape[1] == 3  # height columns (a root completion fills them all)
     taken = {(0, 1), (0, 2), (1, 0)}
     for o, first in zip(origin, steps[:, 0], strict=True):
         assert first == -1 or (int(o), int(first)) not in taken
@@ -284,7 +285,13 @@ def test_seeded_completion_is_reproducible_and_streams_identically() -> None:
         [f"s{rng.integers(4)}-{rng.integers(17)}" for _ in range(rng.integers(1, 6))]
         for _ in range(3000)
     ]
-    kwargs = {"epsilon": 1.0, "height": 5, "taxonomy": metro_like(), "completion": "markov"}
+    kwargs = {
+        "preset": "kdd12",
+        "epsilon": 1.0,
+        "height": 5,
+        "taxonomy": metro_like(),
+        "completion": "markov",
+    }
     a = PrefixTreeSynthesizer(**kwargs, random_state=4).fit(long_format(rows))
     b = PrefixTreeSynthesizer(**kwargs, random_state=4).fit(long_format(rows))
     assert a.sample().equals(b.sample())
@@ -307,6 +314,7 @@ def test_completed_trajectories_keep_times_non_decreasing() -> None:
         np.sort(rng.integers(0, 600, len(seqs))), unit="min"
     )
     syn = PrefixTreeSynthesizer(
+        preset="kdd12",
         epsilon=2.0,
         height=4,
         taxonomy=taxonomy_4(),
@@ -323,9 +331,9 @@ def test_completed_trajectories_keep_times_non_decreasing() -> None:
 
 def test_bad_completion_value() -> None:
     with pytest.raises(ConfigError, match="completion"):
-        PrefixTreeSynthesizer(epsilon=1.0, height=2, taxonomy=taxonomy_4(), completion="ngram").fit(
-            long_format([["L1"]])
-        )
+        PrefixTreeSynthesizer(
+            preset="kdd12", epsilon=1.0, height=2, taxonomy=taxonomy_4(), completion="ngram"
+        ).fit(long_format([["L1"]]))
 
 
 def test_end_cells_are_the_same_from_the_duckdb_engine(tmp_path: Path) -> None:

@@ -39,6 +39,7 @@ def _sequences(n: int = 800, seed: int = 0, with_time: bool = False) -> pd.DataF
 @functools.cache
 def _fitted(with_time: bool = False) -> PrefixTreeSynthesizer:
     return PrefixTreeSynthesizer(
+        preset="kdd12",
         epsilon=8.0,
         height=5,
         taxonomy=_taxonomy(),
@@ -95,7 +96,9 @@ def test_chunks_concatenate_to_sample(with_time: bool, chunk_rows: int) -> None:
 
 
 def test_empty_release_is_one_empty_chunk() -> None:
-    syn = PrefixTreeSynthesizer(epsilon=0.01, height=2, taxonomy=_taxonomy(), random_state=3)
+    syn = PrefixTreeSynthesizer(
+        preset="kdd12", epsilon=0.01, height=2, taxonomy=_taxonomy(), random_state=3
+    )
     syn.fit(_sequences(n=1))
     chunks = list(syn.iter_sample(chunk_rows=10))
     assert len(chunks) == 1 and chunks[0].empty
@@ -104,7 +107,7 @@ def test_empty_release_is_one_empty_chunk() -> None:
 
 
 def test_iter_sample_validation() -> None:
-    syn = PrefixTreeSynthesizer(epsilon=1.0, height=2, taxonomy=_taxonomy())
+    syn = PrefixTreeSynthesizer(preset="kdd12", epsilon=1.0, height=2, taxonomy=_taxonomy())
     with pytest.raises(ConfigError, match="not fitted"):
         next(syn.iter_sample())
     syn = _fitted()

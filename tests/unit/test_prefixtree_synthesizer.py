@@ -43,6 +43,7 @@ def metro_like(n_lines: int = 4, per_line: int = 17) -> Taxonomy:
 @pytest.mark.parametrize("variant", ["hybrid", "simple"])
 def test_zero_noise_release_is_the_database(variant: str) -> None:
     syn = PrefixTreeSynthesizer(
+        preset="kdd12",
         epsilon=1.0,
         height=4,
         taxonomy=taxonomy_4(),
@@ -59,7 +60,12 @@ def test_zero_noise_release_is_the_database(variant: str) -> None:
 
 def test_truncation_to_height() -> None:
     syn = PrefixTreeSynthesizer(
-        epsilon=1.0, height=2, taxonomy=taxonomy_4(), thresholds={2: 1}, random_state=ZeroNoise()
+        preset="kdd12",
+        epsilon=1.0,
+        height=2,
+        taxonomy=taxonomy_4(),
+        thresholds={2: 1},
+        random_state=ZeroNoise(),
     ).fit(long_format(TABLE_1))
     assert as_multiset(syn.sample()) == Counter(tuple(r[:2]) for r in TABLE_1)
     assert syn.tree_["depth"].max() == 2
@@ -68,7 +74,7 @@ def test_truncation_to_height() -> None:
 def test_two_level_budget_split_follows_the_paper() -> None:
     tax = metro_like()  # f = 68 / 4 = 17
     rows = [["s0-1", "s1-2"], ["s0-1"]] * 20
-    syn = PrefixTreeSynthesizer(epsilon=1.0, height=3, taxonomy=tax, random_state=0)
+    syn = PrefixTreeSynthesizer(preset="kdd12", epsilon=1.0, height=3, taxonomy=tax, random_state=0)
     syn.fit(long_format(rows))
     plan = syn.sub_levels_[syn.sub_levels_["level"] == 1]
     assert len(syn.sub_levels_) == 2 * 3  # one row per sub-level per tree level
@@ -90,14 +96,21 @@ def test_two_level_budget_split_follows_the_paper() -> None:
 
 def test_ledger_total_is_epsilon_when_every_level_is_built() -> None:
     syn = PrefixTreeSynthesizer(
-        epsilon=0.7, height=4, taxonomy=taxonomy_4(), thresholds={2: 1}, random_state=ZeroNoise()
+        preset="kdd12",
+        epsilon=0.7,
+        height=4,
+        taxonomy=taxonomy_4(),
+        thresholds={2: 1},
+        random_state=ZeroNoise(),
     ).fit(long_format(TABLE_1))
     assert syn.ledger_.spent_epsilon == pytest.approx(0.7)
     assert syn.ledger_.remaining_epsilon == pytest.approx(0.0, abs=1e-12)
 
 
 def test_fanout_at_most_two_falls_back_to_simple() -> None:
-    syn = PrefixTreeSynthesizer(epsilon=1.0, height=2, taxonomy=taxonomy_4(), random_state=0)
+    syn = PrefixTreeSynthesizer(
+        preset="kdd12", epsilon=1.0, height=2, taxonomy=taxonomy_4(), random_state=0
+    )
     syn.fit(long_format(TABLE_1))
     assert syn.sub_levels_["generalized"].tolist() == [False, False]
     assert syn.sub_levels_["epsilon"].iloc[0] == pytest.approx(0.5)
@@ -109,13 +122,13 @@ def test_skewed_generalized_level_is_skipped() -> None:
     edges += [("big", "root")] + [(f"small{i}", "root") for i in range(37, 40)]
     rows = long_format([["s1"], ["s38"]])
     skewed = PrefixTreeSynthesizer(
-        epsilon=1.0, height=1, taxonomy=Taxonomy.from_edges(edges), random_state=0
+        preset="kdd12", epsilon=1.0, height=1, taxonomy=Taxonomy.from_edges(edges), random_state=0
     ).fit(rows)
     assert skewed.sub_levels_["generalized"].tolist() == [False]
     # the same sizes spread evenly (10 each) keep the generalized level
     even = [(f"s{i}", f"g{i // 10}") for i in range(40)] + [(f"g{k}", "root") for k in range(4)]
     balanced = PrefixTreeSynthesizer(
-        epsilon=1.0, height=1, taxonomy=Taxonomy.from_edges(even), random_state=0
+        preset="kdd12", epsilon=1.0, height=1, taxonomy=Taxonomy.from_edges(even), random_state=0
     ).fit(rows)
     assert balanced.sub_levels_["generalized"].tolist() == [True, False]
 
@@ -125,7 +138,7 @@ def test_multi_level_taxonomy_split_is_recursive() -> None:
     edges = [(f"s{i}", f"l{i // 10}") for i in range(160)]
     edges += [(f"l{k}", f"m{k // 4}") for k in range(16)] + [(f"m{m}", "root") for m in range(4)]
     tax = Taxonomy.from_edges(edges)
-    syn = PrefixTreeSynthesizer(epsilon=1.0, height=1, taxonomy=tax, random_state=0)
+    syn = PrefixTreeSynthesizer(preset="kdd12", epsilon=1.0, height=1, taxonomy=tax, random_state=0)
     syn.fit(long_format([["s1"], ["s2"]]))
     plan = syn.sub_levels_
     assert plan["taxonomy_level"].tolist() == [1, 2, 3]
@@ -135,6 +148,7 @@ def test_multi_level_taxonomy_split_is_recursive() -> None:
 
 def test_budget_split_and_threshold_overrides() -> None:
     syn = PrefixTreeSynthesizer(
+        preset="kdd12",
         epsilon=1.0,
         height=1,
         taxonomy=metro_like(),
@@ -148,6 +162,7 @@ def test_budget_split_and_threshold_overrides() -> None:
 
 def test_level_weights_split_epsilon_across_levels() -> None:
     syn = PrefixTreeSynthesizer(
+        preset="kdd12",
         epsilon=1.0,
         height=3,
         taxonomy=taxonomy_4(),
@@ -172,6 +187,7 @@ def test_level_weights_split_epsilon_across_levels() -> None:
 def test_candidates_threshold_bounds_expected_false_children() -> None:
     tax = metro_like(4, 50)  # 200 locations: 200 candidates under the root (simple variant)
     syn = PrefixTreeSynthesizer(
+        preset="kdd12",
         epsilon=1.0,
         height=2,
         taxonomy=tax,
@@ -237,7 +253,6 @@ def test_candidates_threshold_counts_time_bins_in_the_first_sub_level() -> None:
         {"false_children": [0.5]},
         {"false_children": [0.5, 0.0]},
         {"false_children": [0.5, "0.1"]},
-        {"false_children": None},
         {"false_children": "0.5"},
         {"epsilon": -1.0},
         {"epsilon": float("nan")},
@@ -260,14 +275,14 @@ def test_bad_parameters_raise_config_error(kwargs: dict) -> None:
 
 def test_unknown_location_is_an_input_error() -> None:
     with pytest.raises(InputError):
-        PrefixTreeSynthesizer(epsilon=1.0, height=2, taxonomy=metro_like(), random_state=0).fit(
-            long_format([["nowhere"]])
-        )
+        PrefixTreeSynthesizer(
+            preset="kdd12", epsilon=1.0, height=2, taxonomy=metro_like(), random_state=0
+        ).fit(long_format([["nowhere"]]))
 
 
 def test_sample_before_fit() -> None:
     with pytest.raises(ConfigError):
-        PrefixTreeSynthesizer(epsilon=1.0, height=2, taxonomy=metro_like()).sample()
+        PrefixTreeSynthesizer(preset="kdd12", epsilon=1.0, height=2, taxonomy=metro_like()).sample()
 
 
 def test_seeded_release_does_not_depend_on_input_order_or_ids() -> None:
@@ -280,7 +295,9 @@ def test_seeded_release_does_not_depend_on_input_order_or_ids() -> None:
     b = b.sample(frac=1.0, random_state=1).sort_values(["seq_id", "pos"])
     out = []
     for frame in (a, b):
-        syn = PrefixTreeSynthesizer(epsilon=2.0, height=4, taxonomy=metro_like(), random_state=11)
+        syn = PrefixTreeSynthesizer(
+            preset="kdd12", epsilon=2.0, height=4, taxonomy=metro_like(), random_state=11
+        )
         out.append(syn.fit(frame).sample())
     pd.testing.assert_frame_equal(out[0], out[1])
     # rows grouped by sequence, sequences ordered by length
@@ -289,11 +306,13 @@ def test_seeded_release_does_not_depend_on_input_order_or_ids() -> None:
 
 
 def test_secure_noise_by_default() -> None:
-    syn = PrefixTreeSynthesizer(epsilon=1.0, height=2, taxonomy=metro_like())
+    syn = PrefixTreeSynthesizer(preset="kdd12", epsilon=1.0, height=2, taxonomy=metro_like())
     syn.fit(long_format([["s0-1"]] * 5))
     assert syn.noise_seeded_ is False
     assert (
-        PrefixTreeSynthesizer(epsilon=1.0, height=2, taxonomy=metro_like(), random_state=1)
+        PrefixTreeSynthesizer(
+            preset="kdd12", epsilon=1.0, height=2, taxonomy=metro_like(), random_state=1
+        )
         .fit(long_format([["s0-1"]]))
         .noise_seeded_
     )
@@ -303,7 +322,9 @@ def test_consistent_counts_in_tree() -> None:
     rng = np.random.default_rng(0)
     locs = metro_like().leaves()
     rows = [[str(x) for x in rng.choice(locs[:10], size=rng.integers(1, 5))] for _ in range(3000)]
-    syn = PrefixTreeSynthesizer(epsilon=1.0, height=4, taxonomy=metro_like(), random_state=5)
+    syn = PrefixTreeSynthesizer(
+        preset="kdd12", epsilon=1.0, height=4, taxonomy=metro_like(), random_state=5
+    )
     tree = syn.fit(long_format(rows)).tree_
     child_sum = tree[tree.parent >= 0].groupby("parent")["count"].sum()
     assert (child_sum <= tree.set_index("node").loc[child_sum.index, "count"]).all()
@@ -316,6 +337,7 @@ def test_trajectories_zero_noise() -> None:
     seqs = long_format(rows)
     seqs["time"] = ["08:10", "09:40", "08:20", "07:05", "18:00"]
     syn = PrefixTreeSynthesizer(
+        preset="kdd12",
         epsilon=1.0,
         height=3,
         taxonomy=taxonomy_4(),
@@ -379,7 +401,13 @@ def test_coarse_time_bins_zero_noise_release_is_the_database() -> None:
 def test_coarse_time_bins_keep_every_candidate() -> None:
     """With every empty cell passing, the children of a node are all (station, bin >= its bin):
     the coarse sub-level's candidates and their refinement cover the same cells, once each."""
-    common = {"epsilon": 1.0, "height": 2, "taxonomy": metro_like(3, 5), "time_bins": 360}
+    common = {
+        "preset": "kdd12",
+        "epsilon": 1.0,
+        "height": 2,
+        "taxonomy": metro_like(3, 5),
+        "time_bins": 360,
+    }
     common |= {"thresholds": {1: 0, 2: 0}, "random_state": ZeroNoise()}
     seqs = _timed([["s0-1", "s1-2"]], ["05:10", "11:40"])
     fine = PrefixTreeSynthesizer(**common).fit(seqs).tree_
@@ -416,7 +444,7 @@ def test_trajectories_times_non_decreasing_with_noise() -> None:
         np.sort(rng.integers(0, 600, len(seqs))), unit="min"
     )
     syn = PrefixTreeSynthesizer(
-        epsilon=3.0, height=3, taxonomy=taxonomy_4(), time_bins=120, random_state=2
+        preset="kdd12", epsilon=3.0, height=3, taxonomy=taxonomy_4(), time_bins=120, random_state=2
     ).fit(seqs)
     out = syn.sample()
     assert len(out) > 0
@@ -429,5 +457,10 @@ def test_bad_time_column() -> None:
     seqs["time"] = ["not a time"]
     with pytest.raises(InputError):
         PrefixTreeSynthesizer(
-            epsilon=1.0, height=2, taxonomy=taxonomy_4(), time_bins=60, random_state=0
+            preset="kdd12",
+            epsilon=1.0,
+            height=2,
+            taxonomy=taxonomy_4(),
+            time_bins=60,
+            random_state=0,
         ).fit(seqs)
