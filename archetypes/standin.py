@@ -48,12 +48,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from archetypes.budget import budget_shares
 from archetypes.completion import ColumnCompleter, Plan
 from archetypes.model import bound_individuals
 from archetypes.schema import TripSchema
 from synth.errors import ConfigError, InputError
+from synth.marginals import stability_histogram
 from synth.privacy import LedgerBranch
-from synth.sbh import stability_histogram
 
 __all__ = ["GRID_MAX", "StandIn", "StandInSpec", "stand_in_spec"]
 
@@ -321,8 +322,6 @@ class StandIn:
         ledger: LedgerBranch,
     ) -> list[pd.DataFrame]:
         """:meth:`histograms` on the output of :meth:`_prepare`."""
-        from archetypes.synthesizer import budget_shares
-
         total = sum(self.spec.weights)
         shares = [w / total for w in self.spec.weights]
         budgets = zip(budget_shares(epsilon, shares), budget_shares(delta, shares), strict=True)

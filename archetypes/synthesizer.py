@@ -53,16 +53,27 @@ import os
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
 
+from archetypes.budget import budget_shares
 from archetypes.completion import ColumnCompleter, Plan
 from archetypes.model import ArchetypeModel, bound_individuals, majority
+from archetypes.sampling import (
+    PUBLIC_STREAM,
+    SAMPLING_STREAM,
+    ArchetypeSampling,
+    balanced_choice,
+    rake,
+    sampling_generator,
+    systematic_choice,
+)
 from archetypes.schema import TripSchema
 from archetypes.standin import StandIn, StandInSpec, stand_in_spec
 from synth.errors import ConfigError, InputError
+from synth.generator import COLUMNS, SEQUENCE, STRING, Constraint, InstanceOf, Interval, read_data
 from synth.privacy import (
     DiscreteGaussian,
     PrivacyLedger,
@@ -80,75 +91,14 @@ __all__ = [
     "systematic_choice",
 ]
 
-#: synthetic individuals drawn per output individual before the raking resample (marginals only),
-#: at most POOL_MAX in all: the pool only has to cover the public support, the resample (with
-#: replacement) may then be larger than the pool
-POOL_FACTOR = 4
-POOL_MAX = 200_000
-#: raking sweeps at most (noisy margins need not be consistent, so IPF may not converge exactly)
-RAKING_ITERATIONS = 30
-#: spawn keys of the numpy streams derived from an int ``random_state`` (the noise uses the seed
-#: itself): the public model's, and the sampler's
-PUBLIC_STREAM = 1
-SAMPLING_STREAM = 2
 
-
-def sampling_generator(random_state: int | None, stream: int) -> np.random.Generator:
-    """A numpy generator for non-private randomness: fresh OS entropy when ``random_state`` is
-    None, else the ``stream``-th child of the seed (never the noise's own stream)."""
-    if random_state is None:
-        return np.random.default_rng(int.from_bytes(os.urandom(16), "big"))
-    return np.random.default_rng(np.random.SeedSequence(int(random_state), spawn_key=(stream,)))
-
-
-def rake(seed: np.ndarray, rows: np.ndarray, cols: np.ndarray, iterations: int = 200) -> np.ndarray:
-    """Iterative proportional fitting of ``seed`` (strictly positive) to row and column totals of
-    equal sum."""
-    table = seed.astype(float).copy()
-    for _ in range(iterations):
-        table *= (rows / np.maximum(table.sum(axis=1), 1e-300))[:, None]
-        table *= (cols / np.maximum(table.sum(axis=0), 1e-300))[None, :]
-        if np.allclose(table.sum(axis=1), rows, rtol=1e-9, atol=1e-9):
-            break
-    return table
-
-
-def balanced_choice(pool: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarray:
-    """``size`` draws from ``pool``, each element ``size // len(pool)`` times, the remainder
-    without replacement, shuffled: the same expectation as i.i.d. draws with less sampling noise."""
-    copies, rest = divmod(size, len(pool))
-    out = np.concatenate([np.tile(pool, copies), rng.choice(pool, size=rest, replace=False)])
-    return rng.permutation(out)
-
-
-def systematic_choice(weights: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarray:
-    """``size`` indices drawn with probability proportional to ``weights`` by systematic
-    resampling (one uniform offset; each index appears floor or ceil of its expected count)."""
-    if size == 0:
-        return np.array([], dtype=np.int64)
-    cumulative = np.cumsum(weights / weights.sum())
-    points = (rng.random() + np.arange(size)) / size
-    chosen = np.minimum(np.searchsorted(cumulative, points, side="right"), len(weights) - 1)
-    return rng.permutation(chosen)
-
-
-def budget_shares(total: float, shares: Sequence[float]) -> list[float]:
-    """``total * share`` for each share as floats whose exact decimal values never sum past
-    ``total`` (the ledger adds the shortest decimal form of each float exactly)."""
-    cap = Fraction(str(total))
-    out: list[float] = []
-    spent = Fraction(0)
-    for share in shares:
-        value = float(cap * Fraction(str(share)))
-        while spent + Fraction(repr(value)) > cap:
-            value = float(np.nextafter(value, 0.0))
-        spent += Fraction(repr(value))
-        out.append(value)
-    return out
-
-
-class ArchetypeSynthesizer:
+class ArchetypeSynthesizer(ArchetypeSampling):
     """Differentially private synthetic trips from GMM archetypes and two noisy histograms.
+
+    The scikit-learn estimator contract (:class:`~synth.generator.Generator`): ``fit(data,
+    public=None)`` takes the private trips as a DataFrame or a CSV/Parquet path (and the public
+    trips the same way), spends the budget in :attr:`ledger_` and returns ``self``;
+    :meth:`sample` is post-processing; ``sklearn.base.clone`` gives an unfitted copy.
 
     Parameters (keyword-only, stored as given; validated in ``fit``):
         epsilon, delta: the total budget, per individual (``unit``).
@@ -178,6 +128,27 @@ class ArchetypeSynthesizer:
         random_state: None = secure noise and tie-breaks, and a sampler seeded from the OS after
             the private queries; an int makes them reproducible and the release NOT private.
     """
+
+    _parameter_constraints: ClassVar[dict[str, list[Constraint]]] = {
+        "key_columns": [COLUMNS],
+        "category_column": [STRING],
+        "id_column": [STRING],
+        "n_archetypes": [Interval("integer", 1)],
+        "features": [None, COLUMNS],
+        "schema": [None, InstanceOf((TripSchema, str, Path), "a TripSchema, a JSON path")],
+        "budget_split": [SEQUENCE],
+        "marginals": [COLUMNS],
+        "marginals_by_archetype": [InstanceOf(bool, "true or false")],
+        "marginal_bins": [Interval("integer", 1)],
+        "public_stand_in": [None, InstanceOf((bool, Mapping), "a bool or a mapping")],
+        "max_records_per_individual": [Interval("integer", 1)],
+        "order_column": [None, STRING],
+        "n_records": [None, Interval("integer", 0)],
+        "unit": [STRING],
+        "random_state": [None, InstanceOf((int, np.integer), "an int")],
+    }
+    #: set last in fit: its presence means "fitted"
+    _fitted_attribute: ClassVar[str] = "strata_"
 
     def __init__(
         self,
@@ -223,8 +194,11 @@ class ArchetypeSynthesizer:
         self.random_state = random_state
 
     # -- validation --------------------------------------------------------------------------------
+    def _check_params(self) -> None:
+        self._budgets()
+
     def _budgets(self) -> list[tuple[float, float]]:
-        """Validate the parameters; (epsilon, delta) of each release, in order."""
+        """(epsilon, delta) of each release, in order (ConfigError on a bad budget or split)."""
         check_budget(self.epsilon, self.delta, need_delta=True)  # Gaussian: delta in (0, 1)
         eps, delta = self.epsilon, self.delta
         split = tuple(self.budget_split)
@@ -242,29 +216,10 @@ class ArchetypeSynthesizer:
                 f"budget_split must be {wanted} positive shares ({', '.join(names)}),"
                 f" got {self.budget_split!r}"
             )
-        if not isinstance(self.marginals_by_archetype, bool):
-            raise ConfigError(
-                f"marginals_by_archetype must be true or false, got {self.marginals_by_archetype!r}"
-            )
         if sum(Fraction(str(s)) for s in split) > 1:
             raise ConfigError(f"budget_split {self.budget_split!r} sums to more than 1")
-        for name in ("max_records_per_individual", "n_archetypes", "marginal_bins"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ConfigError(f"{name} must be a positive integer, got {value!r}")
-        if self.n_records is not None and (
-            isinstance(self.n_records, bool)
-            or not isinstance(self.n_records, int)
-            or self.n_records < 0
-        ):
-            raise ConfigError(f"n_records must be a non-negative integer, got {self.n_records!r}")
         if not list(self.key_columns):
             raise ConfigError("key_columns must name at least one column")
-        if self.random_state is not None and (
-            isinstance(self.random_state, bool)
-            or not isinstance(self.random_state, int | np.integer)
-        ):
-            raise ConfigError(f"random_state must be None or an int, got {self.random_state!r}")
         if len(set(self.marginals)) != len(list(self.marginals)):
             raise ConfigError(f"marginals lists a column twice: {list(self.marginals)}")
         return list(zip(budget_shares(eps, split), budget_shares(delta, split), strict=True))
@@ -303,12 +258,16 @@ class ArchetypeSynthesizer:
 
     # -- fitting -----------------------------------------------------------------------------------
     def fit(
-        self, private: pd.DataFrame, public: pd.DataFrame | None = None
+        self,
+        data: pd.DataFrame | str | os.PathLike[str],
+        public: pd.DataFrame | str | os.PathLike[str] | None = None,
     ) -> ArchetypeSynthesizer:
-        """Learn archetypes on ``public``; release the noisy histograms of ``private``.
+        """Learn archetypes on ``public``; release the noisy histograms of the private trips.
 
-        ``public=None`` needs ``public_stand_in``: an SBH release of ``private`` is then learnt
-        on instead (its spend comes first in :attr:`ledger_`)."""
+        ``data`` (private) and ``public`` are DataFrames of trips or CSV/Parquet paths.
+        ``public=None`` needs ``public_stand_in``: an SBH release of the private trips is then
+        learnt on instead (its spend comes first in :attr:`ledger_`)."""
+        self._validate_params()
         budgets = self._budgets()
         stand_in_budget = budgets.pop(0) if self._stand_in_on() else None
         if public is None and stand_in_budget is None:
@@ -316,23 +275,39 @@ class ArchetypeSynthesizer:
                 "no public data: give public trips, or enable public_stand_in (an SBH release of "
                 "the private trips standing in for them, with its own budget share)"
             )
+        private = read_data(data, "private data")
+        public_trips = None if public is None else read_data(public, "public data")
+        used = self._used_columns(public_trips)
+        if len(private) == 0:
+            raise InputError("private data: no trips")
+        for name in ("strata_", "ledger_"):  # a failed re-fit leaves no half-fitted model
+            self.__dict__.pop(name, None)
+        noise = noise_source(self.random_state, methods=("discrete_gaussian",))
+        self._fit_public(private, public_trips, used, stand_in_budget, noise)
+        self._set_mechanisms(budgets)
+        self._fit_private(private, noise)
+        return self
+
+    def _used_columns(self, public: pd.DataFrame | None) -> list[str]:
+        """The columns the model reads (keys, category, completion targets and conditions),
+        checked against the parameters and the public data."""
         keys = list(self.key_columns)
         if public is not None:
             missing = [c for c in [self.id_column, *keys] if c not in public.columns]
             if missing:
                 raise InputError(f"public data: missing column(s) {', '.join(map(repr, missing))}")
-        marginals = list(self.marginals)
         targets = [str(t) for t, _ in self.completion]
         used = list(dict.fromkeys([*keys, self.category_column, *targets]))
         used += [c for _, cond in self.completion for c in cond if c not in used]
-        unknown = [c for c in marginals if c not in used]
+        unknown = [c for c in self.marginals if c not in used]
         if unknown:
             raise ConfigError(
                 f"marginals {unknown} are neither key, category nor completed columns"
             )
-        if len(private) == 0:
-            raise InputError("private data: no trips")
-        self.schema_ = self._schema(public, used)
+        return used
+
+    def _features(self, public: pd.DataFrame | None) -> list[str]:
+        keys = list(self.key_columns)
         if self.features is not None:
             features = list(self.features)
         elif public is not None:
@@ -341,13 +316,24 @@ class ArchetypeSynthesizer:
             features = [c for c in keys if self._numeric_domain(c)]
         if not features:
             raise ConfigError("features: no numeric column to cluster (name them in features)")
-        self.features_ = features
+        return features
+
+    def _fit_public(
+        self,
+        private: pd.DataFrame,
+        public: pd.DataFrame | None,
+        used: list[str],
+        stand_in_budget: tuple[float, float] | None,
+        noise: SecureNoise,
+    ) -> None:
+        """Schema, features, the stand-in (when no public data) and the public model: the
+        mixture, the completer and the marginal bins."""
+        self.schema_ = self._schema(public, used)
+        features = self.features_ = self._features(public)
         if public is not None:
             missing = [c for c in [self.id_column, *used, *features] if c not in public.columns]
             if missing:
                 raise InputError(f"public data: missing column(s) {', '.join(map(repr, missing))}")
-
-        noise = noise_source(self.random_state, methods=("discrete_gaussian",))
         # public randomness (the mixture, the stand-in's expansion): its own stream
         public_rng = sampling_generator(self.random_state, PUBLIC_STREAM)
         # private tie-breaks (majorities over private trips) come from the secure source
@@ -357,7 +343,6 @@ class ArchetypeSynthesizer:
         if public is None:
             assert stand_in_budget is not None
             public = self._stand_in(private, used, features, stand_in_budget, noise, public_rng)
-
         public = self.schema_.conform(public, source="public data", columns=used)
         public = bound_individuals(
             public, self.id_column, self.max_records_per_individual, self._order(public)
@@ -367,18 +352,21 @@ class ArchetypeSynthesizer:
             n_archetypes=self.n_archetypes,
             features=features,
             id_column=self.id_column,
-            key_columns=keys,
+            key_columns=list(self.key_columns),
             category_column=self.category_column,
             category_values=self.category_values_,
             random_state=public_rng,
         ).fit(public)
         self.completer_ = ColumnCompleter(plan=self.completion).fit(public)
-        self.marginal_edges_ = {c: self._edges(public, c) for c in marginals}
+        self.marginal_edges_ = {c: self._edges(public, c) for c in self.marginals}
 
+    def _set_mechanisms(self, budgets: list[tuple[float, float]]) -> None:
+        """The discrete Gaussian of each release, from its (epsilon, delta) share."""
         (eps1, delta1), (eps2, delta2) = budgets[:2]
         self.archetype_mechanism_ = DiscreteGaussian(epsilon=eps1, delta=delta1, sensitivity=1)
         self.category_mechanism_ = DiscreteGaussian(epsilon=eps2, delta=delta2, sensitivity=1)
         self.marginal_mechanism_: DiscreteGaussian | None = None
+        marginals = list(self.marginals)
         if marginals:
             eps3, delta3 = budgets[2]
             self.marginal_mechanism_ = DiscreteGaussian(
@@ -388,26 +376,27 @@ class ArchetypeSynthesizer:
                 single_coordinate=len(marginals) == 1,
             )
 
+    def _fit_private(self, private: pd.DataFrame, noise: SecureNoise) -> None:
+        """The private queries, their noisy release, and the strata the sampler draws from."""
         # the only other use of the private data
         raw = self._release(self._query(private), noise, self.ledger_)
-
         self.noisy_archetype_counts_ = np.maximum(raw[0], 0)
         self.noisy_category_counts_ = np.maximum(raw[1], 0)
-        self.noisy_marginals_: dict[str, np.ndarray] = {}
+        self.noisy_marginals_ = {}
         totals = [
             (raw[0], self.archetype_mechanism_.sigma),
             (raw[1], self.category_mechanism_.sigma),
         ]
         if self.marginal_mechanism_ is not None:
+            marginals = list(self.marginals)
             splits = np.cumsum([self._n_released(c) for c in marginals])[:-1]
             for column, part in zip(marginals, np.split(raw[2], splits), strict=True):
                 self.noisy_marginals_[column] = np.maximum(part, 0)
                 totals.append((part, self.marginal_mechanism_.sigma))
         self.n_individuals_ = self._total(totals)
-        self.strata_ = self._strata()
         # the sampling generator, seeded only now: no stream that touched private data continues
         self.rng_ = sampling_generator(self.random_state, SAMPLING_STREAM)
-        return self
+        self.strata_ = self._strata()  # last: marks the model fitted
 
     def _numeric_domain(self, column: str) -> bool:
         """Whether a schema column is numeric or categorical with numbers only (a feature)."""
@@ -553,240 +542,13 @@ class ArchetypeSynthesizer:
             )
         return [np.asarray(r, dtype=np.int64) for r in raw]
 
-    def _order(self, frame: pd.DataFrame) -> str | None:
-        return self.order_column if self.order_column in frame.columns else None
-
-    def _codes(self, frame: pd.DataFrame, column: str) -> np.ndarray:
-        """Index of each value in the category domain."""
-        index = pd.Index(list(self.schema_.values(column)))
-        return np.asarray(index.get_indexer(frame[column].to_numpy()), dtype=np.int64)
-
-    def _edges(self, public: pd.DataFrame, column: str) -> np.ndarray | None:
-        """Bin edges of a numeric marginal column, from PUBLIC values (None: categorical)."""
-        if self.schema_[column].kind != "numeric":
-            return None
-        values = np.unique(public[column].to_numpy(dtype=float))
-        if len(values) > self.marginal_bins:
-            qs = np.linspace(0, 1, self.marginal_bins + 1)[1:-1]
-            values = np.unique(np.quantile(public[column].to_numpy(dtype=float), qs))
-            return values
-        return values[1:]
-
-    def _n_cells(self, column: str) -> int:
-        edges = self.marginal_edges_[column]
-        return len(self.schema_.values(column)) if edges is None else len(edges) + 1
-
-    def _n_released(self, column: str) -> int:
-        """Cells of a marginal's released histogram (archetype x value when per archetype)."""
-        return self._n_cells(column) * (self.n_archetypes if self.marginals_by_archetype else 1)
-
-    def _bin(self, frame: pd.DataFrame, column: str) -> np.ndarray:
-        edges = self.marginal_edges_[column]
-        if edges is None:
-            return self._codes(frame, column)
-        return np.searchsorted(edges, frame[column].to_numpy(dtype=float), side="right")
-
-    @staticmethod
-    def _total(releases: list[tuple[np.ndarray, float]]) -> float:
-        """Inverse-variance weighted mean of the unclamped noisy totals (post-processing)."""
-        weights = [1.0 / (len(raw) * sigma**2) for raw, sigma in releases]
-        total = sum(w * float(np.sum(raw)) for w, (raw, _) in zip(weights, releases, strict=True))
-        return max(total / sum(weights), 0.0)
-
-    def _strata(self) -> np.ndarray:
-        """Expected synthetic individuals per (archetype, category): the public table of
-        individuals, raked to the two clamped noisy histograms scaled to the estimated total."""
-        k, c = self.n_archetypes, len(self.category_values_)
-        ind = self.model_.individuals_
-        known = ind["category"].to_numpy() >= 0
-        public = np.zeros((k, c))
-        np.add.at(
-            public, (ind["archetype"].to_numpy()[known], ind["category"].to_numpy()[known]), 1
-        )
-        rows = self.noisy_archetype_counts_.astype(float)
-        cols = self.noisy_category_counts_.astype(float)
-        if rows.sum() == 0:
-            rows = public.sum(axis=1) + 1e-9
-        if cols.sum() == 0:
-            cols = public.sum(axis=0) + 1e-9
-        total = self.n_individuals_
-        rows, cols = rows / rows.sum() * total, cols / cols.sum() * total
-        seed = public + 1e-6 * (public.sum(axis=1, keepdims=True) + 1) / c
-        return rake(seed, rows, cols)
-
-    # -- sampling ----------------------------------------------------------------------------------
-    def sample(self, n_records: int | None = None) -> pd.DataFrame:
-        """Synthetic trips (post-processing only): id, key columns, category, completed columns.
-
-        ``n_records`` (default: the constructor's) fixes the number of trips: the strata are scaled
-        to it, individuals are shuffled and the trips cut at ``n_records``."""
-        if not hasattr(self, "strata_"):
-            raise ConfigError("call fit() before sample()")
-        n_records = self.n_records if n_records is None else n_records
-        if n_records is not None and (
-            isinstance(n_records, bool) or not isinstance(n_records, int) or n_records < 0
-        ):
-            raise ConfigError(f"n_records must be a non-negative integer, got {n_records!r}")
-        strata = self.strata_
-        if strata.sum() <= 0 and n_records:
-            strata = np.ones_like(strata)
-        mean_trips = float((strata * self._mean_trips()).sum() / max(strata.sum(), 1e-12))
-        wanted = strata.sum() if n_records is None else 1.05 * n_records / max(mean_trips, 1e-12)
-        out = self._individuals(strata / max(strata.sum(), 1e-12), wanted)
-        while n_records is not None and len(out) < n_records:
-            wanted *= 1.25
-            out = self._individuals(strata / max(strata.sum(), 1e-12), wanted)
-        if n_records is not None:
-            out = out.iloc[:n_records]
-        order = [self.id_column]
-        if self.order_column is not None and self.order_column in out.columns:
-            order.append(self.order_column)
-        out = out.sort_values(order, kind="stable").reset_index(drop=True)
-        self.schema_.validate(out, source="synthetic trips")
-        return out
-
-    def _individuals(self, shares: np.ndarray, wanted: float) -> pd.DataFrame:
-        """About ``wanted`` synthetic individuals (shuffled, ids 0..), completed; with marginals,
-        resampled from a larger pool by raking weights."""
-        if not self.noisy_marginals_:
-            out, _ = self._draw(shares * wanted)
-            out, self.completion_fallbacks_ = self.completer_.complete(out, self.rng_)
-            return out
-        pool, archetype = self._draw(shares * min(wanted * POOL_FACTOR, POOL_MAX))
-        pool, self.completion_fallbacks_ = self.completer_.complete(pool, self.rng_)
-        weights = self._raking_weights(pool, archetype)
-        if len(weights) == 0:
-            return pool
-        count = int(np.floor(wanted + self.rng_.random()))
-        chosen = systematic_choice(weights, count, self.rng_)
-        ids = pool[self.id_column].to_numpy()
-        starts = np.searchsorted(ids, np.arange(len(weights)))
-        sizes = np.bincount(ids, minlength=len(weights))
-        lengths = sizes[chosen]
-        first = np.repeat(starts[chosen] - (np.cumsum(lengths) - lengths), lengths)
-        out = pool.iloc[first + np.arange(int(lengths.sum()))].reset_index(drop=True)
-        out[self.id_column] = np.repeat(np.arange(count), lengths)
-        return out
-
-    def _raking_weights(self, pool: pd.DataFrame, archetype: np.ndarray) -> np.ndarray:
-        """Weights of the pool's individuals whose weighted histograms of category and each
-        released marginal (one value per individual, as released; per archetype: the (archetype,
-        value) cell, ``archetype`` being each pool individual's stratum) match the noisy ones."""
-        ids = pool[self.id_column].to_numpy()
-        n = int(ids.max()) + 1 if len(ids) else 0
-        rng = self.rng_
-        margins: list[tuple[np.ndarray, np.ndarray]] = []
-        cat = majority(
-            ids, self._codes(pool, self.category_column), len(self.category_values_), rng, n
-        )
-        margins.append((cat, self.noisy_category_counts_.astype(float)))
-        for column, noisy in self.noisy_marginals_.items():
-            n_cells = self._n_cells(column)
-            codes = majority(ids, self._bin(pool, column), n_cells, rng, n)
-            if self.marginals_by_archetype:
-                codes = np.where(codes >= 0, archetype[:n] * n_cells + codes, -1)
-            margins.append((codes, noisy.astype(float)))
-        weights = np.ones(n)
-        prepared = [(np.flatnonzero(codes >= 0), codes[codes >= 0], t) for codes, t in margins]
-        for _ in range(RAKING_ITERATIONS):
-            change = 0.0
-            for index, codes, target in prepared:
-                current = np.bincount(codes, weights=weights[index], minlength=len(target))
-                goal = target / max(target.sum(), 1e-12) * current.sum()
-                factor = np.where(current > 0, goal / np.maximum(current, 1e-300), 1.0)
-                change = max(change, float(np.abs(factor[current > 0] - 1).max(initial=0.0)))
-                weights[index] *= factor[codes]
-            if change < 1e-4:
-                break
-        return weights
-
-    def _draw(self, strata: np.ndarray) -> tuple[pd.DataFrame, np.ndarray]:
-        """Individuals per stratum by stochastic rounding; each individual's trip count and its
-        trips' key columns (with the category) resampled from the stratum's public individuals.
-        Also returns the archetype (stratum) of each synthetic id."""
-        rng, model = self.rng_, self.model_
-        counts = np.floor(strata + rng.random(strata.shape)).astype(np.int64)
-        ind, trips = model.individuals_, model.trips_
-        columns = list(dict.fromkeys([*model.key_columns_, self.category_column]))
-        ind_arch, ind_cat = ind["archetype"].to_numpy(), ind["category"].to_numpy()
-        trip_arch, trip_cat = trips["archetype"].to_numpy(), trips["category"].to_numpy()
-        n_trips_public = ind["n_trips"].to_numpy()
-        rows: list[np.ndarray] = []
-        lengths: list[np.ndarray] = []
-        forced_to: list[np.ndarray] = []
-        drawn_for: list[np.ndarray] = []
-        for a, cat in zip(*np.nonzero(counts), strict=True):
-            drawn_for.append(np.full(int(counts[a, cat]), a, dtype=np.int64))
-            pool_ind, pool_trip, forced = self._pool(a, cat, ind_arch, ind_cat, trip_arch, trip_cat)
-            n_trips = n_trips_public[balanced_choice(pool_ind, int(counts[a, cat]), rng)]
-            rows.append(balanced_choice(pool_trip, int(n_trips.sum()), rng))
-            lengths.append(n_trips)
-            forced_to.append(np.full(int(n_trips.sum()), cat if forced else -1))
-        if not rows:
-            empty = {col: trips[col].iloc[:0] for col in columns}
-            frame = pd.DataFrame({self.id_column: np.array([], dtype=np.int64), **empty})
-            return frame, np.array([], dtype=np.int64)
-        out = trips[columns].iloc[np.concatenate(rows)].reset_index(drop=True)
-        forced_cat = np.concatenate(forced_to)
-        if (forced_cat >= 0).any():
-            values = np.asarray(self.category_values_, dtype=object)
-            column = out[self.category_column].to_numpy(dtype=object).copy()
-            column[forced_cat >= 0] = values[forced_cat[forced_cat >= 0]]
-            out[self.category_column] = pd.Series(column).astype(trips[self.category_column].dtype)
-        n_trips = np.concatenate(lengths)
-        # ids in random order, so that cutting at n_records favours no stratum
-        ids = rng.permutation(len(n_trips))
-        out.insert(0, self.id_column, np.repeat(ids, n_trips))
-        archetype = np.empty(len(ids), dtype=np.int64)
-        archetype[ids] = np.concatenate(drawn_for)
-        return out.sort_values(self.id_column, kind="stable").reset_index(drop=True), archetype
-
-    def _mean_trips(self) -> np.ndarray:
-        """Mean public trips per individual of each (archetype, category) stratum, archetype mean
-        where the stratum is empty."""
-        ind = self.model_.individuals_
-        k, c = self.n_archetypes, len(self.category_values_)
-        known = ind["category"].to_numpy() >= 0
-        a, cat = ind["archetype"].to_numpy()[known], ind["category"].to_numpy()[known]
-        total = np.zeros((k, c))
-        num = np.zeros((k, c))
-        np.add.at(total, (a, cat), ind["n_trips"].to_numpy()[known])
-        np.add.at(num, (a, cat), 1)
-        fallback = np.where(
-            self.model_.trips_per_individual_ > 0,
-            self.model_.trips_per_individual_,
-            max(float(ind["n_trips"].mean()), 1.0),
-        )
-        return np.where(num > 0, total / np.maximum(num, 1), fallback[:, None])
-
-    @staticmethod
-    def _pool(
-        a: int,
-        cat: int,
-        ind_arch: np.ndarray,
-        ind_cat: np.ndarray,
-        trip_arch: np.ndarray,
-        trip_cat: np.ndarray,
-    ) -> tuple[np.ndarray, np.ndarray, bool]:
-        """Public individuals and trips to draw from for stratum (a, cat), coarser when empty:
-        (a, cat), then (any archetype, cat), then (a, any category) with the category forced,
-        then everything with the category forced."""
-        candidates = (
-            ((ind_arch == a) & (ind_cat == cat), (trip_arch == a) & (trip_cat == cat), False),
-            (ind_cat == cat, trip_cat == cat, False),
-            (ind_arch == a, trip_arch == a, True),
-        )
-        for ind_mask, trip_mask, forced in candidates:
-            if ind_mask.any():
-                return np.flatnonzero(ind_mask), np.flatnonzero(trip_mask), forced
-        return np.arange(len(ind_arch)), np.arange(len(trip_arch)), True
-
     # -- reporting ---------------------------------------------------------------------------------
     def manifest(
         self, public_inputs: Mapping[str, str | os.PathLike[str]] | None = None
     ) -> dict[str, Any]:
         """The ledger's release manifest with this synthesizer's parameters; ``public_inputs``
         (role -> file: public trips, schema) are fingerprinted, the private trips never."""
+        self._check_fitted()
         params: dict[str, Any] = {
             "generator": "archetypes",
             "id_column": self.id_column,

@@ -358,13 +358,13 @@ def release_sequences(
             )
         step("fit")
         with progress.counter("tree levels", unit="level") as levels:
-            synth.fit(
-                seqs,
+            synth.set_params(
                 progress=levels,
                 on_unknown=on_unknown,
                 location_column=location_column,
                 timezone=timezone,
             )
+            synth.fit(seqs)
         del seqs  # the input is not needed for the release
         step("release")
         public_inputs = {"taxonomy": spec} if Path(spec).exists() else {}

@@ -36,6 +36,7 @@ import numpy.typing as npt
 from synth.engines.base import PrefixCounter
 from synth.engines.memory import MemoryPrefixCounter
 from synth.errors import ConfigError
+from synth.privacy import threshold_release
 from synth.taxonomy import Taxonomy
 
 __all__ = [
@@ -188,17 +189,6 @@ def _aggregate(flat: IntArray, weight: IntArray) -> tuple[IntArray, IntArray | N
     return keys, inverse, np.bincount(inverse, weights=weight).astype(np.int64)
 
 
-def _noisy(noise: object, scale: float, counts: IntArray) -> IntArray:
-    """``counts`` plus discrete Laplace noise, drawn in batches of :data:`NOISE_BATCH` (the
-    sampler's temporaries stay small; the draws are i.i.d., so batching changes nothing)."""
-    out = np.empty(counts.size, dtype=np.int64)
-    for lo in range(0, counts.size, NOISE_BATCH):
-        hi = min(lo + NOISE_BATCH, counts.size)
-        out[lo:hi] = noise.discrete_laplace(scale, hi - lo)  # type: ignore[attr-defined]
-    out += counts
-    return out
-
-
 def _sub_level(
     noise: object,
     level: SubLevel,
@@ -242,15 +232,17 @@ def _sub_level(
     )
     n_keys = present_parent.size
 
-    noisy_present = _noisy(noise, level.scale, counts)
-    passed = noisy_present >= level.threshold
-
     n_present = np.bincount(present_parent, minlength=n_par)
     n_empty = n_candidates - n_present
     total_empty = int(n_empty.sum())
-    fake_values = np.asarray(
-        noise.empty_cells_passing(level.scale, level.threshold, total_empty),  # type: ignore[attr-defined]
-        dtype=np.int64,
+    # the privacy core's noisy-threshold step (present cells, then the passing empty ones)
+    noisy_present, passed, fake_values = threshold_release(
+        counts,
+        scale=level.scale,
+        threshold=level.threshold,
+        noise=noise,
+        n_empty=total_empty,
+        batch=NOISE_BATCH,
     )
     _check_room(int(passed.sum()) + fake_values.size, room, where)
     fake_parent, fake_rank = _absent_cells(

@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 _EXPORTS: dict[str, str] = {
-    "OpalRelease": "synth.sbh",
-    "stability_histogram": "synth.sbh",
+    "OpalRelease": "synth.marginals",
+    "stability_histogram": "synth.marginals",
     "Taxonomy": "synth.taxonomy",
     "load_sequences": "synth.records",
     "load_taps": "synth.records",
@@ -21,8 +21,8 @@ _EXPORTS: dict[str, str] = {
 }
 
 if TYPE_CHECKING:
+    from synth.marginals import OpalRelease, stability_histogram
     from synth.records import load_sequences, load_taps, load_trips
-    from synth.sbh import OpalRelease, stability_histogram
     from synth.taxonomy import Taxonomy
 
 __all__ = [

@@ -177,7 +177,8 @@ def _prefix_tree(
         epsilon=SEQUENCE_EPSILON, height=height, taxonomy=taxonomy, random_state=seed, **params
     )
     with step.progress.counter(f"{name} tree levels", unit="level") as levels:
-        synthesizer.fit(original, progress=levels)
+        synthesizer.set_params(progress=levels)
+        synthesizer.fit(original)
     synthetic = synthesizer.sample()
     folder = stage / name
     folder.mkdir()

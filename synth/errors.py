@@ -17,3 +17,12 @@ class ConfigError(TransitSynthError):
 
 class BudgetExceededError(TransitSynthError):
     """A spend would take the privacy ledger past its cap; raised before any noise is drawn."""
+
+
+class NotFittedError(ConfigError, ValueError):
+    """A method that needs a fitted model was called before ``fit`` (one message for every
+    generator; a ``ValueError`` as in scikit-learn, and a :class:`ConfigError` for the CLI)."""
+
+    def __init__(self, estimator: object) -> None:
+        self.estimator_name = type(estimator).__name__
+        super().__init__(f"this {self.estimator_name} is not fitted yet: call fit(data) first")

@@ -83,7 +83,7 @@ _REQUIRED = {
 _EXCLUDED = {
     "sequences": ("taxonomy", "random_state"),
     "trips": ("schema", "random_state"),
-    "marginals": ("taxonomy", "random_state", "on_unknown"),
+    "marginals": ("taxonomy", "random_state", "on_unknown", "location_column"),
 }
 
 

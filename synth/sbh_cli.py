@@ -26,7 +26,8 @@ from synth.cli import (
     warn_if_underspent,
 )
 from synth.errors import ConfigError
-from synth.io import read_table, table_columns, table_format
+from synth.marginals import TABLES, Mode, OpalRelease
+from synth.marginals import load_input as _load
 from synth.progress import Progress
 from synth.provenance import (
     add_provenance_option,
@@ -34,12 +35,8 @@ from synth.provenance import (
     provenance_key,
     write_provenance,
 )
-from synth.records import load_taps, load_trips
-from synth.sbh import TABLES, Mode, OpalRelease
 from synth.taxonomy import Taxonomy
 from synth.times import add_timezone_option
-
-_ID_COLUMNS = ("card_id", "on_stop", "off_stop", "mode")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -130,36 +127,6 @@ def _days(spec: str) -> list[str]:
         raise ConfigError(f"--days {spec!r}: expected ISO dates 'a,b' or 'FIRST:LAST'") from None
 
 
-def _load(
-    path: Path | pd.DataFrame, location_column: str, timezone: str | None = None
-) -> pd.DataFrame:
-    """Trips (an ``on_stop`` column) or taps, through :mod:`synth.records` (SUBE loads as is)."""
-    if isinstance(path, pd.DataFrame):
-        columns = set(path.columns)
-    elif path.is_file() and table_format(path) is not None:
-        columns = set(table_columns(path))  # a bad header is an InputError naming the file
-    else:
-        columns = set()  # load_taps names the problem (missing file, unsupported type)
-    if "on_stop" in columns:
-        trips = (
-            path
-            if isinstance(path, pd.DataFrame)
-            else read_table(
-                path, dtype={c: str for c in _ID_COLUMNS}, text=("on_time", "off_time", "date")
-            )
-        )
-        return load_trips(
-            trips, card_column="card_id" if "card_id" in columns else None, timezone=timezone
-        )
-    taps = load_taps(path, location_column=location_column, timezone=timezone)
-    if location_column != "stop_id":
-        taps = taps.drop(columns=["stop_id"], errors="ignore")
-        taps = taps.rename(columns={location_column: "stop_id"})
-    if "mode" not in taps and "modo" in taps:  # SUBE
-        taps = taps.rename(columns={"modo": "mode"})
-    return taps
-
-
 def run(args: argparse.Namespace) -> int:
     """Fit the release and write it."""
     warn_if_seeded(args.seed)
@@ -246,7 +213,9 @@ def release_marginals(
         if gtfs_stations and taxonomy is None:
             raise ConfigError("--gtfs-stations needs a GTFS zip --taxonomy")
         tax = None if taxonomy is None else Taxonomy.from_spec(taxonomy, use_stations=gtfs_stations)
-        release = OpalRelease(**params, taxonomy=tax, random_state=seed)
+        release = OpalRelease(
+            **params, taxonomy=tax, random_state=seed, location_column=location_column
+        )
         release._check()  # fail on bad parameters before reading the data
         data: pd.DataFrame | str | os.PathLike[str]
         if release.engine != "memory" and not isinstance(input, pd.DataFrame):
@@ -258,7 +227,7 @@ def release_marginals(
                 release.timezone,
             )
         step("fit")
-        release.fit(data, location_column=location_column)
+        release.fit(data)
         step("write")
         public = {} if taxonomy is None or not Path(taxonomy).exists() else {"taxonomy": taxonomy}
         written = release.save(out, format=format, public_inputs=public)

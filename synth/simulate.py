@@ -49,7 +49,7 @@ import pyarrow.compute as pc
 
 from synth.errors import ConfigError, InputError
 from synth.io import atomic_path, table_format
-from synth.taxonomy import Taxonomy
+from synth.taxonomy import Taxonomy, read_gtfs
 
 __all__ = [
     "BLOCK",
@@ -90,9 +90,7 @@ class NetworkModel:
 
 def gtfs_coordinates(zip_path: str | os.PathLike[str]) -> pd.DataFrame:
     """``location, lat, lon`` of a GTFS zip's ``stops.txt``, for :func:`network_model`."""
-    from synth.taxonomy import _read_gtfs
-
-    stops = _read_gtfs(Path(zip_path), {"stops.txt": ["stop_id", "stop_lat", "stop_lon"]})
+    stops = read_gtfs(Path(zip_path), {"stops.txt": ["stop_id", "stop_lat", "stop_lon"]})
     df = stops["stops.txt"]
     return pd.DataFrame(
         {

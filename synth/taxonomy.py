@@ -30,7 +30,7 @@ import pandas as pd
 from synth.errors import ConfigError, InputError
 from synth.io import id_strings, read_table, table_format
 
-__all__ = ["GTFS_MODES", "ROOT", "Taxonomy", "natural_sorted"]
+__all__ = ["GTFS_MODES", "ROOT", "Taxonomy", "natural_sorted", "read_gtfs"]
 
 ROOT = "root"
 
@@ -309,7 +309,7 @@ class Taxonomy:
         before counting, so leaves are stations (trips through any of their platforms count).
         """
         src = str(zip_path)
-        tables = _read_gtfs(
+        tables = read_gtfs(
             Path(zip_path),
             {
                 "routes.txt": ["route_id", "route_type"],
@@ -323,7 +323,7 @@ class Taxonomy:
             tables["stop_times.txt"],
         )
         if use_stations:
-            stops = _read_gtfs(Path(zip_path), {"stops.txt": ["stop_id"]})["stops.txt"]
+            stops = read_gtfs(Path(zip_path), {"stops.txt": ["stop_id"]})["stops.txt"]
             if "parent_station" in stops.columns:
                 parent = stops.set_index("stop_id")["parent_station"].dropna()
                 parent = parent[parent.str.strip() != ""]
@@ -596,7 +596,7 @@ def _read_member(zf: zipfile.ZipFile, name: str, src: str) -> bytes:
     return raw
 
 
-def _read_gtfs(zip_path: Path, wanted: dict[str, list[str]]) -> dict[str, pd.DataFrame]:
+def read_gtfs(zip_path: Path, wanted: dict[str, list[str]]) -> dict[str, pd.DataFrame]:
     """Read GTFS members (all as strings) from a zip, also when they sit in a sub-folder."""
     src = str(zip_path)
     if not zip_path.is_file():

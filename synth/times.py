@@ -33,12 +33,14 @@ __all__ = [
     "SECONDS",
     "add_timezone_option",
     "check_timezone",
+    "clock_parts",
     "parse_times",
     "times_of_day",
+    "wall_clock_times",
 ]
 
-#: ``HH:MM[:SS[.f]]``: a clock time without a date
-CLOCK = r"^\s*(\d{1,2}):(\d{2})(?::\d{2}(?:\.\d+)?)?\s*$"
+#: ``HH:MM[:SS[.f]]``: a clock time without a date (groups: hours, minutes, seconds)
+CLOCK = r"^\s*(\d{1,2}):(\d{2})(?::(\d{2}(?:\.\d+)?))?\s*$"
 #: a UTC offset (or ``Z``) after the time part of an ISO 8601 timestamp; group 1 is the rest
 OFFSET = r"^(.*[T ]\d[^+-]*?)\s*(?:[Zz]|[+-]\d{2}(?::?\d{2})?)\s*$"
 #: unix seconds written as text (as a CSV file holds them)
@@ -93,6 +95,27 @@ def parse_times(
             "time (ISO 8601 expected, e.g. 2019-11-27T08:15:00)"
         )
     return out
+
+
+def clock_parts(values: pd.Series) -> pd.DataFrame:
+    """``hour``, ``minute``, ``second`` (floats; seconds NaN when not written) of each value that
+    is a clock time ``HH:MM[:SS[.f]]`` (:data:`CLOCK`); all NaN in the other rows. The one parser
+    of clock times: callers decide what hours past 23 or minutes past 59 mean."""
+    parts = values.astype(str).str.extract(CLOCK)
+    return pd.DataFrame(
+        {
+            "hour": parts[0].astype(float),
+            "minute": parts[1].astype(float),
+            "second": parts[2].astype(float),
+        },
+        index=values.index,
+    )
+
+
+def wall_clock_times(raw: pd.Series, timezone: str | None = None) -> pd.Series:
+    """Timestamps as naive wall-clock ``datetime64[ns]`` by the module rules, each value on its
+    own; unparsable values are NaT (the caller words the error; :func:`parse_times` raises)."""
+    return _stamps(raw, check_timezone(timezone))
 
 
 def _stamps(raw: pd.Series, timezone: str | None) -> pd.Series:
@@ -187,12 +210,11 @@ def times_of_day(
                 return m[codes], d[codes]
     clock = np.zeros(n, dtype=bool)
     if _is_text(raw):
-        text = raw.astype(str)
-        hm = text.str.extract(CLOCK)
-        clock = hm[0].notna().to_numpy(dtype=bool)
+        hm = clock_parts(raw)
+        clock = hm["hour"].notna().to_numpy(dtype=bool)
         if clock.any():
-            h = hm.loc[clock, 0].astype(np.int64).to_numpy()
-            m = hm.loc[clock, 1].astype(np.int64).to_numpy()
+            h = hm.loc[clock, "hour"].astype(np.int64).to_numpy()
+            m = hm.loc[clock, "minute"].astype(np.int64).to_numpy()
             if (m > 59).any():
                 row = int(np.flatnonzero(clock)[int(np.flatnonzero(m > 59)[0])])
                 raise _error(source, column, rows, row, f"{raw.iloc[row]!r} is not a time of day")

@@ -1,15 +1,19 @@
-"""Shared fixtures: the real public data in ../shared/data, skipped cleanly when absent."""
+"""Shared fixtures: the real public data in ../shared/data (skipped cleanly when absent), and noise
+stand-ins for the DP tests (zero noise, noise at a scaled scale) patched into the production
+:class:`~synth.privacy.SecureNoise`, so that every generator and command uses them."""
 
 from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+
+from synth.privacy import SecureNoise
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
@@ -65,6 +69,54 @@ class ZeroNoise:
 
     def permutation(self, n: int) -> np.ndarray:
         return np.arange(int(n), dtype=np.int64)
+
+
+_ZERO_METHODS = (
+    "discrete_laplace",
+    "discrete_gaussian",
+    "discrete_laplace_tail",
+    "empty_cells_passing",
+)
+
+
+@pytest.fixture
+def zero_noise(monkeypatch: pytest.MonkeyPatch) -> Iterator[ZeroNoise]:
+    """Every :class:`SecureNoise` (seeded or not, in every generator and command) draws zero
+    noise while the test runs; yields a :class:`ZeroNoise` to pass where a source is taken."""
+    stand_in = ZeroNoise()
+    for name in _ZERO_METHODS:
+        method = getattr(stand_in, name)
+        monkeypatch.setattr(SecureNoise, name, lambda self, *a, _m=method, **k: _m(*a, **k))
+    yield stand_in
+
+
+def scale_noise(monkeypatch: pytest.MonkeyPatch, factor: float) -> None:
+    """Canary: every :class:`SecureNoise` draw uses ``factor`` times the scale (sigma) the
+    mechanism asked for -- ``factor = 1/f`` is noise calibrated for ``f`` times the claimed epsilon.
+    Thresholds compared against the noise are left as calibrated. Only the outermost call is
+    scaled (the samplers call each other: the Gaussian proposes from the Laplace)."""
+    depth = [0]
+
+    def scaled(name: str) -> Callable[..., np.ndarray]:
+        original = getattr(SecureNoise, name)
+
+        def method(self: SecureNoise, scale: float, *rest: int) -> np.ndarray:
+            depth[0] += 1
+            try:
+                return original(self, scale * factor if depth[0] == 1 else scale, *rest)
+            finally:
+                depth[0] -= 1
+
+        return method
+
+    for name in _ZERO_METHODS:
+        monkeypatch.setattr(SecureNoise, name, scaled(name))
+
+
+@pytest.fixture
+def noise_scale(monkeypatch: pytest.MonkeyPatch) -> Callable[[float], None]:
+    """``noise_scale(factor)``: apply :func:`scale_noise` for the rest of the test."""
+    return lambda factor: scale_noise(monkeypatch, factor)
 
 
 class PassingZeroNoise(ZeroNoise):

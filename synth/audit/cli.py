@@ -137,6 +137,7 @@ def run(args: argparse.Namespace) -> int:
             min_count=args.min_count,
         )
     if args.empirical is not None:
+        from prefixtree.audit import AUDIT_RUNNERS
         from synth.audit.empirical import empirical_epsilon
 
         d, d_prime = (read_table(f) for f in args.neighbours)
@@ -148,6 +149,7 @@ def run(args: argparse.Namespace) -> int:
             trials=args.trials,
             confidence=args.confidence,
             seed=args.seed,
+            runners=AUDIT_RUNNERS,
         )
         emp = result.to_dict()
         report["empirical"] = emp

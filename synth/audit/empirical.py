@@ -25,10 +25,21 @@ from synth.errors import ConfigError, InputError
 from synth.privacy import PrivacyLedger, SecureNoise
 from synth.privacy.harness import EpsilonAudit, audit_epsilon
 
-__all__ = ["MECHANISMS", "EmpiricalResult", "cells_of", "empirical_epsilon"]
+__all__ = [
+    "MECHANISMS",
+    "EmpiricalResult",
+    "RunnerFactory",
+    "cells_of",
+    "empirical_epsilon",
+    "loop_runner",
+]
 
 Cells = dict[str, int]
 Runner = Callable[[pd.DataFrame, int], list[Cells]]
+#: Builds a mechanism's runner from its parameters, D, D' and the noise source: how a generator
+#: package (e.g. ``prefixtree.audit.AUDIT_RUNNERS``) lends a mechanism to the audit, so the
+#: foundation never imports a generator.
+RunnerFactory = Callable[[dict[str, Any], pd.DataFrame, pd.DataFrame, Any], Runner]
 
 #: Share of the trials used to choose the events (the rest estimate the bound).
 SELECT_SHARE = 0.2
@@ -95,7 +106,7 @@ def _histogram_runner(kind: str, params: dict[str, Any], domain: list[str], nois
 
 
 def _sbh_runner(params: dict[str, Any], domain: list[str], noise: Any) -> Runner:
-    from synth.sbh import stability_histogram
+    from synth.marginals import stability_histogram
 
     cols = params.pop("_columns")
     pure = bool(params.pop("pure", False))
@@ -124,7 +135,7 @@ def _sbh_runner(params: dict[str, Any], domain: list[str], noise: Any) -> Runner
     return run
 
 
-def _loop_runner(fit: Callable[[pd.DataFrame], Any]) -> Runner:
+def loop_runner(fit: Callable[[pd.DataFrame], Any]) -> Runner:
     def run(data: pd.DataFrame, n: int) -> list[Cells]:
         return [cells_of(fit(data)) for _ in range(n)]
 
@@ -132,22 +143,9 @@ def _loop_runner(fit: Callable[[pd.DataFrame], Any]) -> Runner:
 
 
 def _marginals_runner(params: dict[str, Any], noise: Any) -> Runner:
-    from synth.sbh import OpalRelease
+    from synth.marginals import OpalRelease
 
-    return _loop_runner(lambda d: OpalRelease(random_state=noise, **params).fit(d).release())
-
-
-def _prefixtree_runner(params: dict[str, Any], noise: Any) -> Runner:
-    from prefixtree import PrefixTreeSynthesizer
-    from synth.taxonomy import Taxonomy
-
-    spec = str(params.pop("taxonomy", "fanout:4"))
-    tax = Taxonomy.from_spec(spec, locations=params.pop("_domain"))  # D u D': the public domain
-
-    def fit(data: pd.DataFrame) -> pd.DataFrame:
-        return PrefixTreeSynthesizer(taxonomy=tax, random_state=noise, **params).fit(data).sample()
-
-    return _loop_runner(fit)
+    return loop_runner(lambda d: OpalRelease(random_state=noise, **params).fit(d).release())
 
 
 #: Mechanisms the command can test, with the parameters each accepts (``--param KEY=VALUE``).
@@ -159,7 +157,7 @@ MECHANISMS: dict[str, str] = {
     "marginals": "the Opal release: epsilon, delta, mode (sbh|consistent|pure), bin_minutes, "
     "privacy_unit, max_contributions (taps or trips)",
     "prefixtree": "the noisy prefix tree's synthetic sequences: epsilon, height, variant, "
-    "taxonomy (long-format sequences)",
+    "taxonomy (long-format sequences; runner from prefixtree.audit.AUDIT_RUNNERS)",
 }
 
 
@@ -197,8 +195,15 @@ class EmpiricalResult:
 
 
 def _runner(
-    mechanism: str, params: dict[str, Any], d: pd.DataFrame, d_prime: pd.DataFrame, noise: Any
+    mechanism: str,
+    params: dict[str, Any],
+    d: pd.DataFrame,
+    d_prime: pd.DataFrame,
+    noise: Any,
+    runners: Mapping[str, RunnerFactory],
 ) -> Runner:
+    if mechanism in runners:
+        return runners[mechanism](params, d, d_prime, noise)
     if mechanism in ("discrete_laplace", "discrete_gaussian", "sbh"):
         cols = _columns(params, d)
         _columns({"columns": ",".join(cols)}, d_prime)
@@ -211,13 +216,10 @@ def _runner(
     if mechanism == "marginals":
         return _marginals_runner(params, noise)
     if mechanism == "prefixtree":
-        for df in (d, d_prime):
-            if "location" not in df:
-                raise InputError("prefixtree needs long-format sequences (seq_id, pos, location)")
-        params["_domain"] = sorted(
-            set(d["location"].astype(str)) | set(d_prime["location"].astype(str))
+        raise ConfigError(
+            "mechanism 'prefixtree' needs its runner: pass "
+            "runners=prefixtree.audit.AUDIT_RUNNERS (the command line does)"
         )
-        return _prefixtree_runner(params, noise)
     raise ConfigError(f"unknown mechanism {mechanism!r}; choose one of {', '.join(MECHANISMS)}")
 
 
@@ -262,14 +264,16 @@ def empirical_epsilon(
     trials: int = 2000,
     confidence: float = 0.95,
     seed: int | None = None,
+    runners: Mapping[str, RunnerFactory] | None = None,
 ) -> EmpiricalResult:
     """Lower-bound the epsilon of ``mechanism`` (a key of :data:`MECHANISMS`) on D, D'.
 
     ``params`` are the mechanism's keyword parameters (``epsilon`` is required; ``delta`` is the
     claimed delta where the mechanism has one). ``seed`` makes the runs reproducible (NOT private,
-    which does not matter for a test on made-up data).
+    which does not matter for a test on made-up data). ``runners`` (mechanism -> factory) lends
+    the audit mechanisms of generator packages, e.g. ``prefixtree.audit.AUDIT_RUNNERS``.
     """
-    if mechanism not in MECHANISMS:
+    if mechanism not in MECHANISMS and mechanism not in (runners or {}):
         raise ConfigError(f"unknown mechanism {mechanism!r}; choose one of {', '.join(MECHANISMS)}")
     if trials < 10:
         raise ConfigError(f"trials must be >= 10, got {trials}")
@@ -286,7 +290,7 @@ def empirical_epsilon(
     noise = SecureNoise(seed=seed)
     n_sel = max(5, int(trials * SELECT_SHARE))
     try:
-        run = _runner(mechanism, p, d, d_prime, noise)
+        run = _runner(mechanism, p, d, d_prime, noise, runners or {})
         events = _events(run(d, n_sel), run(d_prime, n_sel))
     except TypeError as exc:  # an unknown keyword in --param
         raise ConfigError(f"{mechanism}: bad parameters ({exc})") from exc

@@ -25,6 +25,7 @@ import pandas as pd
 
 from synth.audit.release import AuditedRelease
 from synth.errors import ConfigError, InputError
+from synth.times import clock_parts
 
 __all__ = [
     "ScaleEstimate",
@@ -136,10 +137,10 @@ def fit_scale(
 
 # --------------------------------------------------------------------------- pairs
 def _minutes(labels: pd.Series) -> np.ndarray:
-    hm = labels.astype(str).str.extract(r"^\s*(\d{1,2}):(\d{2})")
-    if hm.isna().any().any():
+    hm = clock_parts(labels)
+    if hm[["hour", "minute"]].isna().any().any():
         raise InputError("time column: expected HH:MM labels")
-    return (hm[0].astype(int) * 60 + hm[1].astype(int)).to_numpy()
+    return (hm["hour"].astype(int) * 60 + hm["minute"].astype(int)).to_numpy()
 
 
 def _table(release: AuditedRelease, name: str) -> pd.DataFrame:

@@ -8,6 +8,7 @@ import numpy as np
 import numpy.typing as npt
 
 from synth.engines.base import Counts, Engine, IntArray, SBHEvents, table_spec
+from synth.engines.kernels import bound_rank, count_keys
 
 __all__ = ["MemoryEngine", "MemoryPrefixCounter", "group_keys", "table_keys"]
 
@@ -115,11 +116,9 @@ class MemoryEngine(Engine):
         bin_minutes: int,
         max_contributions: int | None,
     ) -> dict[str, Counts]:
-        from synth.sbh import _bound_rank, _count
-
         side, part, minute, loc = events.side, events.part, events.minute, events.location
         if events.unit is not None and max_contributions is not None:
-            rank = _bound_rank([events.unit, side.astype(np.int64)], [minute, part, loc])
+            rank = bound_rank([events.unit, side.astype(np.int64)], [minute, part, loc])
             keep = rank < int(max_contributions)
             side, part, minute, loc = side[keep], part[keep], minute[keep], loc[keep]
         out: dict[str, Counts] = {}
@@ -140,5 +139,5 @@ class MemoryEngine(Engine):
                 n_bins=n_bins,
                 bin_minutes=bin_minutes,
             )
-            out[name] = _count(key, size)
+            out[name] = count_keys(key, size)
         return out

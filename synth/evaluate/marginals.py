@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from synth.errors import ConfigError, InputError
+from synth.times import clock_parts, wall_clock_times
 
 __all__ = [
     "discretise",
@@ -61,9 +62,12 @@ def _as_hours(values: pd.Series) -> pd.Series | None:
     if (values.dtype == object or pd.api.types.is_string_dtype(values)) and (
         len(present) and present.astype(str).str.contains(":", regex=False).all()
     ):
-        parsed = pd.to_datetime(values, errors="coerce", format="ISO8601")
-        if parsed.notna().sum() == len(present):
-            return parsed.dt.hour
+        # each value on its own (synth.times): a clock time HH:MM or a timestamp's wall clock
+        clock = clock_parts(present)["hour"]
+        stamps = wall_clock_times(present[clock.isna()]).dt.hour
+        if stamps.notna().all():
+            hours = (clock.fillna(stamps) % 24).reindex(values.index)
+            return hours if hours.isna().any() else hours.astype(np.int32)  # as Series.dt.hour
     return None
 
 

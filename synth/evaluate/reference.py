@@ -19,7 +19,7 @@ import pandas as pd
 
 from synth.errors import ConfigError, InputError
 from synth.io import read_table
-from synth.sbh import TABLES, OpalRelease, SBHCalibration, marginal_tables
+from synth.marginals import TABLES, OpalRelease, SBHCalibration, marginal_tables
 from synth.taxonomy import Taxonomy
 
 __all__ = ["against_reference"]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,6 +14,7 @@ import pandas as pd
 
 from synth.errors import ConfigError, InputError
 from synth.io import id_strings, read_table
+from synth.times import clock_parts, wall_clock_times
 
 #: (origin, destination) column pairs recognised in trip releases, in the order tried.
 OD_PAIRS: tuple[tuple[str, str], ...] = (
@@ -33,9 +33,6 @@ TIME_COLUMNS = ("on_time", "time", "hour", "shift")
 
 
 MINUTES_PER_DAY = 24 * 60
-
-
-_HHMM = re.compile(r"^(\d{1,2}):(\d{2})(?::(\d{2}(?:\.\d+)?))?$")
 
 
 # ---------------------------------------------------------------------------- releases
@@ -223,29 +220,25 @@ def _distinct_minutes(
         t = pd.DatetimeIndex(raw)
         return (t.hour * 60 + t.minute + t.second / 60).to_numpy(dtype=float), 0
     text = raw.astype(str).str.strip()
-    parts = text.str.extract(_HHMM)
-    if parts[0].notna().all():
-        h, m = parts[0].astype(float), parts[1].astype(float)
-        s = parts[2].astype(float).fillna(0.0)
-        ok = (h < 48) & (m < 60) & (s < 60)
-        if not ok.all():
-            i = int(np.flatnonzero(~ok.to_numpy())[0])
+    parts = clock_parts(text)  # each value on its own (synth.times): HH:MM[:SS] or a timestamp
+    clock = parts["hour"].notna().to_numpy()
+    h, m, s = parts["hour"], parts["minute"], parts["second"].fillna(0.0)
+    bad = clock & ~((h < 48) & (m < 60) & (s < 60)).to_numpy()
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise InputError(f"{src}: column '{column}', row {row_of(i)}: bad time {text.iloc[i]!r}")
+    minutes = ((h * 60 + m + s / 60) % MINUTES_PER_DAY).to_numpy(dtype=float, copy=True)
+    if not clock.all():
+        stamps = wall_clock_times(text[~clock])  # wall clock as written (an offset is dropped)
+        if stamps.isna().any():
+            i = int(np.flatnonzero(~clock)[int(np.flatnonzero(stamps.isna().to_numpy())[0])])
             raise InputError(
-                f"{src}: column '{column}', row {row_of(i)}: bad time {text.iloc[i]!r}"
+                f"{src}: column '{column}', row {row_of(i)}: cannot parse "
+                f"{text.iloc[i]!r} as a time (HH:MM or ISO 8601)"
             )
-        return ((h * 60 + m + s / 60) % MINUTES_PER_DAY).to_numpy(dtype=float), 0
-    try:
-        parsed = pd.to_datetime(text, format="ISO8601", errors="coerce")
-    except (ValueError, TypeError):  # mixed UTC offsets: the local time of day is kept below
-        parsed = pd.to_datetime(text.str.slice(0, 19), format="ISO8601", errors="coerce")
-    if parsed.isna().any():
-        i = int(np.flatnonzero(parsed.isna().to_numpy())[0])
-        raise InputError(
-            f"{src}: column '{column}', row {row_of(i)}: cannot parse "
-            f"{text.iloc[i]!r} as a time (HH:MM or ISO 8601)"
-        )
-    t = pd.DatetimeIndex(parsed)
-    return (t.hour * 60 + t.minute + t.second / 60).to_numpy(dtype=float), 0
+        t = pd.DatetimeIndex(stamps)
+        minutes[~clock] = (t.hour * 60 + t.minute + t.second / 60).to_numpy(dtype=float)
+    return minutes, 0
 
 
 def _sequence_release(path: Path, manifest: dict[str, Any]) -> Release:

@@ -21,9 +21,12 @@ from synth.privacy.ledger import (
 from synth.privacy.mechanisms import (
     DiscreteGaussian,
     DiscreteLaplace,
+    ThresholdHistogram,
     ThresholdRelease,
+    least_threshold,
     threshold_delta,
     threshold_histogram,
+    threshold_release,
 )
 from synth.privacy.noise import SecureNoise, noise_source
 
@@ -35,13 +38,16 @@ __all__ = [
     "PrivacyLedger",
     "SecureNoise",
     "Spend",
+    "ThresholdHistogram",
     "ThresholdRelease",
     "analytic_gaussian_sigma",
     "check_budget",
     "discrete_gaussian_privacy",
     "discrete_gaussian_vector_privacy",
     "exact",
+    "least_threshold",
     "noise_source",
     "threshold_delta",
     "threshold_histogram",
+    "threshold_release",
 ]

@@ -8,8 +8,9 @@ counts plus exact noise from :class:`~synth.privacy.noise.SecureNoise`.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 
@@ -25,7 +26,16 @@ from synth.privacy.calibration import (
 from synth.privacy.ledger import LedgerBranch, Spend, exact
 from synth.privacy.noise import SecureNoise
 
-__all__ = ["DiscreteGaussian", "DiscreteLaplace", "ThresholdRelease", "threshold_histogram"]
+__all__ = [
+    "DiscreteGaussian",
+    "DiscreteLaplace",
+    "ThresholdHistogram",
+    "ThresholdRelease",
+    "least_threshold",
+    "threshold_delta",
+    "threshold_histogram",
+    "threshold_release",
+]
 
 DELTA_SAFETY = 1e-9  # relative margin on computed deltas (their float error is ~1e-13)
 
@@ -194,7 +204,7 @@ class DiscreteGaussian(_NoisyCounts):
 
 @dataclass(frozen=True)
 class ThresholdRelease:
-    """Output of :func:`threshold_histogram`.
+    """Output of :meth:`ThresholdHistogram.release` and :func:`threshold_histogram`.
 
     ``index``: positions (ascending) in the input ``counts`` of the kept non-empty cells;
     ``values``: their noisy counts; ``empty_values``: noisy counts of the public-domain empty cells
@@ -226,6 +236,183 @@ def threshold_delta(scale: float, threshold: int, sensitivity: int) -> float:
     return min(1.0, max(one_cell, many_cells) * (1 + DELTA_SAFETY))
 
 
+def least_threshold(scale: float, sensitivity: int, delta: float, low: int) -> int:
+    """The least integer threshold >= ``low`` whose :func:`threshold_delta` is <= ``delta``.
+
+    ``threshold_delta`` decreases in the threshold, so doubling then bisection finds it in
+    O(log) evaluations, whatever the scale.
+    """
+    high = low
+    while threshold_delta(scale, high, sensitivity) > delta:
+        low, high = high + 1, 2 * high
+    while low < high:
+        middle = (low + high) // 2
+        if threshold_delta(scale, middle, sensitivity) > delta:
+            low = middle + 1
+        else:
+            high = middle
+    return high
+
+
+def threshold_release(
+    counts: np.ndarray,
+    *,
+    scale: float,
+    threshold: int,
+    noise: Any,
+    n_empty: int | None = None,
+    batch: int | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The noisy-threshold step: ``(noisy counts, passed mask, passing empty-cell values)``.
+
+    Every present cell gets ``DLap(scale)`` noise (drawn in batches of ``batch`` cells when given,
+    so the sampler's temporaries stay small) and passes when its noisy count is ``>= threshold``;
+    with ``n_empty`` (public-domain cells with a zero count, never enumerated) the passing empty
+    cells' values are drawn exactly (Chen et al. 2012, Theorem 4.1). The privacy accounting is the
+    caller's (:class:`ThresholdHistogram` states it); this is the one place the noise is drawn.
+    """
+    values = np.asarray(counts, dtype=np.int64)
+    if batch is None:
+        noisy = values + np.asarray(noise.discrete_laplace(scale, int(values.size)), np.int64)
+    else:
+        noisy = np.empty(values.size, dtype=np.int64)
+        for lo in range(0, values.size, batch):
+            hi = min(lo + batch, values.size)
+            noisy[lo:hi] = noise.discrete_laplace(scale, hi - lo)
+        noisy += values
+    passed = noisy >= threshold
+    empty = (
+        np.asarray(noise.empty_cells_passing(scale, threshold, int(n_empty)), np.int64)
+        if n_empty is not None
+        else np.empty(0, dtype=np.int64)
+    )
+    return noisy, passed, empty
+
+
+@dataclass(frozen=True)
+class ThresholdHistogram:
+    """The noisy-threshold (stability-based) histogram; its privacy map as data, before any input.
+
+    ``unit``: the privacy unit (``"row"``: neighbours replace one row; otherwise neighbours add or
+    remove one unit, bounded to change at most ``l0`` cells, each by at most ``linf``, ``l1`` in
+    all); ``epsilon``, ``delta``: what a release spends (``delta = 0`` when ``pure``: every
+    public-domain cell is perturbed and the threshold is post-processing); ``scale``: the discrete
+    Laplace scale; ``threshold``: a noisy count is kept when it is ``>= threshold``. Build it with
+    :meth:`for_rows` or :meth:`for_units`; :meth:`release` draws the noise.
+    """
+
+    epsilon: Fraction
+    delta: Fraction
+    scale: float
+    threshold: int
+    unit: str
+    l0: int
+    l1: int
+    linf: int
+    pure: bool
+
+    @classmethod
+    def for_rows(
+        cls, epsilon: float | Fraction, delta: float | Fraction, *, pure: bool = False
+    ) -> ThresholdHistogram:
+        """Row unit (replace one row): scale ``2/epsilon``, threshold ``2 ln(2/delta)/epsilon + 1``
+        (its ceiling; Algorithm 1 of Asghar, Tyler and Kaafar 2018, Theorem 5)."""
+        eps, dlt = _threshold_budget(epsilon, delta, pure)
+        scale = float(DiscreteLaplace(epsilon=float(eps), sensitivity=2).scale)
+        threshold = 1 if dlt == 0 else math.ceil(1.0 + scale * math.log(2.0 / float(dlt)))
+        return cls(eps, Fraction(0) if pure else dlt, scale, int(threshold), "row", 2, 2, 1, pure)
+
+    @classmethod
+    def for_units(
+        cls,
+        epsilon: float | Fraction,
+        delta: float | Fraction,
+        *,
+        unit: str,
+        sensitivity: int,
+        pure: bool = False,
+        threshold: int | None = None,
+    ) -> ThresholdHistogram:
+        """Add or remove one unit changing at most ``sensitivity`` cells by ``sensitivity`` in
+        all: scale ``sensitivity/epsilon``; the least threshold ``> sensitivity`` with
+        :func:`threshold_delta` ``<= delta`` (or ``threshold`` as given, ``delta`` following)."""
+        eps, dlt = _threshold_budget(epsilon, delta, pure or threshold is not None)
+        k = int(sensitivity)
+        scale = float(DiscreteLaplace(epsilon=float(eps), sensitivity=k).scale)
+        if threshold is not None:
+            tau = math.ceil(threshold)
+            dlt = Fraction(0) if pure else exact(threshold_delta(scale, tau, k), "delta")
+            if dlt >= 1:
+                raise ConfigError(f"threshold {tau} gives no privacy (delta = 1); raise it")
+        else:
+            tau = k + 1 if dlt == 0 else least_threshold(scale, k, float(dlt), k + 1)
+        return cls(eps, Fraction(0) if pure else dlt, scale, int(tau), unit, k, k, k, pure)
+
+    def error_bound(self, beta: float = 0.05) -> int:
+        """Per-cell error bound, holding with probability ``>= 1 - beta`` (exact; Asghar, Tyler
+        and Kaafar 2018, Theorem 6).
+
+        With ``X ~ DLap(scale)``, ``P(|X| > m) = 2 p^(m+1)/(1+p)``, ``p = exp(-1/scale)``. Let ``m``
+        be the least integer with ``P(|X| > m) <= beta``. A released cell is off by ``|X| <= m``; a
+        suppressed cell had ``c + X < threshold``, so ``c <= threshold - 1 + m``.
+        """
+        if not 0.0 < beta < 1.0:
+            raise ConfigError(f"beta must be in (0, 1), got {beta!r}")
+        p = math.exp(-1.0 / self.scale)
+        if p == 0.0:  # scale below 1/745: |X| > 0 has probability below 1e-323
+            return self.threshold - 1
+        m = max(0, math.ceil(math.log(beta * (1.0 + p) / 2.0) / math.log(p) - 1.0))
+        while m > 0 and 2.0 * p**m / (1.0 + p) <= beta:
+            m -= 1
+        while 2.0 * p ** (m + 1) / (1.0 + p) > beta:
+            m += 1
+        return self.threshold - 1 + m
+
+    def to_dict(self, beta: float = 0.05) -> dict[str, Any]:
+        """The privacy map as JSON-ready fields, plus the error bound at ``beta``."""
+        out = asdict(self)
+        out["epsilon"], out["delta"] = float(self.epsilon), float(self.delta)
+        out["error_bound"] = self.error_bound(beta)
+        out["error_bound_beta"] = beta
+        return out
+
+    def release(
+        self,
+        counts: np.ndarray,
+        noise: Any,
+        *,
+        n_empty: int | None = None,
+        batch: int | None = None,
+    ) -> ThresholdRelease:
+        """Noise and threshold the present cells' ``counts``; in pure mode ``n_empty`` (the
+        public-domain cells with a zero count) is required. Record the spend first."""
+        if self.pure and n_empty is None:
+            raise ConfigError("pure mode needs the public domain of every table")
+        noisy, passed, empty = threshold_release(
+            _integer_counts(counts).ravel(),
+            scale=self.scale,
+            threshold=self.threshold,
+            noise=noise,
+            n_empty=n_empty if self.pure else None,
+            batch=batch,
+        )
+        keep = np.flatnonzero(passed)
+        return ThresholdRelease(
+            keep, noisy[keep], empty, self.threshold, float(self.epsilon), float(self.delta)
+        )
+
+
+def _threshold_budget(
+    epsilon: float | Fraction, delta: float | Fraction, zero_delta_ok: bool
+) -> tuple[Fraction, Fraction]:
+    eps, dlt = exact(epsilon, "epsilon"), exact(delta, "delta")
+    if eps <= 0:
+        raise ConfigError(f"epsilon must be > 0, got {float(eps)}")
+    if not 0 <= dlt < 1 or (dlt == 0 and not zero_delta_ok):
+        raise ConfigError(f"delta must be in (0, 1) (pure mode: [0, 1)), got {float(dlt)}")
+    return eps, dlt
+
+
 def threshold_histogram(
     counts: np.ndarray,
     *,
@@ -240,7 +427,8 @@ def threshold_histogram(
     unit: str | None = None,
     note: str = "",
 ) -> ThresholdRelease:
-    """Noisy-threshold (stability-based) histogram with exact discrete Laplace noise.
+    """Noisy-threshold (stability-based) histogram with exact discrete Laplace noise: a
+    :class:`ThresholdHistogram` over ``sensitivity``-bounded units, recorded, then released.
 
     ``counts`` are the non-empty cells; each gets ``DLap(sensitivity/epsilon)`` noise and is kept if
     its noisy count is ``>= threshold``. ``sensitivity`` bounds the L1 change of the histogram when
@@ -259,28 +447,31 @@ def threshold_histogram(
     eps = check_epsilon(epsilon)
     if int(sensitivity) != sensitivity or sensitivity < 1:
         raise ConfigError(f"sensitivity must be a positive integer, got {sensitivity!r}")
-    values = _integer_counts(counts).ravel()
-    mech = DiscreteLaplace(epsilon=eps, sensitivity=sensitivity)
-    mech.mechanism = "threshold_histogram"  # discrete Laplace noise, then a noisy threshold
-    if threshold is not None and delta is None:
-        tau = math.ceil(threshold)
-    elif delta is not None and threshold is None:
-        target = check_delta(delta, positive=True)
-        tau = sensitivity + 1
-        while threshold_delta(mech.scale, tau, sensitivity) > target:
-            tau += 1
-    else:
+    if (threshold is None) == (delta is None):
         raise ConfigError("give exactly one of delta or threshold")
-    if n_empty is None:
-        mech.delta = threshold_delta(mech.scale, tau, sensitivity)
-        if mech.delta >= 1:
-            raise ConfigError(f"threshold {tau} gives no privacy (delta = 1); raise it")
-    mech.record(ledger, label=label, unit=unit, threshold=tau, note=_seeded_note(note, noise))
-    noisy = values + noise.discrete_laplace(mech.scale, values.size)
-    keep = np.flatnonzero(noisy >= tau)
-    empty = (
-        noise.empty_cells_passing(mech.scale, tau, n_empty)
-        if n_empty
-        else np.empty(0, dtype=np.int64)
+    values = _integer_counts(counts).ravel()
+    hist = ThresholdHistogram.for_units(
+        eps,
+        Fraction(0) if delta is None else check_delta(delta, positive=True),
+        unit=unit or "unit",
+        sensitivity=int(sensitivity),
+        pure=n_empty is not None,
+        threshold=threshold,
     )
-    return ThresholdRelease(keep, noisy[keep], empty, tau, eps, mech.delta)
+    if delta is not None and n_empty is None:  # spend the delta the threshold achieves
+        hist = ThresholdHistogram.for_units(
+            eps, 0, unit=hist.unit, sensitivity=hist.l1, threshold=hist.threshold
+        )
+    ledger.spend(
+        label=label,
+        mechanism="threshold_histogram",  # discrete Laplace noise, then a noisy threshold
+        epsilon=eps,
+        delta=float(hist.delta),
+        sensitivity=float(sensitivity),
+        sensitivity_norm="l1",
+        scale=hist.scale,
+        threshold=hist.threshold,
+        unit=unit,
+        note=_seeded_note(note, noise),
+    )
+    return hist.release(values, noise, n_empty=n_empty if n_empty else None)

@@ -21,6 +21,7 @@ from archetypes import ArchetypeSynthesizer
 from archetypes.model import majority
 from synth.privacy import SecureNoise
 from synth.privacy.harness import EpsilonAudit, audit_epsilon, tail_events
+from tests.conftest import scale_noise
 
 EPS, DELTA = 1.0, 0.05
 SPLIT = (0.9, 0.1)
@@ -135,3 +136,22 @@ def test_sensitivity_canaries_are_caught(canary: type[ArchetypeSynthesizer]) -> 
 def test_genuine_release_passes_long() -> None:
     result = audit(ArchetypeSynthesizer, trials=30_000)
     assert not result.violates(EPS), result
+
+
+@pytest.mark.parametrize(
+    ("factor", "trials"),
+    [
+        (2.0, TRIALS),
+        pytest.param(2.0, 30_000, marks=pytest.mark.slow),
+        pytest.param(1.5, 30_000, marks=pytest.mark.slow),  # the slow suite's power
+    ],
+    ids=["half-quick", "half-slow", "two-thirds-slow"],
+)
+def test_half_noise_canary_is_caught(
+    factor: float, trials: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Near miss: the discrete Gaussian drawn at half its calibrated sigma (and, slow, at 2/3:
+    the smallest factor caught at 30,000 trials is 1.3, see tests/dp/test_release_dp.py)."""
+    scale_noise(monkeypatch, 1 / factor)
+    result = audit(ArchetypeSynthesizer, trials=trials)
+    assert result.violates(EPS), result

@@ -33,14 +33,17 @@ def _replicate(rows: pd.DataFrame, n: int) -> pd.DataFrame:
     return out
 
 
-def genuine(privacy_unit: str | None = None, k: int = 1, pure: bool = False) -> Callable:
-    """``stability_histogram`` itself, ``n`` trials in one call."""
+def genuine(
+    privacy_unit: str | None = None, k: int = 1, pure: bool = False, epsilon: float = EPS
+) -> Callable:
+    """``stability_histogram`` itself, ``n`` trials in one call; with ``epsilon=2 * EPS`` it is
+    the near-miss canary of noise (and threshold) calibrated for twice the claimed epsilon."""
 
     def run(rows: pd.DataFrame, n: int) -> pd.DataFrame:
         out = stability_histogram(
             _replicate(rows, n),
             ["trial", "x"],
-            epsilon=EPS,
+            epsilon=epsilon,
             delta=0.0 if pure else DELTA,
             privacy_unit=privacy_unit,
             max_contributions=k,
@@ -99,9 +102,39 @@ ROW_D_PRIME = pd.DataFrame({"x": ["a"] * 8 + ["c"]})  # one row replaced (000 Th
 ROW_EVENTS = _events(["b", "c"], [6, 9, 12])
 
 
-def test_row_unit_algorithm_1_passes() -> None:
-    audit = audit_epsilon(genuine(), ROW_D, ROW_D_PRIME, ROW_EVENTS, trials=TRIALS, delta=DELTA)
-    assert audit.rates["b released"][0] > 0  # the bad event happens, at rate <= delta/2
+def joint(first: str, at_least: int | None, second: str, below: int | None) -> Event:
+    """Per trial: ``first`` released (with a count >= ``at_least``) and ``second`` not (or with a
+    count < ``below``) -- a joint event, which sees the whole L1 change of a row swap."""
+
+    def event(out: pd.DataFrame) -> np.ndarray:
+        return released(first, at_least)(out) & ~released(second, below)(out)
+
+    return event
+
+
+# one row moved between two busy cells: both counts move, in opposite directions
+ROW_BUSY_D = pd.DataFrame({"x": ["a"] * 8 + ["b"] * 12 + ["c"] * 12})
+ROW_BUSY_D_PRIME = pd.DataFrame({"x": ["a"] * 8 + ["b"] * 11 + ["c"] * 13})
+ROW_BUSY_EVENTS = {
+    f"{x} >= {t}, {y} < {u}": joint(x, t, y, u)
+    for x, y in (("b", "c"), ("c", "b"))
+    for t in (11, 12, 13)
+    for u in (12, 13, 14)
+}
+ROW_CASES = {
+    "new cell": (ROW_D, ROW_D_PRIME, ROW_EVENTS),
+    "busy cells": (ROW_BUSY_D, ROW_BUSY_D_PRIME, ROW_BUSY_EVENTS),
+}
+
+
+@pytest.mark.parametrize("case", list(ROW_CASES))
+def test_row_unit_algorithm_1_passes(case: str) -> None:
+    d, d_prime, events = ROW_CASES[case]
+    audit = audit_epsilon(genuine(), d, d_prime, events, trials=TRIALS, delta=DELTA)
+    if case == "new cell":
+        assert audit.rates["b released"][0] > 0  # the bad event happens, at rate <= delta/2
+    else:
+        assert audit.epsilon_lower_bound > 0.4 * EPS  # the joint events have power
     assert not audit.violates(EPS), audit
 
 
@@ -118,6 +151,8 @@ PURE_D_PRIME = pd.DataFrame({"x": ["a", "c"]})
 PURE_EVENTS = {f"{c} released": released(c) for c in DOMAIN} | {
     "b >= 3": released("b", 3),
     "c >= 3": released("c", 3),
+    "b released, c not": joint("b", None, "c", None),
+    "c released, b not": joint("c", None, "b", None),
 }
 
 
@@ -158,16 +193,57 @@ CARD_EVENTS = {"z released": released("z"), "z >= 12": released("z", 12)} | {
 }
 
 
-@pytest.mark.parametrize("d_prime", [CARD_D_PRIME, CARD_D_SHIFT], ids=["new cell", "shift"])
-def test_card_unit_passes(d_prime: pd.DataFrame) -> None:
-    audit = audit_epsilon(
-        genuine("card", K), CARD_D, d_prime, CARD_EVENTS, trials=TRIALS, delta=DELTA
-    )
-    if d_prime is CARD_D_PRIME:
+# a new cell where the card also rides a busy cell: bounded to a, a, z it moves a by 2 (the L1
+# part) and may show z (the delta part)
+CARD_BUSY_D = pd.DataFrame({"card": [f"c{i}" for i in range(6) for _ in range(K)], "x": ["a"] * 18})
+CARD_NEW_CELL = pd.concat(
+    [CARD_BUSY_D, pd.DataFrame({"card": ["new"] * 10, "x": ["a"] * 2 + ["z"] * 8})],
+    ignore_index=True,
+)
+CARD_NEW_CELL_EVENTS = (
+    {"z released": released("z"), "z >= 6": released("z", 6)}
+    | {f"a >= {t}": released("a", t) for t in (18, 20, 22, 24)}
+    | {f"a >= {t}, z not": joint("a", t, "z", None) for t in (20, 22)}
+)
+CARD_CASES = {
+    "new cell": (CARD_BUSY_D, CARD_NEW_CELL, CARD_NEW_CELL_EVENTS),
+    "new cell only": (CARD_D, CARD_D_PRIME, CARD_EVENTS),
+    "shift": (CARD_D, CARD_D_SHIFT, CARD_EVENTS),
+}
+
+
+@pytest.mark.parametrize("case", list(CARD_CASES))
+def test_card_unit_passes(case: str) -> None:
+    d, d_prime, events = CARD_CASES[case]
+    audit = audit_epsilon(genuine("card", K), d, d_prime, events, trials=TRIALS, delta=DELTA)
+    if case.startswith("new cell"):
         assert 0 < audit.rates["z released"][1] <= DELTA
     else:
         assert audit.rates["a >= 9"][1] > 2 * audit.rates["a >= 9"][0]
     assert not audit.violates(EPS), audit
+
+
+#: noise and threshold calibrated for twice the claimed epsilon (the production histogram with
+#: epsilon 2 audited against the claim 1): each case must refute it
+TWICE_EPSILON = {
+    "row unit": (genuine(epsilon=2 * EPS), ROW_BUSY_D, ROW_BUSY_D_PRIME, ROW_BUSY_EVENTS, DELTA),
+    "card unit new cell": (
+        genuine("card", K, epsilon=2 * EPS),
+        CARD_BUSY_D,
+        CARD_NEW_CELL,
+        CARD_NEW_CELL_EVENTS,
+        DELTA,
+    ),
+    "pure": (genuine(pure=True, epsilon=2 * EPS), PURE_D, PURE_D_PRIME, PURE_EVENTS, 0.0),
+}
+
+
+@pytest.mark.parametrize("case", list(TWICE_EPSILON))
+def test_canary_twice_epsilon_is_flagged(case: str) -> None:
+    run, d, d_prime, events, delta = TWICE_EPSILON[case]
+    trials = 2 * TRIALS if case.startswith("card") else TRIALS
+    audit = audit_epsilon(run, d, d_prime, events, trials=trials, delta=delta)
+    assert audit.violates(EPS), audit
 
 
 def test_canary_no_contribution_bound_is_flagged() -> None:

@@ -1,0 +1,331 @@
+"""The generator contract shared by the three generators (scikit-learn estimator conventions).
+
+:class:`Generator` gives a subclass what ``sklearn.base.BaseEstimator`` gives an estimator, without
+importing scikit-learn (``import prefixtree`` stays light):
+
+- ``__init__`` takes keyword-only parameters and stores each one unchanged under its own name;
+- :meth:`~Generator.get_params` / :meth:`~Generator.set_params` (nested ``a__b`` names included),
+  so ``sklearn.base.clone`` returns an unfitted copy with equal parameters;
+- a ``repr`` listing the parameters that differ from their defaults;
+- ``_parameter_constraints``: a declarative table ``{name: [constraint, ...]}`` (a value passes
+  when it satisfies one of the listed constraints; ``None`` in the list allows ``None``) checked by
+  ONE validator, :meth:`~Generator._validate_params`, that ``fit`` calls before reading any data;
+  a failure is a :class:`~synth.errors.ConfigError` naming the parameter;
+- :class:`~synth.errors.NotFittedError`, with one message, from every method that needs a fit
+  (:meth:`~Generator._check_fitted`); ``ledger_`` (the privacy spends) marks a fitted model.
+
+``fit(data)`` reads private data, spends budget in ``ledger_`` and returns ``self``;
+``sample()``/``iter_sample()`` are post-processing of the fitted state only.
+"""
+
+from __future__ import annotations
+
+import inspect
+import numbers
+import os
+import warnings
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import pandas as pd
+
+from synth.errors import ConfigError, InputError, NotFittedError
+from synth.io import read_table
+
+__all__ = [
+    "COLUMNS",
+    "SEQUENCE",
+    "STRING",
+    "Generator",
+    "InstanceOf",
+    "Interval",
+    "NotFittedError",
+    "Options",
+    "Satisfies",
+    "read_data",
+    "validate_params",
+]
+
+_REPR_WIDTH = 60
+
+
+@dataclass(frozen=True)
+class Interval:
+    """Numbers in a range: ``kind`` "integer" (numpy integers included, bool never) or "real"
+    (any real number, bool never); ``low``/``high`` None = unbounded; ``closed`` says which ends
+    belong ("both", "left", "right", "neither")."""
+
+    kind: str
+    low: float | None = None
+    high: float | None = None
+    closed: str = "both"
+
+    def accepts(self, value: object) -> bool:
+        if isinstance(value, bool):
+            return False
+        base = numbers.Integral if self.kind == "integer" else numbers.Real
+        if not isinstance(value, base):
+            return False
+        number = float(value)
+        if number != number:  # NaN
+            return False
+        if self.low is not None:
+            if number < self.low or (number == self.low and self.closed in ("right", "neither")):
+                return False
+        if self.high is not None:
+            if number > self.high or (number == self.high and self.closed in ("left", "neither")):
+                return False
+        return True
+
+    def describe(self) -> str:
+        if self.kind == "integer" and self.high is None and self.low in (0, 1):
+            return "a positive integer" if self.low == 1 else "a non-negative integer"
+        noun = "an integer" if self.kind == "integer" else "a number"
+        low_op = ">=" if self.closed in ("both", "left") else ">"
+        high_op = "<=" if self.closed in ("both", "right") else "<"
+        if self.low is not None and self.high is not None:
+            left = "[" if low_op == ">=" else "("
+            right = "]" if high_op == "<=" else ")"
+            return f"{noun} in {left}{_num(self.low)}, {_num(self.high)}{right}"
+        if self.low is not None:
+            return f"{noun} {low_op} {_num(self.low)}"
+        if self.high is not None:
+            return f"{noun} {high_op} {_num(self.high)}"
+        return noun
+
+
+@dataclass(frozen=True)
+class Options:
+    """One of a fixed set of values (compared with ``==``, bools never equal to 0/1)."""
+
+    values: tuple[object, ...]
+
+    def accepts(self, value: object) -> bool:
+        return any(
+            isinstance(value, bool) == isinstance(option, bool) and value == option
+            for option in self.values
+        )
+
+    def describe(self) -> str:
+        return "one of " + ", ".join(str(v) for v in self.values)
+
+
+@dataclass(frozen=True)
+class InstanceOf:
+    """An instance of ``types`` (described to the user as ``what``)."""
+
+    types: type | tuple[type, ...]
+    what: str
+
+    def accepts(self, value: object) -> bool:
+        if isinstance(value, bool) and bool not in _as_tuple(self.types):
+            return False
+        return isinstance(value, self.types)
+
+    def describe(self) -> str:
+        return self.what
+
+
+@dataclass(frozen=True)
+class Satisfies:
+    """Any value for which ``check`` returns True (described as ``what``)."""
+
+    check: Callable[[object], bool]
+    what: str
+
+    def accepts(self, value: object) -> bool:
+        try:
+            return bool(self.check(value))
+        except (TypeError, ValueError):
+            return False
+
+    def describe(self) -> str:
+        return self.what
+
+
+Constraint = Interval | Options | InstanceOf | Satisfies | None
+
+
+def _as_tuple(types: type | tuple[type, ...]) -> tuple[type, ...]:
+    return types if isinstance(types, tuple) else (types,)
+
+
+def _num(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else str(x)
+
+
+def _is_sequence(value: object) -> bool:
+    return isinstance(value, Sequence) and not isinstance(value, str | bytes)
+
+
+def _is_columns(value: object) -> bool:
+    if not isinstance(value, Sequence | set | frozenset) or isinstance(value, str | bytes):
+        return False
+    return all(isinstance(c, str) for c in value)
+
+
+#: common constraints
+STRING = InstanceOf(str, "a string")
+SEQUENCE = Satisfies(_is_sequence, "a sequence")
+COLUMNS = Satisfies(_is_columns, "a list of column names")
+
+
+def read_data(data: object, what: str = "data") -> pd.DataFrame:
+    """A DataFrame as given, or a CSV/Parquet table read from a path (``what`` names it in
+    errors)."""
+    if isinstance(data, pd.DataFrame):
+        return data
+    if isinstance(data, str | os.PathLike):
+        if str(data) == "":
+            raise InputError(f"{what}: the path is empty")
+        return read_table(data)
+    raise InputError(f"{what} must be a DataFrame or a CSV/Parquet path, got {type(data).__name__}")
+
+
+def validate_params(
+    constraints: Mapping[str, Sequence[Constraint]], params: Mapping[str, Any]
+) -> None:
+    """Check each parameter against its constraints (one must accept it); ConfigError otherwise,
+    naming the parameter, what it must be, and the value given."""
+    for name, allowed in constraints.items():
+        if name not in params:
+            raise ConfigError(f"_parameter_constraints names an unknown parameter {name!r}")
+        value = params[name]
+        if any(c is None and value is None for c in allowed):
+            continue
+        if any(c is not None and c.accepts(value) for c in allowed):
+            continue
+        whats = [c.describe() for c in allowed if c is not None]
+        if any(c is None for c in allowed):
+            whats.append("None")
+        raise ConfigError(f"{name} must be {' or '.join(whats)}, got {value!r}")
+
+
+class Generator:
+    """Base class of the DP generators: the scikit-learn estimator contract (see the module)."""
+
+    #: {parameter: [constraint, ...]}: checked by :meth:`_validate_params` at the start of fit
+    _parameter_constraints: ClassVar[dict[str, list[Constraint]]] = {}
+    #: the fitted attribute whose presence means "fitted"
+    _fitted_attribute: ClassVar[str] = "ledger_"
+
+    # -- parameters --------------------------------------------------------------------------------
+    @classmethod
+    def _get_param_names(cls) -> list[str]:
+        """The keyword-only parameters of ``__init__``, sorted (as scikit-learn does)."""
+        signature = inspect.signature(cls.__init__)
+        names = []
+        for p in signature.parameters.values():
+            if p.name == "self" or p.kind == p.VAR_KEYWORD:
+                continue
+            if p.kind != p.KEYWORD_ONLY:
+                raise TypeError(f"{cls.__name__}.__init__ must take keyword-only parameters")
+            names.append(p.name)
+        return sorted(names)
+
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
+        """The constructor parameters as stored; with ``deep``, also ``name__sub`` entries of
+        parameters that have ``get_params`` themselves."""
+        out: dict[str, Any] = {}
+        for name in self._get_param_names():
+            value = getattr(self, name)
+            if deep and hasattr(value, "get_params") and not isinstance(value, type):
+                out.update((f"{name}__{k}", v) for k, v in value.get_params().items())
+            out[name] = value
+        return out
+
+    def set_params(self, **params: Any) -> Generator:
+        """Set constructor parameters (``name__sub`` for a nested one); returns ``self``. Values
+        are validated at the next ``fit``."""
+        valid = self._get_param_names()
+        nested: dict[str, dict[str, Any]] = {}
+        for key, value in params.items():
+            name, _, sub = key.partition("__")
+            if name not in valid:
+                raise ConfigError(
+                    f"invalid parameter {name!r} for {type(self).__name__}; "
+                    f"valid parameters: {', '.join(valid)}"
+                )
+            if sub:
+                nested.setdefault(name, {})[sub] = value
+            else:
+                setattr(self, name, value)
+        for name, sub_params in nested.items():
+            getattr(self, name).set_params(**sub_params)
+        return self
+
+    def __repr__(self) -> str:
+        defaults = {
+            p.name: p.default
+            for p in inspect.signature(type(self).__init__).parameters.values()
+            if p.name != "self"
+        }
+        parts = []
+        for name in self._get_param_names():
+            value = getattr(self, name, None)
+            default = defaults.get(name, inspect.Parameter.empty)
+            if default is not inspect.Parameter.empty and _same(value, default):
+                continue
+            text = repr(value)
+            if len(text) > _REPR_WIDTH:
+                text = text[: _REPR_WIDTH - 3] + "..."
+            parts.append(f"{name}={text}")
+        return f"{type(self).__name__}({', '.join(parts)})"
+
+    def _validate_params(self) -> None:
+        """The one parameter check: the declarative ``_parameter_constraints`` table, then the
+        cross-parameter rules of :meth:`_check_params` (ConfigError)."""
+        validate_params(self._parameter_constraints, self.get_params(deep=False))
+        self._check_params()
+
+    def _check_params(self) -> None:
+        """Rules the table cannot state (between parameters); subclasses extend it."""
+
+    def _deprecated_fit_args(self, given: Mapping[str, Any]) -> dict[str, Any]:
+        """The effective values of parameters that used to be ``fit`` arguments: the constructor's,
+        unless passed to ``fit`` (non-None), which still works with a DeprecationWarning. The
+        parameters themselves are not changed (``fit`` never changes them)."""
+        out = {name: getattr(self, name) for name in given}
+        for name, value in given.items():
+            if value is None:
+                continue
+            warnings.warn(
+                f"{type(self).__name__}.fit({name}=...) is deprecated: pass {name}= to the "
+                "constructor (or set_params)",
+                DeprecationWarning,
+                stacklevel=3,
+            )
+            out[name] = value
+        return out
+
+    # -- fitted state ------------------------------------------------------------------------------
+    def __sklearn_is_fitted__(self) -> bool:
+        return hasattr(self, self._fitted_attribute)
+
+    def _check_fitted(self) -> None:
+        """NotFittedError (one message for every generator) unless ``fit`` has run."""
+        if not self.__sklearn_is_fitted__():
+            raise NotFittedError(self)
+
+    def iter_sample(self, *args: Any, **kwargs: Any) -> Iterator[Any]:
+        """The release in chunks; the default yields :meth:`sample`'s whole result once."""
+        yield self.sample(*args, **kwargs)
+
+    def sample(self, *args: Any, **kwargs: Any) -> Any:  # pragma: no cover - overridden
+        """The synthetic release (post-processing of the fitted state only)."""
+        raise NotImplementedError
+
+
+def _same(value: object, default: object) -> bool:
+    """``value`` equals the default, of the same type (so 1 is not 1.0 nor True)."""
+    if value is default:
+        return True
+    if type(value) is not type(default):
+        return False
+    if isinstance(value, Collection) and not isinstance(value, str | bytes | tuple | frozenset):
+        return False
+    try:
+        return bool(value == default)
+    except (TypeError, ValueError):
+        return False

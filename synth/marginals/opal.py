@@ -1,0 +1,547 @@
+"""The Opal marginal release (Asghar, Tyler and Kaafar 2018, section 4.1) with the fixes of
+Culnane, Rubinstein and Teague (2017) as modes.
+
+``mode="consistent"`` (Culnane et al. section 4: noise only the two time x location tables, derive
+the one-way tables by summing them) and ``mode="pure"`` (section 3: perturb every cell of the public
+domain, zeros included, for pure epsilon-DP; the empty cells are handled with the exact empty-cell
+shortcut, never enumerated).
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from collections.abc import Mapping, Sequence
+from fractions import Fraction
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+import numpy as np
+import pandas as pd
+
+from synth.engines import SBHEvents, check_engine, get_engine
+from synth.engines.kernels import count_keys
+from synth.errors import ConfigError, InputError
+from synth.generator import SEQUENCE, STRING, Constraint, Generator, InstanceOf
+from synth.marginals.calibration import (
+    NOISE_METHODS,
+    NoiseSource,
+    SBHCalibration,
+    calibrate,
+    record_spend,
+)
+from synth.marginals.cells import noisy_cells
+from synth.marginals.events import (
+    Events,
+    day_label,
+    day_number,
+    load_input,
+    read_events,
+)
+from synth.marginals.grid import DEFAULT_SPLIT, TABLES, Grid, sum_to, table_keys
+from synth.privacy import PrivacyLedger, check_budget, exact, noise_source
+from synth.records import UnknownLocationWarning
+from synth.taxonomy import Taxonomy, taxonomy_note
+from synth.times import check_timezone
+
+__all__ = ["Mode", "OpalRelease", "marginal_tables"]
+
+Mode = Literal["sbh", "consistent", "pure"]
+
+
+class OpalRelease(Generator):
+    """The Opal marginal release of 000 section 4.1, with the fixes of 001 as modes.
+
+    Parameters (keyword-only): ``epsilon`` and ``delta`` are the totals per (mode, day) partition
+    for a row unit (a row lies in one partition: parallel composition, 000 Theorem 7) and of the
+    whole release for a card unit (a card may tap in several partitions, so each table is one
+    histogram over every partition's cells and a card's events are bounded across all of them),
+    split over the six tables :data:`TABLES` in proportion to ``split`` (epsilon) and equally
+    (delta): the defaults reproduce 000 section 4.2 (epsilons 1,1,1,1,2,2; ``delta_j = 1/8e6``).
+    ``mode``: ``"sbh"`` (Algorithm 1 per table), ``"consistent"`` (only the two time x location
+    tables are released, each with the budget of itself and its two one-way tables; the one-way
+    tables are their sums) or ``"pure"`` (every public-domain cell perturbed, pure epsilon-DP; needs
+    ``taxonomy``, ``modes`` and ``days``). ``bin_minutes`` divides 1440. ``taxonomy``/``level``:
+    locations are collapsed to that level (default: the leaves, as given). ``modes``/``days``: the
+    public partition domain (rows outside are dropped); without them the partitions are those
+    present in the data, which the manifest then does not list. ``privacy_unit``: ``None`` (a row,
+    a trip or a tap, as in 000) or the card column, each card keeping its first
+    ``max_contributions`` events (by time) per side (tap-on, tap-off) over all partitions.
+    ``random_state``: ``None`` (secure), an int (reproducible, NOT private) or a noise source.
+    ``engine`` (``"auto"``, the default: memory for frames and small files, DuckDB for large
+    files; ``"memory"``, ``"duckdb"``, ``"spark"``) and ``engine_options``: where the bounding
+    and the cell counts run (:mod:`synth.engines`); the noise is drawn here on the collected counts.
+    ``on_unknown``: events at a location that is not a leaf of ``taxonomy`` fail the fit
+    (``"error"``) or are dropped (``"drop"``, a per-event rule against the public taxonomy).
+    ``timezone``: times are read per value as the wall clock as written (default), or converted
+    to this IANA zone (:mod:`synth.times`); a public setting. ``location_column``: the location
+    column of a taps file given to :meth:`fit` (e.g. ``id_linea`` for SUBE lines).
+
+    The generator contract (:class:`synth.generator.Generator`): ``sklearn.base.clone`` works,
+    :meth:`sample` (alias :meth:`release`) is post-processing of the fit, and a method needing a
+    fit raises :class:`~synth.errors.NotFittedError`.
+
+    Fitted: ``tables_`` (name -> DataFrame ``mode, day[, time][, location], count``),
+    ``calibrations_`` (name -> :class:`SBHCalibration` of the noise each table carries),
+    ``ledger_`` (the :class:`PrivacyLedger`), ``partitions_`` (public partition labels or ``None``).
+    """
+
+    def __init__(
+        self,
+        *,
+        epsilon: float = 8.0,
+        delta: float = 6 / 8_000_000,
+        split: Sequence[float] = DEFAULT_SPLIT,
+        mode: Mode = "sbh",
+        bin_minutes: int = 15,
+        taxonomy: Taxonomy | None = None,
+        level: int | None = None,
+        modes: Sequence[str] | None = None,
+        days: Sequence[str] | None = None,
+        privacy_unit: str | None = None,
+        max_contributions: int = 1,
+        random_state: int | NoiseSource | None = None,
+        engine: str = "auto",
+        engine_options: Mapping[str, Any] | None = None,
+        on_unknown: Literal["error", "drop"] = "error",
+        timezone: str | None = None,
+        location_column: str = "stop_id",
+    ) -> None:
+        self.location_column = location_column
+        self.on_unknown = on_unknown
+        self.timezone = timezone
+        self.engine = engine
+        self.engine_options = engine_options
+        self.epsilon = epsilon
+        self.delta = delta
+        self.split = split
+        self.mode = mode
+        self.bin_minutes = bin_minutes
+        self.taxonomy = taxonomy
+        self.level = level
+        self.modes = modes
+        self.days = days
+        self.privacy_unit = privacy_unit
+        self.max_contributions = max_contributions
+        self.random_state = random_state
+
+    _parameter_constraints: ClassVar[dict[str, list[Constraint]]] = {
+        "split": [SEQUENCE],
+        "taxonomy": [None, InstanceOf(Taxonomy, "a Taxonomy")],
+        "modes": [None, SEQUENCE],
+        "days": [None, SEQUENCE],
+        "privacy_unit": [None, STRING],
+        "engine": [STRING],
+        "engine_options": [None, InstanceOf(Mapping, "a mapping of engine options")],
+        "timezone": [None, STRING],
+        "location_column": [STRING],
+    }
+
+    # ------------------------------------------------------------------ parameters
+    def _table_budgets(self) -> dict[str, tuple[Fraction, Fraction]]:
+        """(epsilon, delta) of each released (noised) table."""
+        eps, dlt = check_budget(self.epsilon, self.delta, need_delta=self.mode != "pure")
+        weights = [exact(w, "split") for w in self.split]
+        if len(weights) != len(TABLES) or any(w <= 0 for w in weights):
+            raise ConfigError(f"split must be {len(TABLES)} positive numbers, one per table")
+        total = sum(weights, Fraction(0))
+        budgets = {
+            t: (eps * w / total, dlt / len(TABLES)) for t, w in zip(TABLES, weights, strict=True)
+        }
+        if self.mode != "consistent":
+            return budgets
+        out = {}
+        for side in ("on", "off"):
+            names = (f"{side}_time", f"{side}_location", f"{side}_time_location")
+            out[names[2]] = (
+                sum((budgets[n][0] for n in names), Fraction(0)),
+                sum((budgets[n][1] for n in names), Fraction(0)),
+            )
+        return out
+
+    def _check(self) -> None:
+        """Every parameter check (:meth:`Generator._validate_params`), before any data is read."""
+        self._validate_params()
+
+    def _check_params(self) -> None:
+        check_engine(self.engine, self.engine_options)
+        if self.on_unknown not in ("error", "drop"):
+            raise ConfigError(f"on_unknown must be 'error' or 'drop', got {self.on_unknown!r}")
+        check_timezone(self.timezone)
+        if self.mode not in ("sbh", "consistent", "pure"):
+            raise ConfigError(f"mode must be 'sbh', 'consistent' or 'pure', got {self.mode!r}")
+        b = self.bin_minutes
+        if isinstance(b, bool) or not isinstance(b, int | np.integer) or b < 1 or 1440 % b:
+            raise ConfigError(
+                f"bin_minutes must be a whole number of minutes dividing 1440, got {b!r}"
+            )
+        if self.level is not None:
+            if self.taxonomy is None:
+                raise ConfigError("level needs a taxonomy")
+            if (
+                not isinstance(self.level, int | np.integer)
+                or not 0 <= self.level <= self.taxonomy.height
+            ):
+                raise ConfigError(
+                    f"level must be in [0, {self.taxonomy.height}], got {self.level!r}"
+                )
+        if self.mode == "pure":
+            missing = [n for n in ("taxonomy", "modes", "days") if getattr(self, n) is None]
+            if missing:
+                raise ConfigError(
+                    "pure mode perturbs every cell of the public domain and needs "
+                    + ", ".join(missing)
+                )
+
+    # ------------------------------------------------------------------ fit
+    def _label_grid(
+        self, mode_labels: Sequence[str], days_present: np.ndarray, loc_labels: Sequence[str]
+    ) -> tuple[Grid, np.ndarray, np.ndarray, np.ndarray]:
+        """The cell grid, and the code of each mode label, present day and location label
+        (-1: outside the public partitions)."""
+        if self.modes is not None:
+            modes = sorted({str(m) for m in self.modes})
+            mode_code = pd.Index(modes).get_indexer(pd.Index(list(mode_labels)))
+        else:
+            modes = [str(m) for m in mode_labels]
+            mode_code = np.arange(len(modes))
+        if self.days is not None:
+            days = sorted({int(day_number(str(d))) for d in self.days})
+            day_code = pd.Index(days).get_indexer(pd.Index(days_present))
+        else:
+            days = [int(d) for d in days_present]
+            day_code = np.arange(len(days))
+        raw = [str(x) for x in loc_labels]
+        if self.taxonomy is not None:
+            tax = self.taxonomy
+            unknown = tax.unknown(raw)
+            if unknown and self.on_unknown != "drop":
+                raise InputError(
+                    f"location '{unknown[0]}' is not a leaf of the taxonomy {tax.source} "
+                    f"({len(unknown)} distinct unknown locations; on_unknown='drop' drops them)"
+                )
+            if unknown:
+                warnings.warn(
+                    f"dropped the events at {len(unknown)} distinct locations not in the "
+                    f"taxonomy {tax.source} (e.g. '{unknown[0]}')",
+                    UnknownLocationWarning,
+                    stacklevel=4,
+                )
+            level = tax.height if self.level is None else int(self.level)
+            gen_map = tax.generalization_map(level)
+            domain = sorted(set(gen_map.values()))
+            loc_code = pd.Index(domain).get_indexer(  # -1 (dropped): not in the taxonomy
+                pd.Index([gen_map.get(x, "\0unknown") for x in raw])
+            )
+        else:
+            domain, loc_code = raw, np.arange(len(raw))
+        grid = Grid(
+            modes=modes,
+            days=days,
+            bins=1440 // int(self.bin_minutes),
+            bin_minutes=int(self.bin_minutes),
+            locations=domain,
+            public_partitions=self.modes is not None and self.days is not None,
+            public_locations=self.taxonomy is not None,
+        )
+        return (
+            grid,
+            np.asarray(mode_code, dtype=np.int64),
+            np.asarray(day_code, dtype=np.int64),
+            np.asarray(loc_code, dtype=np.int64),
+        )
+
+    def _grid(self, events: Events) -> tuple[Grid, np.ndarray, np.ndarray, np.ndarray]:
+        """The cell grid, and per event: partition code, location code, kept mask."""
+        days_present, day_index = np.unique(events.day, return_inverse=True)
+        grid, mode_map, day_map, loc_map = self._label_grid(
+            list(events.modes), days_present, list(events.locations)
+        )
+        mode_code, day_code = mode_map[events.mode], day_map[day_index]
+        location = loc_map[events.location]
+        keep = (mode_code >= 0) & (day_code >= 0) & (location >= 0)
+        part = np.where(keep, mode_code, 0) * len(grid.days) + np.where(keep, day_code, 0)
+        return grid, part.astype(np.int64), location, keep
+
+    def fit(
+        self,
+        data: pd.DataFrame | str | os.PathLike[str],
+        *,
+        location_column: str | None = None,
+    ) -> OpalRelease:
+        """Count the tables, record the spends in the ledger, then draw the noise.
+
+        ``data`` is a frame of trips, taps or sequences, or a trips/taps file: the DuckDB engine
+        reads the usual layouts itself (out of core); otherwise the file is loaded as
+        ``transit-synth marginals`` does. ``fit(location_column=...)`` is deprecated: pass it to
+        the constructor.
+        """
+        self._check()
+        location = self._deprecated_fit_args({"location_column": location_column})
+        cals = self._calibrations()
+        grid, counted, kind = self._counts(data, cals, location["location_column"])
+        noise = noise_source(self.random_state, methods=NOISE_METHODS)
+        ledger = self._ledger(cals, kind, grid, bool(getattr(noise, "seeded", False)))
+        pure = self.mode == "pure"
+        released = {
+            name: noisy_cells(
+                counted[name][0],
+                counted[name][1],
+                cals[name],
+                noise,
+                grid.size(name) if pure else None,
+            )
+            for name in cals
+        }
+        if self.mode == "consistent":
+            for side in ("on", "off"):
+                two_way = released[f"{side}_time_location"]
+                for one in (f"{side}_time", f"{side}_location"):
+                    released[one] = sum_to(one, *two_way, grid)
+        self.tables_ = {name: grid.frame(name, *released[name]) for name in TABLES}
+        self.calibrations_ = cals
+        self.ledger_ = ledger
+        self.grid_ = grid
+        self.row_kind_ = kind
+        self.partitions_ = (
+            [f"{m} {day_label(d)}" for m in grid.modes for d in grid.days]
+            if grid.public_partitions
+            else None
+        )
+        return self
+
+    def _calibrations(self) -> dict[str, SBHCalibration]:
+        """The calibration of every noised table (its privacy map, before any data is read)."""
+        return {
+            name: calibrate(
+                eps,
+                dlt,
+                privacy_unit=self.privacy_unit,
+                max_contributions=self.max_contributions,
+                pure=self.mode == "pure",
+            )
+            for name, (eps, dlt) in self._table_budgets().items()
+        }
+
+    def _counts(
+        self,
+        data: pd.DataFrame | str | os.PathLike[str],
+        cals: Mapping[str, SBHCalibration],
+        location_column: str,
+    ) -> tuple[Grid, dict[str, tuple[np.ndarray, np.ndarray]], str]:
+        """The grid, the exact cell counts of every table and the row kind.
+
+        The counting steps (bounding each card among the events of the public partitions, then
+        the cells of every table) run on the engine; the noise is drawn by the caller, on them.
+        """
+        k = None if self.privacy_unit is None else int(self.max_contributions)
+        with get_engine(self.engine, self.engine_options, data) as engine:
+            scan = None
+            if not isinstance(data, pd.DataFrame):
+                if self.timezone is None:  # engines read times as written only
+                    scan = engine.sbh_scan(
+                        data, location_column=location_column, unit_column=self.privacy_unit
+                    )
+                if scan is None:
+                    data = load_input(Path(data), location_column, self.timezone)
+            if scan is not None:
+                grid, mode_code, day_code, loc_code = self._label_grid(
+                    scan.modes, np.asarray(scan.days, dtype=np.int64), scan.locations
+                )
+                counted = scan.counts(
+                    mode_code,
+                    day_code,
+                    loc_code,
+                    n_days=len(grid.days),
+                    tables=list(cals),
+                    n_locations=len(grid.locations),
+                    n_bins=grid.bins,
+                    bin_minutes=grid.bin_minutes,
+                    max_contributions=k,
+                )
+                return grid, counted, scan.kind
+            assert isinstance(data, pd.DataFrame)
+            events = read_events(data, unit_column=self.privacy_unit, timezone=self.timezone)
+            grid, part, loc, keep = self._grid(events)
+            if (events.minute[keep] < 0).any():
+                raise InputError(
+                    "the release needs tap times (a 'time', 'on_time' or 'off_time' column)"
+                )
+            counted = engine.sbh_counts(
+                SBHEvents(
+                    side=events.side[keep],
+                    part=part[keep],
+                    minute=events.minute[keep],
+                    location=loc[keep],
+                    unit=None if events.unit is None else events.unit[keep],
+                ),
+                list(cals),
+                n_locations=len(grid.locations),
+                n_bins=grid.bins,
+                bin_minutes=grid.bin_minutes,
+                max_contributions=k,
+            )
+            return grid, counted, events.kind
+
+    def _ledger(
+        self, cals: dict[str, SBHCalibration], kind: str, grid: Grid, seeded: bool
+    ) -> PrivacyLedger:
+        """The release's ledger.
+
+        Row unit: one sequential branch per partition in a parallel group (000 Theorem 7: a row
+        lies in exactly one partition). Card unit: the six tables in sequence, each one histogram
+        over the cells of every partition, since a card may appear in several partitions.
+        """
+        eps = sum((c.epsilon for c in cals.values()), Fraction(0))
+        dlt = sum((c.delta for c in cals.values()), Fraction(0))
+        derived = (
+            "; the one-way tables of this side are its sums (post-processing)"
+            if self.mode == "consistent"
+            else ""
+        )
+        if self.privacy_unit is not None:
+            unit = str(self.privacy_unit)
+            neighbouring = (
+                f"add or remove one {unit}'s records (at most {self.max_contributions} "
+                "per side kept over all partitions, first by time)"
+            )
+            ledger = PrivacyLedger(epsilon=eps, delta=dlt, unit=unit, neighbouring=neighbouring)
+            scope = "one histogram over the cells of every (mode, day) partition"
+            for name, cal in cals.items():
+                note = scope + (derived if name.endswith("time_location") else "")
+                record_spend(ledger, name, cal, note, seeded=seeded)
+            return ledger
+        unit, neighbouring = kind, f"replace one {kind} by another (000 Theorem 5)"
+        ledger = PrivacyLedger(epsilon=eps, delta=dlt, unit=unit, neighbouring=neighbouring)
+        # Every partition spends the same, so when the partitions come from the data one branch
+        # stands for all of them at the same cost (listing them would leak which exist).
+        if not grid.public_partitions:
+            labels = ["each (mode, day) partition (not listed: derived from the data)"]
+        else:
+            labels = [f"{m} {day_label(d)}" for m in grid.modes for d in grid.days]
+        with ledger.parallel(
+            "mode x day partitions", disjoint_by=f"each {kind} lies in exactly one (mode, day)"
+        ) as par:
+            for label in labels:
+                branch = par.branch(label)
+                for name, cal in cals.items():
+                    note = derived if name.endswith("time_location") else ""
+                    record_spend(branch, name, cal, note, seeded=seeded)
+        return ledger
+
+    # ------------------------------------------------------------------ outputs
+    def sample(self) -> dict[str, pd.DataFrame]:
+        """The six tables (post-processing of the fitted release; copies)."""
+        self._check_fitted()
+        return {name: df.copy() for name, df in self.tables_.items()}
+
+    def release(self) -> dict[str, pd.DataFrame]:
+        """The six tables: :meth:`sample` under the name of earlier versions."""
+        return self.sample()
+
+    def error_bounds(self, beta: float = 0.05) -> dict[str, dict[str, Any]]:
+        """Per table: calibration, per-cell error bound at ``beta`` (000 Theorem 6) and provenance.
+
+        A table derived by summing (consistent mode) reports the bound of one two-way cell and
+        ``derived_from``; its cells sum ``terms`` such cells (``None``: the location domain is not
+        public, so the number of terms is that of the locations compared).
+        """
+        self._check_fitted()
+        out: dict[str, dict[str, Any]] = {}
+        for name in TABLES:
+            if name in self.calibrations_:
+                out[name] = {**self.calibrations_[name].to_dict(beta), "derived_from": None}
+                continue
+            side = name.split("_")[0]
+            source = f"{side}_time_location"
+            terms = (
+                self.grid_.bins
+                if name.endswith("location")
+                else (len(self.grid_.locations) if self.grid_.public_locations else None)
+            )
+            out[name] = {
+                **self.calibrations_[source].to_dict(beta),
+                "derived_from": source,
+                "terms": terms,
+            }
+        return out
+
+    def parameters(self) -> dict[str, Any]:
+        """The release parameters recorded in the manifest (all public)."""
+        self._check_fitted()
+        tax = self.taxonomy
+        return {
+            "release": "opal-marginals",
+            "mode": self.mode,
+            "epsilon_per_partition": float(exact(self.epsilon, "epsilon")),
+            "delta_per_partition": float(exact(self.delta, "delta")),
+            "budget_scope": (
+                "each (mode, day) partition (parallel composition over rows)"
+                if self.privacy_unit is None
+                else "the whole release (a card may appear in several partitions)"
+            ),
+            "split": [float(w) for w in self.split],
+            "bin_minutes": int(self.bin_minutes),
+            "taxonomy": None if tax is None else tax.source,
+            **taxonomy_note(tax),
+            **({"on_unknown": "drop"} if self.on_unknown == "drop" else {}),
+            "level": None if tax is None else (tax.height if self.level is None else self.level),
+            "modes": None if self.modes is None else sorted(str(m) for m in self.modes),
+            "days": None if self.days is None else [day_label(d) for d in self.grid_.days],
+            "privacy_unit": self.privacy_unit or self.row_kind_,
+            "max_contributions": int(self.max_contributions),
+            "timezone": self.timezone or "wall clock as written",
+            "tables": self.error_bounds(),
+        }
+
+    def save(
+        self,
+        out_dir: str | os.PathLike[str],
+        *,
+        format: Literal["csv", "parquet"] = "csv",
+        public_inputs: Mapping[str, str | os.PathLike[str]] | None = None,
+    ) -> Path:
+        """Write one file per table and ``manifest.json`` atomically (``synth.io.release_dir``);
+        ``public_inputs`` (role -> file, e.g. the taxonomy) are fingerprinted in the manifest,
+        nothing of the private input is."""
+        from synth.io import release_dir, write_table
+
+        self._check_fitted()
+        if format not in ("csv", "parquet"):
+            raise ConfigError(f"format must be 'csv' or 'parquet', got {format!r}")
+        with release_dir(out_dir) as stage:
+            for name, df in self.tables_.items():
+                write_table(df, stage / f"{name}.{format}")
+            self.ledger_.to_json(
+                stage / "manifest.json",
+                parameters=self.parameters(),
+                public_inputs=public_inputs,
+            )
+        return Path(out_dir)
+
+
+def marginal_tables(
+    data: pd.DataFrame,
+    *,
+    bin_minutes: int = 15,
+    taxonomy: Taxonomy | None = None,
+    level: int | None = None,
+    timezone: str | None = None,
+) -> dict[str, pd.DataFrame]:
+    """The exact (NOT private) tables of the release, in its format, for trips, taps or sequences.
+
+    What :func:`synth.evaluate.against_reference` compares. Time tables are absent when the data has
+    no times, off tables when it has no tap-offs.
+    """
+    spec = OpalRelease(bin_minutes=bin_minutes, taxonomy=taxonomy, level=level)
+    spec._check()
+    events = read_events(data, unit_column=None, timezone=check_timezone(timezone))
+    grid, part, loc, _ = spec._grid(events)
+    keys: dict[str, np.ndarray] = {}
+    for side in events.sides:
+        keys.update(table_keys(events, part, loc, grid, side))
+    return {
+        name: grid.frame(name, *count_keys(keys[name], grid.size(name)))
+        for name in TABLES
+        if name in keys
+    }
