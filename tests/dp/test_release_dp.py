@@ -551,16 +551,18 @@ def test_opal_row_unit_passes(trials: int, tmp_path: Path) -> None:
 
 # --------------------------------------------------------------------------- Opal canaries
 def low_threshold(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Canary: every SBH threshold one step below its calibration (``synth.sbh.calibrate``)."""
-    import synth.sbh
+    """Canary: every SBH threshold one step below its calibration
+    (``synth.marginals.calibration.calibrate``, as the histogram and the Opal release call it)."""
+    import synth.marginals.calibration
 
-    calibrate = synth.sbh.calibrate
+    calibrate = synth.marginals.calibration.calibrate
 
     def lowered(*args: Any, **kwargs: Any) -> Any:
         cal = calibrate(*args, **kwargs)
         return dataclasses.replace(cal, threshold=cal.threshold - 1)
 
-    monkeypatch.setattr(synth.sbh, "calibrate", lowered)
+    for module in ("synth.marginals.histogram", "synth.marginals.opal", "synth.sbh"):
+        monkeypatch.setattr(f"{module}.calibrate", lowered)
 
 
 def bound_off_by_one(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -625,7 +627,14 @@ def test_opal_canaries_are_caught_in_every_mode(
 
 # ------------------------------------------------------------------------- prefix tree tests
 #: simple tree of height 2, level 2 with 3/4 of epsilon (what the events see most of)
-TREE = {"epsilon": 2.0, "height": 2, "variant": "simple", "level_weights": [1, 3]}
+# the paper's preset: its thresholds let the absent-location event happen at this size
+TREE = {
+    "epsilon": 2.0,
+    "height": 2,
+    "variant": "simple",
+    "level_weights": [1, 3],
+    "preset": "kdd12",
+}
 
 
 def tree(tmp_path: Path, **params: Any) -> Callable[[Any, int], dict]:

@@ -395,9 +395,10 @@ def _public_fingerprint(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def exact_count_in_manifest(monkeypatch: pytest.MonkeyPatch) -> None:
     """Canary: the Opal manifest's parameters record the exact number of input events."""
+    import synth.marginals.opal
     import synth.sbh
 
-    read, parameters = synth.sbh._read_events, synth.sbh.OpalRelease.parameters
+    read, parameters = synth.marginals.opal.read_events, synth.sbh.OpalRelease.parameters
     seen: dict[str, int] = {}
 
     def reading(data: pd.DataFrame, **kwargs: object) -> object:
@@ -407,7 +408,7 @@ def exact_count_in_manifest(monkeypatch: pytest.MonkeyPatch) -> None:
     def with_count(self: synth.sbh.OpalRelease) -> dict[str, object]:
         return {**parameters(self), "input_events": seen["events"]}
 
-    monkeypatch.setattr(synth.sbh, "_read_events", reading)
+    monkeypatch.setattr(synth.marginals.opal, "read_events", reading)
     monkeypatch.setattr(synth.sbh.OpalRelease, "parameters", with_count)
 
 
@@ -429,8 +430,24 @@ def column_wide_ids(series: pd.Series, **_: object) -> pd.Series:
 
 
 def column_wide_id_rule(monkeypatch: pytest.MonkeyPatch) -> None:
-    for module in ("synth.io", "synth.records", "synth.sbh", "synth.taxonomy", "synth.export"):
-        monkeypatch.setattr(f"{module}.id_strings", column_wide_ids, raising=False)
+    """Every module of the three packages that holds the per-value rule gets the column-wide one
+    (found by identity, so the canary follows the rule wherever a refactor moves its callers)."""
+    import importlib
+    import pkgutil
+    import sys
+
+    import synth.io
+
+    rule = synth.io.id_strings
+    for pkg in ("synth", "prefixtree", "archetypes"):
+        root = importlib.import_module(pkg)
+        for info in pkgutil.walk_packages(root.__path__, prefix=f"{pkg}."):
+            if "spark" not in info.name and not info.name.endswith("__main__"):
+                importlib.import_module(info.name)
+    for name, module in list(sys.modules.items()):
+        if name.split(".")[0] in ("synth", "prefixtree", "archetypes"):
+            if getattr(module, "id_strings", None) is rule:
+                monkeypatch.setattr(module, "id_strings", column_wide_ids)
 
 
 def test_canary_exact_count_in_manifest_is_caught(
