@@ -167,6 +167,22 @@ def complete_sequences(
         state = np.append(state, 0)
         home = np.append(home, 0)
         depth = np.append(depth, 0)
+    return _walk_batches(walk, nodes, mass, (state, home, depth), root, n_states, height, rng)
+
+
+def _walk_batches(
+    walk: _Walk,
+    nodes: IntArray,
+    mass: IntArray,
+    where: tuple[IntArray, IntArray, IntArray],
+    root: int,
+    n_states: int,
+    height: int,
+    rng: np.random.Generator,
+) -> tuple[IntArray, IntArray, IntArray]:
+    """The walks of ``mass[i]`` sequences from each of ``nodes`` (in batches of about
+    :data:`BATCH`), as distinct (origin, steps, count); the virtual ``root`` becomes -1."""
+    state, home, depth = where
     batch = (np.cumsum(mass) - mass) // BATCH
     origins, steps, counts_out = [], [], []
     for lo, hi in _runs(batch):

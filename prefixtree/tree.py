@@ -220,10 +220,118 @@ def _sub_level(
     n_candidates = par_size * ((parents.time_end - 1) // k - first_bin + 1)
     width = int(n_candidates.max()) + 1 if n_par else 1
 
-    # flat key parent * width + rank of every live cell, built in place: a level can hold tens of
-    # millions of cells, and these arrays are the driver's peak
     live = cell_parent >= 0
     every = bool(live.all())
+    present_parent, present_rank, inverse, counts = _present_cells(
+        (anc, par_start, par_size, first_bin),
+        k,
+        width,
+        n_bins,
+        (cell_parent, cell_leaf, cell_bin, cell_weight),
+        None if every else live,
+    )
+    n_keys = present_parent.size
+
+    n_present = np.bincount(present_parent, minlength=n_par)
+    n_empty = n_candidates - n_present
+    total_empty = int(n_empty.sum())
+    # the privacy core's noisy-threshold step (present cells, then the passing empty ones)
+    noisy_present, passed, fake_values = threshold_release(
+        counts,
+        scale=level.scale,
+        threshold=level.threshold,
+        noise=noise,
+        n_empty=total_empty,
+        batch=NOISE_BATCH,
+    )
+    _check_room(int(passed.sum()) + fake_values.size, room, where)
+    fake_parent, fake_rank = _absent_cells(
+        noise, n_empty, fake_values.size, present_parent, present_rank, width
+    )
+
+    surv_parent = np.concatenate([present_parent[passed], fake_parent])
+    surv_rank = np.concatenate([present_rank[passed], fake_rank])
+    surv_noisy = np.concatenate([noisy_present[passed], fake_values])
+    order = np.lexsort((surv_rank, surv_parent))
+    surv_parent, surv_rank, surv_noisy = surv_parent[order], surv_rank[order], surv_noisy[order]
+
+    new_cell_parent = _new_cell_parent(passed, order, n_keys, inverse, cell_parent, live, every)
+
+    s_size = par_size[surv_parent]
+    node = par_start[surv_parent] + surv_rank % s_size
+    cell_bin_start = (first_bin[surv_parent] + surv_rank // s_size) * k
+    tbin = np.maximum(parents.time_bin[surv_parent], cell_bin_start)
+    tend = np.minimum(parents.time_end[surv_parent], cell_bin_start + k)
+    exact = np.concatenate([counts[passed], np.zeros(fake_parent.size, dtype=np.int64)])[order]
+    cells = _Cells(parents.tree_node[surv_parent], node, tbin, tend, surv_noisy, exact)
+    return cells, new_cell_parent
+
+
+def _absent_cells(
+    noise: object,
+    n_empty: IntArray,
+    n_fake: int,
+    present_parent: IntArray,
+    present_rank: IntArray,
+    width: int,
+) -> tuple[IntArray, IntArray]:
+    """(parent, rank) of the ``n_fake`` empty cells that passed, drawn uniformly among the
+    ``n_empty`` absent candidates of each parent."""
+    if not n_fake:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    total_empty = int(n_empty.sum())
+    picked = np.asarray(noise.choice(total_empty, n_fake), dtype=np.int64)  # type: ignore[attr-defined]
+    ends = np.cumsum(n_empty)
+    fake_parent = np.searchsorted(ends, picked, side="right").astype(np.int64)
+    local = picked - (ends[fake_parent] - n_empty[fake_parent])
+    group_start = np.searchsorted(present_parent, np.arange(n_empty.size)).astype(np.int64)
+    fake_rank = _absent_ranks(present_parent, present_rank, group_start, fake_parent, local, width)
+    return fake_parent, fake_rank
+
+
+def _new_cell_parent(
+    passed: npt.NDArray[np.bool_],
+    order: IntArray,
+    n_keys: int,
+    inverse: IntArray | None,
+    cell_parent: IntArray,
+    live: npt.NDArray[np.bool_],
+    every: bool,
+) -> IntArray:
+    """The new parent of each data cell: the survivor index of its present cell (-1 when that
+    cell did not pass, or the data cell was already out of the tree)."""
+    # survivor index of each present cell (-1 when it did not pass)
+    survivor_of_present = np.full(n_keys, -1, dtype=np.int64)
+    position = np.empty(order.size, dtype=np.int64)
+    position[order] = np.arange(order.size)
+    survivor_of_present[np.flatnonzero(passed)] = position[: int(passed.sum())]
+
+    by_cell = survivor_of_present if inverse is None else survivor_of_present[inverse]
+    if every:
+        new_cell_parent = by_cell
+    else:
+        new_cell_parent = np.full(cell_parent.size, -1, dtype=np.int64)
+        new_cell_parent[live] = by_cell
+    return new_cell_parent
+
+
+def _present_cells(
+    parent_info: tuple[IntArray, IntArray, IntArray, IntArray],
+    k: int,
+    width: int,
+    n_bins: int,
+    cells: tuple[IntArray, npt.NDArray[np.integer], npt.NDArray[np.integer], IntArray],
+    live: npt.NDArray[np.bool_] | None,
+) -> tuple[IntArray, IntArray, IntArray | None, IntArray]:
+    """The present candidate cells of a sub-level: (parent, rank, inverse of each live data cell,
+    exact count). ``parent_info``: (ancestor map, parents' first child, number of children, first
+    bin); ``cells``: the data cells' (parent, leaf, bin, weight); ``live``: the data cells still
+    in the tree (``None``: all)."""
+    anc, par_start, par_size, first_bin = parent_info
+    cell_parent, cell_leaf, cell_bin, cell_weight = cells
+    every = live is None
+    # flat key parent * width + rank of every live cell, built in place: a level can hold tens of
+    # millions of cells, and these arrays are the driver's peak
     cp = cell_parent if every else cell_parent[live]
     flat = anc[cell_leaf if every else cell_leaf[live]]
     flat -= par_start[cp]
@@ -239,69 +347,8 @@ def _sub_level(
     del flat
     present_parent = keys // width
     present_rank = keys - present_parent * width
-    n_keys = keys.size
     del keys
-
-    n_present = np.bincount(present_parent, minlength=n_par)
-    n_empty = n_candidates - n_present
-    total_empty = int(n_empty.sum())
-    # the privacy core's noisy-threshold step (present cells, then the passing empty ones)
-    noisy_present, passed, fake_values = threshold_release(
-        counts,
-        scale=level.scale,
-        threshold=level.threshold,
-        noise=noise,
-        n_empty=total_empty,
-        batch=NOISE_BATCH,
-    )
-    n_survivors = int(passed.sum()) + fake_values.size
-    if n_survivors > room:
-        raise ConfigError(
-            f"the noisy tree would grow past --max-nodes (max_nodes) at {where}: "
-            f"{n_survivors} more nodes than the {room} left; too many empty cells pass the "
-            "thresholds (use --preset auto, a smaller --height or a larger --epsilon, or raise "
-            "--max-nodes)"
-        )
-    if fake_values.size:
-        picked = np.asarray(noise.choice(total_empty, fake_values.size), dtype=np.int64)  # type: ignore[attr-defined]
-        ends = np.cumsum(n_empty)
-        fake_parent = np.searchsorted(ends, picked, side="right").astype(np.int64)
-        local = picked - (ends[fake_parent] - n_empty[fake_parent])
-        group_start = np.searchsorted(present_parent, np.arange(n_par)).astype(np.int64)
-        fake_rank = _absent_ranks(
-            present_parent, present_rank, group_start, fake_parent, local, width
-        )
-    else:
-        fake_parent = np.zeros(0, dtype=np.int64)
-        fake_rank = np.zeros(0, dtype=np.int64)
-
-    surv_parent = np.concatenate([present_parent[passed], fake_parent])
-    surv_rank = np.concatenate([present_rank[passed], fake_rank])
-    surv_noisy = np.concatenate([noisy_present[passed], fake_values])
-    order = np.lexsort((surv_rank, surv_parent))
-    surv_parent, surv_rank, surv_noisy = surv_parent[order], surv_rank[order], surv_noisy[order]
-
-    # survivor index of each present cell (-1 when it did not pass)
-    survivor_of_present = np.full(n_keys, -1, dtype=np.int64)
-    position = np.empty(order.size, dtype=np.int64)
-    position[order] = np.arange(order.size)
-    survivor_of_present[np.flatnonzero(passed)] = position[: int(passed.sum())]
-
-    by_cell = survivor_of_present if inverse is None else survivor_of_present[inverse]
-    if every:
-        new_cell_parent = by_cell
-    else:
-        new_cell_parent = np.full(cell_parent.size, -1, dtype=np.int64)
-        new_cell_parent[live] = by_cell
-
-    s_size = par_size[surv_parent]
-    node = par_start[surv_parent] + surv_rank % s_size
-    cell_bin_start = (first_bin[surv_parent] + surv_rank // s_size) * k
-    tbin = np.maximum(parents.time_bin[surv_parent], cell_bin_start)
-    tend = np.minimum(parents.time_end[surv_parent], cell_bin_start + k)
-    exact = np.concatenate([counts[passed], np.zeros(fake_parent.size, dtype=np.int64)])[order]
-    cells = _Cells(parents.tree_node[surv_parent], node, tbin, tend, surv_noisy, exact)
-    return cells, new_cell_parent
+    return present_parent, present_rank, inverse, counts
 
 
 def build_noisy_tree(
@@ -365,13 +412,7 @@ def build_noisy_tree_counted(
     before they are built: a tree that would outgrow it stops with a :class:`ConfigError`."""
     level_bins = np.zeros(1, dtype=np.int64)
     root_noisy: int | None = None
-    parents_all: list[IntArray] = []
-    locs_all: list[IntArray] = []
-    bins_all: list[IntArray] = []
-    noisy_all: list[IntArray] = []
-    depth_all: list[IntArray] = []
-    generalized: list[IntArray] = []
-    end_all: list[IntArray] = []
+    built = _Levels()
     level_exact = np.zeros(1, dtype=np.int64)
     level_offset = 0  # global id of the first node of the level being expanded (below the root)
     n_total = 0
@@ -384,13 +425,7 @@ def build_noisy_tree_counted(
         if i == 0 and root_scale is not None:
             root_noise = noise.discrete_laplace(root_scale, 1)  # type: ignore[attr-defined]
             root_noisy = int(np.asarray(cell_weight).sum()) + int(np.asarray(root_noise)[0])
-        parents = _Cells(
-            np.arange(n_level, dtype=np.int64),
-            np.zeros(n_level, dtype=np.int64),
-            level_bins,
-            np.full(n_level, n_bins, dtype=np.int64),
-            np.zeros(n_level, dtype=np.int64),
-        )
+        parents = _level_roots(level_bins, n_bins)
         level_subs = sub_levels[i]
         if end_cells and i:
             continuing = np.bincount(cell_parent, weights=cell_weight, minlength=n_level)
@@ -399,7 +434,7 @@ def build_noisy_tree_counted(
             before_sub_level(i, s)  # type: ignore[operator]
             if end_cells and i and s == len(level_subs) - 1:
                 noise_end = noise.discrete_laplace(sub.scale, n_level)  # type: ignore[attr-defined]
-                end_all.append(end_exact + np.asarray(noise_end, dtype=np.int64))
+                built.end.append(end_exact + np.asarray(noise_end, dtype=np.int64))
             parents, cell_parent = _sub_level(
                 noise,
                 sub,
@@ -414,27 +449,9 @@ def build_noisy_tree_counted(
                 where=f"level {i + 1}",
             )
             if s < len(level_subs) - 1:
-                generalized.append(
-                    np.stack(
-                        [
-                            np.full(parents.node.size, i + 1),
-                            np.full(parents.node.size, sub.j),
-                            parents.tree_node + level_offset
-                            if i
-                            else np.full(parents.node.size, -1),
-                            parents.node,
-                            parents.time_bin // sub.bin_width * sub.bin_width,
-                            parents.noisy,
-                        ],
-                        axis=1,
-                    ).astype(np.int64)
-                )
+                built.generalized.append(_generalized_rows(parents, i, sub, level_offset))
         n_new = parents.node.size
-        parents_all.append(parents.tree_node + level_offset if i else np.full(n_new, -1))
-        locs_all.append(parents.node)
-        bins_all.append(parents.time_bin)
-        noisy_all.append(parents.noisy)
-        depth_all.append(np.full(n_new, i + 1, dtype=np.int64))
+        built.add(parents, i, level_offset)
         level_offset = n_total
         n_total += n_new
         if n_new and i < height - 1:
@@ -443,21 +460,85 @@ def build_noisy_tree_counted(
         level_exact = parents.exact if parents.exact is not None else level_exact
         if n_new == 0:
             break
-    cat = np.concatenate
-    empty = np.zeros(0, dtype=np.int64)
-    n_nodes = sum(a.size for a in depth_all)
-    end_noisy = None
-    if end_cells:
-        end_noisy = np.zeros(n_nodes, dtype=np.int64)
-        drawn = cat(end_all) if end_all else empty
-        end_noisy[: drawn.size] = drawn
-    return BuiltTree(
-        parent=cat(parents_all) if parents_all else empty,
-        depth=cat(depth_all) if depth_all else empty,
-        location=cat(locs_all) if locs_all else empty,
-        time_bin=cat(bins_all) if bins_all else empty,
-        noisy=cat(noisy_all) if noisy_all else empty,
-        generalized=generalized,
-        end_noisy=end_noisy,
-        root_noisy=root_noisy,
+    return built.tree(end_cells, root_noisy)
+
+
+def _level_roots(level_bins: IntArray, n_bins: int) -> _Cells:
+    """The nodes of a level as the parents of the next one's cells (whole time range)."""
+    n_level = level_bins.size
+    return _Cells(
+        np.arange(n_level, dtype=np.int64),
+        np.zeros(n_level, dtype=np.int64),
+        level_bins,
+        np.full(n_level, n_bins, dtype=np.int64),
+        np.zeros(n_level, dtype=np.int64),
     )
+
+
+def _generalized_rows(parents: _Cells, i: int, sub: SubLevel, level_offset: int) -> IntArray:
+    """The survivors of a generalized sub-level as rows ``level, j, parent, node, time bin,
+    noisy count`` (:attr:`BuiltTree.generalized`)."""
+    return np.stack(
+        [
+            np.full(parents.node.size, i + 1),
+            np.full(parents.node.size, sub.j),
+            parents.tree_node + level_offset if i else np.full(parents.node.size, -1),
+            parents.node,
+            parents.time_bin // sub.bin_width * sub.bin_width,
+            parents.noisy,
+        ],
+        axis=1,
+    ).astype(np.int64)
+
+
+@dataclass
+class _Levels:
+    """The nodes of the levels built so far, concatenated into a :class:`BuiltTree` at the end."""
+
+    parent: list[IntArray] = field(default_factory=list)
+    depth: list[IntArray] = field(default_factory=list)
+    location: list[IntArray] = field(default_factory=list)
+    time_bin: list[IntArray] = field(default_factory=list)
+    noisy: list[IntArray] = field(default_factory=list)
+    generalized: list[IntArray] = field(default_factory=list)
+    end: list[IntArray] = field(default_factory=list)
+
+    def add(self, parents: _Cells, i: int, level_offset: int) -> None:
+        """The survivors of level ``i + 1`` as nodes (their parents' ids offset to global ids)."""
+        n_new = parents.node.size
+        self.parent.append(parents.tree_node + level_offset if i else np.full(n_new, -1))
+        self.location.append(parents.node)
+        self.time_bin.append(parents.time_bin)
+        self.noisy.append(parents.noisy)
+        self.depth.append(np.full(n_new, i + 1, dtype=np.int64))
+
+    def tree(self, end_cells: bool, root_noisy: int | None) -> BuiltTree:
+        cat = np.concatenate
+        empty = np.zeros(0, dtype=np.int64)
+        n_nodes = sum(a.size for a in self.depth)
+        end_noisy = None
+        if end_cells:
+            end_noisy = np.zeros(n_nodes, dtype=np.int64)
+            drawn = cat(self.end) if self.end else empty
+            end_noisy[: drawn.size] = drawn
+        return BuiltTree(
+            parent=cat(self.parent) if self.parent else empty,
+            depth=cat(self.depth) if self.depth else empty,
+            location=cat(self.location) if self.location else empty,
+            time_bin=cat(self.time_bin) if self.time_bin else empty,
+            noisy=cat(self.noisy) if self.noisy else empty,
+            generalized=self.generalized,
+            end_noisy=end_noisy,
+            root_noisy=root_noisy,
+        )
+
+
+def _check_room(n_survivors: int, room: int, where: str) -> None:
+    """``max_nodes`` checked as soon as a histogram's number of survivors is known."""
+    if n_survivors > room:
+        raise ConfigError(
+            f"the noisy tree would grow past --max-nodes (max_nodes) at {where}: "
+            f"{n_survivors} more nodes than the {room} left; too many empty cells pass the "
+            "thresholds (use --preset auto, a smaller --height or a larger --epsilon, or raise "
+            "--max-nodes)"
+        )

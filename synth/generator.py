@@ -26,7 +26,7 @@ import os
 import warnings
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self
 
 import pandas as pd
 
@@ -235,7 +235,7 @@ class Generator:
             out[name] = value
         return out
 
-    def set_params(self, **params: Any) -> Generator:
+    def set_params(self, **params: Any) -> Self:
         """Set constructor parameters (``name__sub`` for a nested one); returns ``self``. Values
         are validated at the next ``fit``."""
         valid = self._get_param_names()

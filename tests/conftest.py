@@ -117,3 +117,23 @@ def scale_noise(monkeypatch: pytest.MonkeyPatch, factor: float) -> None:
 def noise_scale(monkeypatch: pytest.MonkeyPatch) -> Callable[[float], None]:
     """``noise_scale(factor)``: apply :func:`scale_noise` for the rest of the test."""
     return lambda factor: scale_noise(monkeypatch, factor)
+
+
+class PassingZeroNoise(ZeroNoise):
+    """:class:`ZeroNoise`, except that empty cells (value 0) pass when the threshold is <= 0."""
+
+    def empty_cells_passing(self, scale: float, threshold: int, n_empty: int) -> np.ndarray:
+        return np.zeros(int(n_empty) if threshold <= 0 else 0, dtype=np.int64)
+
+
+#: Table 1 of Chen et al. 2012: eight sequences over four locations.
+TABLE_1 = [
+    ["L1", "L2", "L3"],
+    ["L1", "L2"],
+    ["L3", "L2", "L1"],
+    ["L1", "L2", "L4"],
+    ["L1", "L2", "L3"],
+    ["L3", "L2"],
+    ["L1", "L2", "L4", "L1"],
+    ["L3", "L1"],
+]

@@ -205,3 +205,74 @@ def test_no_new_layer_violations() -> None:
 def test_known_debt_is_still_owed() -> None:
     paid = sorted(KNOWN_DEBT - violations())
     assert not paid, "remove from KNOWN_DEBT, it is fixed:\n" + "\n".join(paid)
+
+
+# ---------------------------------------------------------------------------- sizes (issue 16)
+MAX_MODULE_LINES = 600
+MAX_FUNCTION_LINES = 80
+
+
+def module_sizes() -> dict[str, int]:
+    """Lines of every module of the three packages."""
+    return {m: len(p.read_text(encoding="utf-8").splitlines()) for m, p in MODULES.items()}
+
+
+def function_sizes() -> dict[str, int]:
+    """Lines of every function and method (decorators excluded, nested functions on their own),
+    keyed ``module:Qualified.name``."""
+    found: dict[str, int] = {}
+
+    def walk(node: ast.AST, module: str, prefix: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                name = f"{prefix}{child.name}"
+                if not isinstance(child, ast.ClassDef):
+                    assert child.end_lineno is not None
+                    found[f"{module}:{name}"] = child.end_lineno - child.lineno + 1
+                walk(child, module, name + ".")
+            else:
+                walk(child, module, prefix)
+
+    for module, path in MODULES.items():
+        walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path)), module, "")
+    return found
+
+
+# Modules over MAX_MODULE_LINES and functions over MAX_FUNCTION_LINES when this guard was built
+# (issue 16). Shrink them; never grow them.
+KNOWN_LONG_MODULES: set[str] = {
+    "synth.taxonomy",
+}
+KNOWN_LONG_FUNCTIONS: set[str] = {
+    "prefixtree.release:release_sequences",
+    "synth.cli.evaluate:register",
+    "synth.cli.sequences:register",
+}
+
+
+def test_the_size_checks_measure_lines() -> None:
+    """Canary: the measures see a known module and a known function at their real size."""
+    import inspect
+
+    from synth.records import truncate_sequences
+
+    lines, _ = inspect.getsourcelines(truncate_sequences)
+    assert function_sizes()["synth.records.sequences:truncate_sequences"] == len(lines)
+    text = (ROOT / "synth" / "errors.py").read_text(encoding="utf-8")
+    assert module_sizes()["synth.errors"] == len(text.splitlines())
+
+
+def test_no_module_over_600_lines() -> None:
+    long = {m for m, n in module_sizes().items() if n > MAX_MODULE_LINES}
+    new = sorted(long - KNOWN_LONG_MODULES)
+    assert not new, f"modules over {MAX_MODULE_LINES} lines (split them):\n" + "\n".join(new)
+    paid = sorted(KNOWN_LONG_MODULES - long)
+    assert not paid, "remove from KNOWN_LONG_MODULES, it is short now:\n" + "\n".join(paid)
+
+
+def test_no_function_over_80_lines() -> None:
+    long = {f for f, n in function_sizes().items() if n > MAX_FUNCTION_LINES}
+    new = sorted(long - KNOWN_LONG_FUNCTIONS)
+    assert not new, f"functions over {MAX_FUNCTION_LINES} lines (split them):\n" + "\n".join(new)
+    paid = sorted(KNOWN_LONG_FUNCTIONS - long)
+    assert not paid, "remove from KNOWN_LONG_FUNCTIONS, it is short now:\n" + "\n".join(paid)

@@ -196,23 +196,7 @@ def difference_tables(
         )
         rows["estimate"] = rows["coarse_count"].astype(np.int64) - rows["released_sum"]
         derived = coarse_noise.derived_from == pair.fine
-        n_rows = max(len(rows), 1)
-        fkind, ckind = _kind(fine_noise), _kind(coarse_noise)
-        q, qf, t5 = {}, {}, {}
-        for k in rows["released_cells"].unique():
-            k = int(k)
-            terms = (
-                ((fkind, fine_noise.scale, k),)
-                if derived
-                else (
-                    (fkind, fine_noise.scale, k),
-                    (ckind, coarse_noise.scale, 1),
-                )
-            )
-            q[k] = 0 if derived else sum_quantile(terms, alpha)
-            qf[k] = 0 if derived else sum_quantile(terms, alpha / n_rows)
-            p = max(fine_noise.scale, coarse_noise.scale)
-            t5[k] = 0.0 if derived else theorem5_halfwidth(p, k + 1, alpha)
+        q, qf, t5 = _halfwidths(rows["released_cells"], fine_noise, coarse_noise, derived, alpha)
         k_col = rows["released_cells"].astype(int)
         half = k_col.map(q).to_numpy(dtype=float)
         half_f = k_col.map(qf).to_numpy(dtype=float)
@@ -248,3 +232,34 @@ def difference_tables(
     out = pd.concat(frames, ignore_index=True)[columns] if frames else pd.DataFrame(columns=columns)
     out.attrs["skipped"] = skipped
     return out
+
+
+def _halfwidths(
+    released_cells: pd.Series,
+    fine_noise: TableNoise,
+    coarse_noise: TableNoise,
+    derived: bool,
+    alpha: float,
+) -> tuple[dict[int, float], dict[int, float], dict[int, float]]:
+    """Interval half-widths per number of released fine cells k: exact at ``alpha``, exact at
+    the Bonferroni level over the rows, and Theorem 5 as published (all zero when derived)."""
+    n_rows = max(len(released_cells), 1)
+    fkind, ckind = _kind(fine_noise), _kind(coarse_noise)
+    q: dict[int, float] = {}
+    qf: dict[int, float] = {}
+    t5: dict[int, float] = {}
+    for k in released_cells.unique():
+        k = int(k)
+        terms = (
+            ((fkind, fine_noise.scale, k),)
+            if derived
+            else (
+                (fkind, fine_noise.scale, k),
+                (ckind, coarse_noise.scale, 1),
+            )
+        )
+        q[k] = 0 if derived else sum_quantile(terms, alpha)
+        qf[k] = 0 if derived else sum_quantile(terms, alpha / n_rows)
+        p = max(fine_noise.scale, coarse_noise.scale)
+        t5[k] = 0.0 if derived else theorem5_halfwidth(p, k + 1, alpha)
+    return q, qf, t5

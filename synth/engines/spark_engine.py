@@ -276,45 +276,15 @@ class SparkEngine(Engine):
         from pyspark.sql import Window
         from pyspark.sql import functions as F
 
-        from synth.io import table_format
         from synth.records import UnknownLocationWarning
 
         p = Path(path)
         if not p.is_file():
             raise InputError(f"{p}: file not found")
-        fmt = table_format(p)
         loc = location_column or "location"
-        if time_bin_minutes is not None or fmt not in ("parquet", "csv"):
+        raw = self._long_format_frame(p, loc, time_bin_minutes)
+        if raw is None:
             return None  # trajectories and other layouts: loaded by synth.records
-        reader = self.session.read
-        raw = (
-            reader.parquet(str(p))
-            if fmt == "parquet"
-            else reader.option("header", "true").csv(str(p))
-        )
-        if not {"seq_id", "pos", loc} <= set(raw.columns):
-            return None
-        kinds = dict(raw.dtypes)
-        if any(kinds[c] not in _ID_TYPES for c in ("seq_id", loc)):
-            return None  # float ids: synth.records refuses the non-integral ones
-        number = F.col("pos").cast("double")
-        raw = raw.select(
-            _normalised_id(F.col("seq_id")).alias("sid"),
-            number.alias("number"),
-            _normalised_id(F.col(loc)).alias("name"),
-        )
-        bad_pos = (
-            F.col("number").isNull()
-            | (F.col("number") < 0)
-            | (F.col("number") != F.floor(F.col("number")))
-        )
-        if raw.where(bad_pos).limit(1).count():  # 1.5 is refused, never truncated
-            raise InputError(f"{p}: column 'pos': values that are not integers >= 0")
-        raw = raw.withColumn("pos", F.col("number").cast("long")).drop("number")
-        if raw.where(F.col("sid").isNull() | (F.col("sid") == "")).limit(1).count():
-            raise InputError(f"{p}: column 'seq_id': empty values")
-        if raw.where(F.col("name").isNull() | (F.col("name") == "")).limit(1).count():
-            raise InputError(f"{p}: column '{loc}': empty values")
         locs = self.session.createDataFrame(
             pd.DataFrame({"name": list(locations), "code": np.arange(len(locations))})
         )
@@ -356,6 +326,47 @@ class SparkEngine(Engine):
             n_bins=1,
             n_locations=len(locations),
         )
+
+    def _long_format_frame(self, p: Path, loc: str, time_bin_minutes: int | None) -> Any:
+        """The file's long-format rows ``sid, pos, name`` (ids normalised per value, positions and
+        empty values checked), or ``None`` for another layout or a trajectory."""
+        from pyspark.sql import functions as F
+
+        from synth.io import table_format
+
+        fmt = table_format(p)
+        if time_bin_minutes is not None or fmt not in ("parquet", "csv"):
+            return None  # trajectories and other layouts: loaded by synth.records
+        reader = self.session.read
+        raw = (
+            reader.parquet(str(p))
+            if fmt == "parquet"
+            else reader.option("header", "true").csv(str(p))
+        )
+        if not {"seq_id", "pos", loc} <= set(raw.columns):
+            return None
+        kinds = dict(raw.dtypes)
+        if any(kinds[c] not in _ID_TYPES for c in ("seq_id", loc)):
+            return None  # float ids: synth.records refuses the non-integral ones
+        number = F.col("pos").cast("double")
+        raw = raw.select(
+            _normalised_id(F.col("seq_id")).alias("sid"),
+            number.alias("number"),
+            _normalised_id(F.col(loc)).alias("name"),
+        )
+        bad_pos = (
+            F.col("number").isNull()
+            | (F.col("number") < 0)
+            | (F.col("number") != F.floor(F.col("number")))
+        )
+        if raw.where(bad_pos).limit(1).count():  # 1.5 is refused, never truncated
+            raise InputError(f"{p}: column 'pos': values that are not integers >= 0")
+        raw = raw.withColumn("pos", F.col("number").cast("long")).drop("number")
+        if raw.where(F.col("sid").isNull() | (F.col("sid") == "")).limit(1).count():
+            raise InputError(f"{p}: column 'seq_id': empty values")
+        if raw.where(F.col("name").isNull() | (F.col("name") == "")).limit(1).count():
+            raise InputError(f"{p}: column '{loc}': empty values")
+        return raw
 
     # ------------------------------------------------------------------ SBH
     def sbh_counts(

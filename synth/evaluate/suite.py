@@ -169,24 +169,9 @@ def evaluate_trips(
     if has_time:
         result["parameters"]["time_axis"] = time_axis(original[time_column], time_column)
     for name, synth in releases.items():
-        extra = sorted(set(synth.columns) - set(original.columns) - skip_cols)
-        if extra:
-            raise InputError(
-                f"release {name!r}: schemas differ: columns {', '.join(extra)} not in the original"
-            )
-        try:
-            codes_o, codes_s, cols = discretise(
-                original, synth, columns=columns, n_bins=n_bins, max_categories=max_categories
-            )
-        except InputError as exc:
-            raise InputError(f"release {name!r}: {exc}") from None
-        entry: dict[str, Any] = {
-            "n_trips": len(synth),
-            "k_marginal": k_marginal_score(
-                codes_o, codes_s, cols, n_marginals=n_marginals, seed=seed
-            ),
-            "marginals": marginal_tvd(codes_o, codes_s, cols),
-        }
+        entry = _marginal_entry(
+            name, original, synth, columns, skip_cols, n_marginals, seed, n_bins, max_categories
+        )
         if has_id:
             entry["trips_per_individual"] = trips_per_individual(
                 original, synth, id_column=id_column
@@ -204,6 +189,36 @@ def evaluate_trips(
             )
         result["releases"][name] = entry
     return result
+
+
+def _marginal_entry(
+    name: str,
+    original: pd.DataFrame,
+    synth: pd.DataFrame,
+    columns: list[str],
+    skip_cols: set[str],
+    n_marginals: int,
+    seed: int,
+    n_bins: int,
+    max_categories: int,
+) -> dict[str, Any]:
+    """A release's trip count, k-marginal score and marginal TV distances (its schema checked)."""
+    extra = sorted(set(synth.columns) - set(original.columns) - skip_cols)
+    if extra:
+        raise InputError(
+            f"release {name!r}: schemas differ: columns {', '.join(extra)} not in the original"
+        )
+    try:
+        codes_o, codes_s, cols = discretise(
+            original, synth, columns=columns, n_bins=n_bins, max_categories=max_categories
+        )
+    except InputError as exc:
+        raise InputError(f"release {name!r}: {exc}") from None
+    return {
+        "n_trips": len(synth),
+        "k_marginal": k_marginal_score(codes_o, codes_s, cols, n_marginals=n_marginals, seed=seed),
+        "marginals": marginal_tvd(codes_o, codes_s, cols),
+    }
 
 
 def _not_measured(

@@ -1,7 +1,8 @@
 """``transit-synth demo --out DIR`` in a subprocess: releases (``DIR/releases/``), manifests, and
 the internal report with images (``DIR/evaluation-private/``).
 
-One run (about 15 s) is shared by the tests of this module.
+One run (about 15 s) is shared by the slow tests of this module; the default suite runs a quick
+smoke test of the command.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.Com
     return out, done
 
 
+@pytest.mark.slow
 def test_demo_writes_the_release_directories(
     demo: tuple[Path, subprocess.CompletedProcess],
 ) -> None:
@@ -113,6 +115,7 @@ class _Report(HTMLParser):
             self._capture.append(data)
 
 
+@pytest.mark.slow
 def test_report_opens_with_notice_and_summary(
     demo: tuple[Path, subprocess.CompletedProcess],
 ) -> None:
@@ -158,6 +161,7 @@ def test_report_opens_with_notice_and_summary(
     assert page.images == 4  # one row of panels per evaluated release
 
 
+@pytest.mark.slow
 def test_demo_prints_steps_but_no_progress_bars_in_a_pipe(
     demo: tuple[Path, subprocess.CompletedProcess],
 ) -> None:
@@ -166,6 +170,7 @@ def test_demo_prints_steps_but_no_progress_bars_in_a_pipe(
     assert "\r" not in done.stderr and "step/s" not in done.stderr  # no bars: not a terminal
 
 
+@pytest.mark.slow
 def test_demo_does_not_warn_about_its_own_data(
     demo: tuple[Path, subprocess.CompletedProcess],
 ) -> None:
@@ -174,3 +179,18 @@ def test_demo_does_not_warn_about_its_own_data(
     _, done = demo
     assert "warning" not in done.stderr.lower(), done.stderr
     assert "boardings on lines missing from the published line list left out" in done.stderr
+
+
+def test_demo_smoke(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Quick check of the demo command in the default suite (the full run is slow): it is
+    registered, and a folder of the user's files as --out is refused in one line, untouched."""
+    from synth.cli import main
+
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "notes.txt").write_text("my notes")
+    assert main(["demo", "--out", str(out), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "notes.txt" in err
+    assert [p.name for p in out.iterdir()] == ["notes.txt"]
+    assert (out / "notes.txt").read_text() == "my notes"

@@ -205,12 +205,32 @@ def test_config_is_a_run_entry_with_its_budget(files: tuple[Path, Path], tmp_pat
     assert json.loads((flagged / "manifest.json").read_text())["cap"]["epsilon"] == 3
 
 
+def _taxi_argv(data: Path, out: Path) -> list[str]:
+    argv = ["trips", str(data), "--public", str(data)]
+    argv += ["--epsilon", "1", "--delta", "2.5e-5", "--out", str(out)]
+    return [*argv, "--config", str(CONFIGS / "taxi-archetypes.toml"), "--seed", "0", "--quiet"]
+
+
+def test_chicago_config_smoke(shared_data: Path, tmp_path: Path) -> None:
+    """Quick, in-process version of the slow console-script test below: the shipped config on
+    every 10th row of the taxi file (its lines as they are)."""
+    lines = (shared_data / "chicago-taxi/chicago_taxi_simple.csv").read_text().splitlines()
+    data = tmp_path / "taxi-sample.csv"
+    data.write_text("\n".join([lines[0], *lines[1::10]]) + "\n")
+    out = tmp_path / "taxi"
+    assert main(_taxi_argv(data, out)) == 0
+    trips = pd.read_csv(out / "trips.csv")
+    assert {"taxi_id", "shift", "company", "fare", "payment_type"} <= set(trips.columns)
+    assert len(trips) > 0
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["privacy_unit"] == "taxi trip" and len(manifest["composition"]) == 3
+
+
+@pytest.mark.slow
 def test_console_script_on_chicago_config(shared_data: Path, tmp_path: Path) -> None:
     data = shared_data / "chicago-taxi/chicago_taxi_simple.csv"
     out = tmp_path / "taxi"
-    argv = [sys.executable, "-m", "synth", "trips", str(data), "--public", str(data)]
-    argv += ["--epsilon", "1", "--delta", "2.5e-5", "--out", str(out)]
-    argv += ["--config", str(CONFIGS / "taxi-archetypes.toml"), "--seed", "0", "--quiet"]
+    argv = [sys.executable, "-m", "synth", *_taxi_argv(data, out)]
     done = subprocess.run(argv, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     trips = pd.read_csv(out / "trips.csv")

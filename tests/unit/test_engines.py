@@ -17,23 +17,9 @@ from synth.records import UnknownLocationWarning, encode_sequences, load_sequenc
 from synth.sbh import OpalRelease
 from synth.simulate import simulate_sequences, simulate_taps, write_simulated_sequences
 from synth.taxonomy import Taxonomy
+from tests.conftest import ZeroNoise
 
 ENGINES = ("memory", "duckdb")
-
-
-class ZeroNoise:
-    """The true counts: no noise, no empty cell passes."""
-
-    seeded = True
-
-    def discrete_laplace(self, scale: float, size: int) -> np.ndarray:
-        return np.zeros(size, dtype=np.int64)
-
-    def empty_cells_passing(self, scale: float, threshold: int, n_empty: int) -> np.ndarray:
-        return np.zeros(0, dtype=np.int64)
-
-    def choice(self, n: int, k: int) -> np.ndarray:
-        return np.zeros(0, dtype=np.int64)
 
 
 def _tree(

@@ -10,7 +10,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 import pytest
 
@@ -18,25 +17,13 @@ from prefixtree.synthesizer import PrefixTreeSynthesizer
 from synth.errors import ConfigError
 from synth.sbh import OpalRelease
 from synth.simulate import _montreal, simulate_sequences, simulate_taps
+from tests.conftest import ZeroNoise
 
 
 # PySpark 4.x warns about pandas 3 and passes its deprecated copy=; the results are checked here.
 def QUIET(test: Any) -> Any:  # applied like a mark
     test = pytest.mark.filterwarnings("ignore:The copy keyword is deprecated")(test)
     return pytest.mark.filterwarnings("ignore:PySpark does not yet fully support pandas")(test)
-
-
-class ZeroNoise:
-    seeded = True
-
-    def discrete_laplace(self, scale: float, size: int) -> np.ndarray:
-        return np.zeros(size, dtype=np.int64)
-
-    def empty_cells_passing(self, scale: float, threshold: int, n_empty: int) -> np.ndarray:
-        return np.zeros(0, dtype=np.int64)
-
-    def choice(self, n: int, k: int) -> np.ndarray:
-        return np.zeros(0, dtype=np.int64)
 
 
 def test_missing_spark_is_a_config_error(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -24,22 +24,7 @@ from synth.records import load_sequences, load_taps, sequences_from_taps
 from synth.sbh import OpalRelease, marginal_tables
 from synth.taxonomy import Taxonomy
 from synth.times import parse_times, times_of_day
-
-
-class ZeroNoise:
-    """The true counts: no noise, no empty cell passes."""
-
-    seeded = True
-
-    def discrete_laplace(self, scale: float, size: int) -> np.ndarray:
-        return np.zeros(size, dtype=np.int64)
-
-    def empty_cells_passing(self, scale: float, threshold: int, n_empty: int) -> np.ndarray:
-        return np.zeros(0, dtype=np.int64)
-
-    def choice(self, n: int, k: int) -> np.ndarray:
-        return np.zeros(0, dtype=np.int64)
-
+from tests.conftest import ZeroNoise
 
 LEAVES = ("1", "2", "3", "NA", "None", "z")
 

@@ -13,32 +13,8 @@ import pytest
 from prefixtree import PrefixTreeSynthesizer
 from synth.errors import ConfigError, InputError
 from synth.taxonomy import Taxonomy
-
-TABLE_1 = [
-    ["L1", "L2", "L3"],
-    ["L1", "L2"],
-    ["L3", "L2", "L1"],
-    ["L1", "L2", "L4"],
-    ["L1", "L2", "L3"],
-    ["L3", "L2"],
-    ["L1", "L2", "L4", "L1"],
-    ["L3", "L1"],
-]
-
-
-class ZeroNoise:
-    """Test-only SecureNoise stand-in: no noise; empty cells pass iff threshold <= 0."""
-
-    seeded = True
-
-    def discrete_laplace(self, scale: float, size: int) -> np.ndarray:
-        return np.zeros(size, dtype=np.int64)
-
-    def empty_cells_passing(self, scale: float, threshold: int, n_empty: int) -> np.ndarray:
-        return np.zeros(n_empty if threshold <= 0 else 0, dtype=np.int64)
-
-    def choice(self, n: int, k: int) -> np.ndarray:
-        return np.arange(k, dtype=np.int64)
+from tests.conftest import TABLE_1
+from tests.conftest import PassingZeroNoise as ZeroNoise
 
 
 def long_format(rows: list[list[str]], ids: list[str] | None = None) -> pd.DataFrame:

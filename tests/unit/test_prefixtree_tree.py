@@ -9,18 +9,8 @@ import pytest
 
 from prefixtree.tree import SubLevel, TaxonomyIndex, build_noisy_tree
 from synth.taxonomy import Taxonomy
+from tests.conftest import TABLE_1, PassingZeroNoise
 
-# Table 1 of the paper.
-TABLE_1 = [
-    ["L1", "L2", "L3"],
-    ["L1", "L2"],
-    ["L3", "L2", "L1"],
-    ["L1", "L2", "L4"],
-    ["L1", "L2", "L3"],
-    ["L3", "L2"],
-    ["L1", "L2", "L4", "L1"],
-    ["L3", "L1"],
-]
 # Figure 1: |tr(v)| of every prefix.
 FIGURE_1 = {
     ("L1",): 5,
@@ -35,10 +25,9 @@ FIGURE_1 = {
 }
 
 
-class ZeroNoise:
-    """Test-only SecureNoise stand-in: no noise; empty cells (value 0) pass iff threshold <= 0."""
-
-    seeded = True
+class RecordingNoise(PassingZeroNoise):
+    """The shared zero noise (empty cells pass iff threshold <= 0) that records its draws and
+    picks empty cells in reverse."""
 
     def __init__(self) -> None:
         self.calls: list[tuple[str, int]] = []
@@ -97,7 +86,7 @@ def _build(rows, taxonomy, generalized, thresholds, height=4, noise=None, times=
         index=index,
         sub_levels=[subs] * height,
         n_bins=n_bins,
-        noise=noise or ZeroNoise(),
+        noise=noise or RecordingNoise(),
         before_sub_level=lambda i, j: calls.append((i, j)),
         max_nodes=10**6,
     )

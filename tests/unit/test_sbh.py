@@ -22,19 +22,7 @@ from synth.sbh import (
     stability_histogram,
 )
 from synth.taxonomy import Taxonomy
-
-
-class ZeroNoise:
-    """No noise at all: every count is exact and no empty cell ever passes."""
-
-    def discrete_laplace(self, scale: float, size: int) -> np.ndarray:
-        return np.zeros(size, dtype=np.int64)
-
-    def empty_cells_passing(self, scale: float, threshold: int, n_empty: int) -> np.ndarray:
-        return np.zeros(0, dtype=np.int64)
-
-    def choice(self, n: int, k: int) -> np.ndarray:
-        return np.arange(k, dtype=np.int64)
+from tests.conftest import ZeroNoise
 
 
 class ShiftNoise(ZeroNoise):

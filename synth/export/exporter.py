@@ -1,0 +1,113 @@
+"""Exports: one call that exports a release directory (see :mod:`synth.export`)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from synth.errors import ConfigError
+from synth.export.coordinates import load_coordinates
+from synth.export.matsim import DEFAULT_GAP, DEFAULT_START, write_population
+from synth.export.od import check_bin_minutes, od_matrix, write_od
+from synth.export.releases import read_release
+from synth.io import atomic_path, release_dir
+
+
+# ---------------------------------------------------------------------------- one call
+def export_release(
+    directory: str | os.PathLike[str],
+    *,
+    to: str,
+    out: str | os.PathLike[str] | None = None,
+    stops: str | os.PathLike[str] | None = None,
+    bin_minutes: int | None = None,
+    fmt: str = "csv",
+    crs: str = "auto",
+    csv_escape: bool = True,
+    **columns: str | None,
+) -> dict[str, Any]:
+    """Export a release directory (``to`` = ``"od"`` or ``"matsim"``) into ``out`` (default: the
+    release directory): ``od.csv``/``od.parquet`` or ``population.xml``, plus ``export-<to>.json``
+    describing the export. Written through :func:`synth.io.release_dir` (all or nothing).
+    ``csv_escape``: see :func:`write_od`.
+    ``columns``: the trip column options of :func:`read_release`. Returns that JSON's dict.
+    """
+    _check_options(to, fmt, stops, bin_minutes, columns)
+    release = read_release(directory, **columns)
+    target = Path(out) if out is not None else Path(directory)
+    info: dict[str, Any] = {
+        "export": to,
+        "release": str(Path(directory)),
+        "kind": release.kind,
+        "columns": release.columns,
+        "persons": release.n_persons,
+        "legs": release.n_legs,
+        "privacy": "post-processing of the release: its manifest.json guarantee applies unchanged",
+        "privacy_unit": release.manifest.get("privacy_unit"),
+        "spent": release.manifest.get("spent"),
+    }
+    beside = target.resolve() == Path(directory).resolve()  # into the release: add, never replace
+    with release_dir(target, add=beside) as stage:
+        if to == "od":
+            od = od_matrix(release, bin_minutes=bin_minutes)
+            name = f"od.{fmt}"
+            write_od(od, stage / name, csv_escape=csv_escape)
+            width = check_bin_minutes(release, bin_minutes)
+            info.update(
+                file=name,
+                rows=len(od),
+                bin_minutes=width,
+                bins="all" if width is None else "HH:MM start of each bin",
+                csv_escape="cells starting with = + - @ (not plain numbers) prefixed with '"
+                if csv_escape and fmt == "csv"
+                else "none",
+            )
+        else:
+            coords = load_coordinates(str(stops), crs=crs)
+            name = "population.xml"
+            write_population(release, coords, stage / name)
+            info.update(
+                file=name,
+                crs=coords.crs,
+                coordinates=coords.source,
+                times="binned departures spread inside bins"
+                if release.bin_width
+                else "exact departures"
+                if release.bin_width == 0
+                else f"defaults: first end {DEFAULT_START // 60:02d}:00, "
+                f"then every {DEFAULT_GAP} minutes",
+                synthetic_times=release.bin_width is None,
+            )
+        with atomic_path(stage / f"export-{to}.json") as tmp:
+            tmp.write_text(json.dumps(info, indent=2, default=str), encoding="utf-8")
+    return info
+
+
+def _check_options(
+    to: str, fmt: str, stops: object, bin_minutes: int | None, columns: dict[str, str | None]
+) -> None:
+    """One clear :class:`ConfigError` for an export option that does not fit ``to``."""
+    if to not in ("od", "matsim"):
+        raise ConfigError(f"to must be 'od' or 'matsim', got {to!r}")
+    if fmt not in ("csv", "parquet"):
+        raise ConfigError(f"format must be 'csv' or 'parquet', got {fmt!r}")
+    if to == "matsim" and stops is None:
+        raise ConfigError(
+            "a MATSim export needs stop coordinates (--stops: a GTFS zip, 'montreal' "
+            "or a CSV of stop_id,x,y)"
+        )
+    if to == "od" and stops is not None:
+        raise ConfigError("stop coordinates (--stops) are only used by the MATSim export")
+    if to == "matsim" and bin_minutes is not None:
+        raise ConfigError(
+            "time bins (--bin) are only used by the OD export; MATSim plans keep "
+            "the release's times"
+        )
+    unknown = sorted(
+        set(columns)
+        - {"id_column", "origin_column", "destination_column", "location_column", "time_column"}
+    )
+    if unknown:
+        raise ConfigError(f"unknown option(s): {', '.join(unknown)}")
