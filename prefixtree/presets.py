@@ -11,10 +11,12 @@ h, the taxonomy (its size, fan-outs, group sizes) and the time bins. Never the p
   expectation, from the public number of candidates), so empty nodes never multiply (Chen et al.
   2012, Theorem 4.2: the tree grows as ``(|candidates| P(pass))^h``).
 - Level weights: frequent patterns are short and every sequence has a first location, while the
-  mass at depth i shrinks with i; the first two levels get weight 1 and each deeper level half
-  the one above (:data:`DECAY`), floored at :data:`FLOOR`: a level's share of epsilon follows the
-  mass it holds. The completion's Markov chain, read off all levels, carries the long patterns.
-- False children: :data:`FALSE_CHILDREN` at the first level, scaled by the level's weight: an empty
+  mass at depth i shrinks with i; the first level gets weight 1, the second
+  ``max(1, ln(candidates) / 2)`` (it must separate many more candidates), and each deeper level
+  :data:`DECAY` times the one above, floored at :data:`FLOOR`: a level's share of epsilon follows
+  the mass it holds. The completion's Markov chain, read off all levels, carries the long patterns.
+- False children: :data:`FALSE_CHILDREN` at the first level, then scaled by the square of the
+  level's weight relative to the largest (floored at :data:`MIN_FALSE_CHILDREN`): an empty
   child passing a level's threshold takes about that threshold's worth of sequences from its
   parent in consistency, and the thresholds grow as the weights fall.
 - Generalized levels (hybrid): a generalized sub-level is used only when it pays for itself:

@@ -117,10 +117,7 @@ def release_sequences(
     started = time.perf_counter()
     progress = Progress(quiet=True) if progress is None else progress
     spec = str(taxonomy)
-    is_fanout = spec.strip().lower().startswith("fanout:")
-    if locations is not None and not is_fanout:
-        raise ConfigError("--locations is only used with a fanout:N taxonomy")
-    public = read_locations(str(locations)) if locations is not None else None
+    public = _public_locations(spec, locations)
     check_format(format)
     recorded = source if source is not None else input
     provenance = (
@@ -133,16 +130,7 @@ def release_sequences(
         synth.check_params()  # fail on bad parameters before reading the data
         check_timezone(timezone)
         step("load")
-        if synth.engine != "memory" and not isinstance(input, pd.DataFrame) and timezone is None:
-            seqs: pd.DataFrame | str | os.PathLike[str] = input  # the engine reads the file
-        else:
-            seqs = load_sequences(
-                input,
-                taxonomy=tax,
-                on_unknown=on_unknown,
-                location_column=location_column,
-                timezone=timezone,
-            )
+        seqs = _input_for(synth, input, tax, on_unknown, location_column, timezone)
         step("fit")
         with progress.counter("tree levels", unit="level") as levels:
             synth.set_params(
@@ -160,22 +148,13 @@ def release_sequences(
         parameters = {
             **synth.parameters(),
             "taxonomy": spec,
-            "location_column": location_column,
-            "on_unknown": on_unknown,
-            **({"gtfs_stations": True} if gtfs_stations else {}),
-            **taxonomy_note(tax),
-            "timezone": timezone or "wall clock as written",
+            **_reading_parameters(tax, location_column, on_unknown, gtfs_stations, timezone),
         }
         name = f"sequences.{format}"
         written = {"sequences": 0}
-
-        def counted(chunks: Iterable[pd.DataFrame]) -> Iterable[pd.DataFrame]:
-            for chunk in chunks:  # whole sequences per chunk: the summary counts what is written
-                written["sequences"] += int(chunk["seq_id"].nunique())
-                yield chunk
-
         with write_release_dir(out) as release:  # streamed chunk by chunk: never held whole
-            n_rows = write_release(counted(synth.iter_sample()), release.file(name))
+            chunks = _counted(synth.iter_sample(), written)
+            n_rows = write_release(chunks, release.file(name))
             release.manifest(synth.ledger_.to_dict(parameters, public_inputs))
     if provenance is not None:
         write_provenance(out, provenance, command="sequences")
@@ -185,3 +164,56 @@ def release_sequences(
         f"{len(synth.tree_)} nodes, epsilon {synth.ledger_.spent_epsilon:g} "
         f"-> {Path(out) / name} ({time.perf_counter() - started:.1f} s)"
     )
+
+
+def _public_locations(spec: str, locations: str | os.PathLike[str] | None) -> list[str] | None:
+    """The public location list of a ``fanout:N`` taxonomy (refused with any other taxonomy)."""
+    if locations is not None and not spec.strip().lower().startswith("fanout:"):
+        raise ConfigError("--locations is only used with a fanout:N taxonomy")
+    return read_locations(str(locations)) if locations is not None else None
+
+
+def _input_for(
+    synth: PrefixTreeSynthesizer,
+    input: str | os.PathLike[str] | pd.DataFrame,
+    tax: Taxonomy,
+    on_unknown: str,
+    location_column: str | None,
+    timezone: str | None,
+) -> pd.DataFrame | str | os.PathLike[str]:
+    """What ``fit`` reads: the file itself when an out-of-core engine counts it, else the loaded
+    sequences (the per-value rules of :mod:`synth.records`)."""
+    if synth.engine != "memory" and not isinstance(input, pd.DataFrame) and timezone is None:
+        return input
+    return load_sequences(
+        input,
+        taxonomy=tax,
+        on_unknown=on_unknown,
+        location_column=location_column,
+        timezone=timezone,
+    )
+
+
+def _reading_parameters(
+    tax: Taxonomy,
+    location_column: str | None,
+    on_unknown: str,
+    gtfs_stations: bool,
+    timezone: str | None,
+) -> dict[str, Any]:
+    """How the input was read, for the manifest (configuration only, nothing of the data)."""
+    return {
+        "location_column": location_column,
+        "on_unknown": on_unknown,
+        **({"gtfs_stations": True} if gtfs_stations else {}),
+        **taxonomy_note(tax),
+        "timezone": timezone or "wall clock as written",
+    }
+
+
+def _counted(chunks: Iterable[pd.DataFrame], written: dict[str, int]) -> Iterable[pd.DataFrame]:
+    """The chunks as they are, counting their sequences (whole sequences per chunk): the summary
+    counts what is written."""
+    for chunk in chunks:
+        written["sequences"] += int(chunk["seq_id"].nunique())
+        yield chunk

@@ -63,6 +63,14 @@ def register(subparsers: Any) -> None:
         help="output directory for the internal (NOT private) evaluation; never a release "
         "directory (default: <release>-evaluation-private beside the first release)",
     )
+    _sequence_options(p)
+    _trip_options(p)
+    add_quiet_option(p)
+    p.set_defaults(func=run)
+
+
+def _sequence_options(p: argparse.ArgumentParser) -> None:
+    """Flags of sequence releases (count queries, top-k patterns)."""
     seq = p.add_argument_group("sequences")
     seq.add_argument(
         "--taxonomy",
@@ -95,6 +103,10 @@ def register(subparsers: Any) -> None:
         metavar="COL",
         help="location column when ORIGINAL is taps (default: the release's, if ORIGINAL has it)",
     )
+
+
+def _trip_options(p: argparse.ArgumentParser) -> None:
+    """Flags of trip releases (columns of the original and the release)."""
     trips = p.add_argument_group("trips")
     trips.add_argument(
         "--id-column",
@@ -125,8 +137,6 @@ def register(subparsers: Any) -> None:
     p.add_argument(
         "--workload-seed", type=int, default=0, help="seed of the query workload and marginal picks"
     )
-    add_quiet_option(p)
-    p.set_defaults(func=run)
 
 
 def _manifest(directory: Path) -> dict[str, Any] | None:

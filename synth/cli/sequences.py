@@ -68,6 +68,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help=f"prefix tree height (1..{MAX_HEIGHT}): sequences are truncated to H locations",
     )
     p.add_argument("--out", required=True, metavar="DIR", help="release directory")
+    _tuning_options(p)
+    _input_options(p)
+    add_timezone_option(p)
+    add_seed_option(p)
+    add_quiet_option(p)
+    add_engine_options(p)
+    add_provenance_option(p)
+    p.set_defaults(func=run)
+
+
+def _tuning_options(p: argparse.ArgumentParser) -> None:
+    """The prefix tree's tuning flags: the preset, and what it chooses (each overridable)."""
     p.add_argument(
         "--preset",
         choices=PRESETS,
@@ -92,6 +104,53 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         f"default {DEFAULT_MAX_NODES})",
     )
     p.add_argument(
+        "--threshold-rule",
+        choices=THRESHOLD_RULES,
+        default=None,
+        help="pass thresholds: the paper's 2*sqrt(2)/eps, or bounded expected empty children "
+        "per node from the public number of candidates (see --false-children; auto's)",
+    )
+    p.add_argument(
+        "--false-children",
+        type=float,
+        nargs="+",
+        default=None,
+        metavar="N",
+        help="with --threshold-rule candidates: expected empty children passing per node, "
+        "in (0, 1]: one number, or one per tree level (auto: 0.2, then 0.2 x the square of the "
+        "level's weight relative to the largest, floored at 0.001)",
+    )
+    p.add_argument(
+        "--completion",
+        choices=COMPLETIONS,
+        default=None,
+        help="sequences that went on below a node through pruned children: released as ending "
+        "there (none, the paper) or continued by a Markov chain of the noisy tree (markov; adds "
+        "an end-of-sequence cell per node, same budget; auto: markov)",
+    )
+    p.add_argument(
+        "--root-share",
+        type=float,
+        default=None,
+        metavar="S",
+        help="with --completion markov: share of epsilon for a noisy count of sequences, so the "
+        "released volume matches it (auto: 0.01; 0 = none)",
+    )
+    p.add_argument(
+        "--level-weights",
+        type=float,
+        nargs="+",
+        default=None,
+        metavar="W",
+        help="share of epsilon of each tree level, one weight per level (auto: 1, then "
+        "max(1, ln(locations) / 2), then a quarter of the level above, floored at 0.02; "
+        "kdd12: 1/H each)",
+    )
+
+
+def _input_options(p: argparse.ArgumentParser) -> None:
+    """How the input is read and the release written."""
+    p.add_argument(
         "--location-column",
         default=None,
         metavar="COL",
@@ -114,47 +173,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--format", choices=("csv", "parquet"), default="csv", help="output format")
     p.add_argument(
-        "--threshold-rule",
-        choices=THRESHOLD_RULES,
-        default=None,
-        help="pass thresholds: the paper's 2*sqrt(2)/eps, or bounded expected empty children "
-        "per node from the public number of candidates (see --false-children; auto's)",
-    )
-    p.add_argument(
-        "--false-children",
-        type=float,
-        nargs="+",
-        default=None,
-        metavar="N",
-        help="with --threshold-rule candidates: expected empty children passing per node, "
-        "in (0, 1]: one number, or one per tree level (auto: 0.5 scaled by the level weights)",
-    )
-    p.add_argument(
-        "--completion",
-        choices=COMPLETIONS,
-        default=None,
-        help="sequences that went on below a node through pruned children: released as ending "
-        "there (none, the paper) or continued by a Markov chain of the noisy tree (markov; adds "
-        "an end-of-sequence cell per node, same budget; auto: markov)",
-    )
-    p.add_argument(
-        "--root-share",
-        type=float,
-        default=None,
-        metavar="S",
-        help="with --completion markov: share of epsilon for a noisy count of sequences, so the "
-        "released volume matches it (auto: 0.02; 0 = none)",
-    )
-    p.add_argument(
-        "--level-weights",
-        type=float,
-        nargs="+",
-        default=None,
-        metavar="W",
-        help="share of epsilon of each tree level, one weight per level (auto: 1, 1, then "
-        "halving, floored at 0.02; kdd12: 1/H each)",
-    )
-    p.add_argument(
         "--locations",
         default=None,
         metavar="FILE",
@@ -172,12 +190,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="with a GTFS zip taxonomy: the parent stations are the locations (the taps name "
         "stations), not the platforms",
     )
-    add_timezone_option(p)
-    add_seed_option(p)
-    add_quiet_option(p)
-    add_engine_options(p)
-    add_provenance_option(p)
-    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:

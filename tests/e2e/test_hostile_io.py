@@ -109,11 +109,11 @@ def test_gtfs_zip_bomb_is_refused_before_reading(tmp_path, capsys) -> None:
 
 
 def test_declared_size_limit(monkeypatch, tmp_path) -> None:
-    from synth import taxonomy
+    from synth import gtfs, taxonomy
     from synth.errors import InputError
 
     feed = _bomb(tmp_path / "big.zip", 2 << 20)
-    monkeypatch.setattr(taxonomy, "GTFS_MEMBER_LIMIT", 1 << 20)
+    monkeypatch.setattr(gtfs, "GTFS_MEMBER_LIMIT", 1 << 20)
     with pytest.raises(InputError, match="above the limit"):
         taxonomy.Taxonomy.from_gtfs(feed)
 

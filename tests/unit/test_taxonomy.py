@@ -297,3 +297,15 @@ def test_sube_metadata(shared_data: Path) -> None:
     assert len(lines.leaves()) == 382 and lines.parent("32") == "mode:SUB"
     with pytest.raises(ConfigError):
         Taxonomy.from_sube_metadata(path, location="modo")
+
+
+def test_gtfs_na_like_ids_are_stop_codes(tmp_path: Path) -> None:
+    """``NA``, ``None`` and ``null`` are stop (and route) ids in a feed, not missing values."""
+    files = {
+        "routes.txt": "route_id,route_type\nNA,3\n",
+        "trips.txt": "route_id,trip_id\nNA,t1\n",
+        "stop_times.txt": "trip_id,stop_id\nt1,NA\nt1,None\nt1,null\n",
+        "stops.txt": "stop_id,parent_station\nNA,\nNone,\nnull,\n",
+    }
+    t = Taxonomy.from_gtfs(_gtfs_zip(tmp_path / "na.zip", files))
+    assert set(t.leaves()) == {"NA", "None", "null"}
