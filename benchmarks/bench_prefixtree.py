@@ -565,11 +565,17 @@ def _defaults_release(
     import resource
 
     from prefixtree import PrefixTreeSynthesizer
+    from prefixtree.presets import FALSE_CHILDREN, hybrid_split
     from synth.errors import ConfigError
 
     kwargs: dict[str, Any] = {"preset": "kdd12" if config == "kdd12" else "auto"}
     if config in ("simple", "hybrid"):  # auto with the variant forced
         kwargs["variant"] = config
+    if config == "hybrid-sqrt":  # auto with a generalized level forced at the sqrt(f) split
+        split = hybrid_split(tax, FALSE_CHILDREN)
+        if not split:
+            return None, {"refused": "no inner taxonomy level"}
+        kwargs.update(variant="hybrid", budget_split=split)
     start = time.perf_counter()
     syn = PrefixTreeSynthesizer(
         epsilon=epsilon, height=height, taxonomy=tax, random_state=seed, **kwargs
@@ -724,7 +730,7 @@ def main(argv: list[str] | None = None) -> int:
     dp.add_argument(
         "--configs",
         nargs="+",
-        choices=("auto", "kdd12", "simple", "hybrid"),
+        choices=("auto", "kdd12", "simple", "hybrid", "hybrid-sqrt"),
         default=["auto", "kdd12", "simple"],
     )
     dp.add_argument("--montreal-n", type=int, default=1_000_000)

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from prefixtree.estimate import BYTES_PER_NODE, TreeEstimate, available_memory, estimate_tree
-from prefixtree.presets import PRESETS, auto_config, hybrid_split, kdd12
+from prefixtree.presets import PRESETS, auto_config, generalized_split, hybrid_split, kdd12
 from prefixtree.tree import SubLevel, TaxonomyIndex
 from synth.errors import ConfigError
 from synth.generator import Generator
@@ -94,19 +94,34 @@ class TreePlanning(Generator):
         )
         if self.preset == "auto" and wants_hybrid:  # coarse time bins need a generalized level
             explicit["variant"] = "hybrid"
+        skipped = False
         if explicit["variant"] is not None and explicit["budget_split"] is None:
             # the preset's split was for the variant it chose
             cfg["budget_split"] = None
             if self.preset == "auto" and explicit["variant"] == "hybrid":
-                fc = explicit["false_children"] or cfg["false_children"]
-                first = fc[0] if isinstance(fc, Sequence | np.ndarray) else fc
-                cfg["budget_split"] = hybrid_split(self.taxonomy, float(first)) or None
+                cfg["budget_split"], skipped = self._auto_hybrid_split(explicit, cfg)
         for key, value in explicit.items():
             if value is not None:
                 cfg[key] = value
+        if skipped:  # no generalized level pays for itself: the tree is the simple one
+            cfg["variant"] = "simple"
+        cfg["hybrid_skipped"] = skipped
         if cfg["completion"] != "markov" and self.root_share is None:
             cfg["root_share"] = 0.0  # the root count serves the completion only
         return cfg
+
+    def _auto_hybrid_split(
+        self, explicit: dict[str, Any], cfg: dict[str, Any]
+    ) -> tuple[dict[int, float] | None, bool]:
+        """The split of a hybrid tree asked for under ``auto`` and whether its generalized levels
+        are all skipped: the levels that pay for themselves (:func:`generalized_split`); with
+        ``coarse_time_bins`` (time generalizes too) the ``sqrt(f)`` split (:func:`hybrid_split`)."""
+        fc = explicit["false_children"] or cfg["false_children"]
+        first = float(fc[0] if isinstance(fc, Sequence | np.ndarray) else fc)
+        if self.coarse_time_bins is not None:
+            return hybrid_split(self.taxonomy, first) or None, False
+        split = generalized_split(self.taxonomy, first)
+        return split or None, not split
 
     def _generalized_levels(self) -> tuple[list[int], list[Fraction], dict[int, Fraction]]:
         """Generalized taxonomy levels in use (top first), their budget shares, and their f.

@@ -26,9 +26,13 @@ h, the taxonomy (its size, fan-outs, group sizes) and the time bins. Never the p
   ``ln(G f_max / A^2) > ln(|locations| / A)``), so ``auto`` is the simple variant; measured on
   simulated taxonomies (dense 16 / 4, wide 190 / 6 skewed, sparse 500 / 50, Montreal 68 / 4) a
   hybrid tree at the same thresholds found fewer or as many frequent patterns. A hybrid tree asked
-  for (``variant="hybrid"``) gets :func:`hybrid_split`: the group's threshold ``sqrt(f)`` times
-  the locations' instead of the paper's ``f`` times (``2 / f`` of the budget), which nothing
-  passes on wide fan-outs.
+  for (``variant="hybrid"``) follows the same rule: it uses the generalized levels that pay, and
+  with none (a warning says so) it is the simple tree, so hybrid is never worse than simple; an
+  explicit ``budget_split`` forces a level. Only with ``coarse_time_bins`` (time generalizes
+  too) does it take :func:`hybrid_split`: the group's threshold ``sqrt(f)`` times the
+  locations' instead of the paper's ``f`` times (``2 / f`` of the budget), which nothing passes
+  on wide fan-outs. Measured with that split forced, hybrid lost to simple on every shape
+  (``benchmarks/bench_prefixtree.py defaults``, config ``hybrid-sqrt``).
 - Completion: Markov, with a noisy root count (:data:`ROOT_SHARE` of epsilon, its own ledger line)
   so the released volume matches the noisy number of sequences: mass pruned at the first level is
   completed too.
@@ -133,7 +137,7 @@ def generalized_split(taxonomy: Taxonomy, false_children: float) -> dict[int, fl
 
 
 def hybrid_split(taxonomy: Taxonomy, false_children: float) -> dict[int, float]:
-    """The split of a hybrid tree the user asked for (``variant="hybrid"`` under ``auto``): the
+    """The split of a hybrid trajectory tree with ``coarse_time_bins`` under ``auto``: the
     lowest inner level with ``s = a / (a + sqrt(f) b)`` (f the mean fan-out), so the group's
     threshold is ``sqrt(f)`` times the locations' (a group of f locations typically holds the
     mass of about sqrt(f) of them) instead of the paper's f times, which nothing passes on wide

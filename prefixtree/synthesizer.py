@@ -61,6 +61,7 @@ from __future__ import annotations
 
 import math
 import os
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from fractions import Fraction
 from typing import Any, ClassVar
@@ -280,6 +281,16 @@ class PrefixTreeSynthesizer(TreePlanning, PrefixTreeSampling):
         if cfg["completion"] not in COMPLETIONS:
             raise ConfigError(
                 f"completion must be one of {', '.join(COMPLETIONS)}, got {cfg['completion']!r}"
+            )
+        if cfg["hybrid_skipped"] and not getattr(self, "_warned_hybrid", False):
+            self._warned_hybrid = True  # check_params runs before reading and again in fit
+            warnings.warn(
+                "variant 'hybrid' under preset 'auto': no generalized taxonomy level pays for "
+                "itself on this taxonomy (each would starve locations the simple tree keeps), so "
+                "none is used and the tree is the simple one; give --budget-split LEVEL=SHARE "
+                "(budget_split) to force a generalized level",
+                UserWarning,
+                stacklevel=2,
             )
         self._false_children(int(h))
         if cfg["level_weights"] is not None:
@@ -539,6 +550,7 @@ class PrefixTreeSynthesizer(TreePlanning, PrefixTreeSampling):
                 )
         if self.thresholds is not None:
             out["thresholds"] = self.thresholds
+        out["hybrid_skipped"] = bool(cfg.get("hybrid_skipped"))
         out["root_share"] = cfg["root_share"]
         out["max_nodes"] = int(self.max_nodes)
         out["chosen_by_preset"] = sorted(k for k in PRESET_KEYS if getattr(self, k) is None)

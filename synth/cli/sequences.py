@@ -3,9 +3,9 @@
 The hybrid-granularity noisy prefix tree of Chen et al. 2012 (KDD).
 
 ``transit-synth sequences INPUT --taxonomy TAX --epsilon E --height H --out DIR
-[--preset auto|kdd12] [--max-nodes N] [--variant hybrid|simple] [--location-column COL]
-[--time-bin MINUTES] [--format csv|parquet] [--locations FILE] [--on-unknown error|drop]
-[--seed N] [--quiet] [--engine memory|duckdb|spark [--engine-temp-dir DIR]
+[--preset auto|kdd12] [--max-nodes N] [--variant hybrid|simple] [--budget-split L=S,...]
+[--location-column COL] [--time-bin MINUTES] [--format csv|parquet] [--locations FILE]
+[--on-unknown error|drop] [--seed N] [--quiet] [--engine memory|duckdb|spark [--engine-temp-dir DIR]
 [--engine-memory-limit SIZE] [--spark-master URL]]``
 
 INPUT holds taps or long-format sequences (one sequence per card); TAX is a CSV edge list
@@ -91,8 +91,9 @@ def _tuning_options(p: argparse.ArgumentParser) -> None:
         "--variant",
         choices=VARIANTS,
         default=None,
-        help="tree variant (default: the preset's; auto uses hybrid only when a generalized "
-        "level pays for itself)",
+        help="tree variant (default: the preset's). Under auto, hybrid uses only the generalized "
+        "taxonomy levels that pay for themselves (none under its thresholds: the tree is then "
+        "the simple one, with a warning); --budget-split forces a level",
     )
     p.add_argument(
         "--max-nodes",
@@ -102,6 +103,15 @@ def _tuning_options(p: argparse.ArgumentParser) -> None:
         help="refuse, before reading the data, a tree expected to exceed N nodes (about 400 "
         "bytes each), and stop one that grows past it (auto tightens its thresholds instead; "
         f"default {DEFAULT_MAX_NODES})",
+    )
+    p.add_argument(
+        "--budget-split",
+        type=_budget_split,
+        default=None,
+        metavar="LEVEL=SHARE[,...]",
+        help="with --variant hybrid: share of each level's budget for generalized taxonomy "
+        "level LEVEL (1 = the top), e.g. 1=0.3; the locations get the rest (auto: only levels "
+        "that pay for themselves, none under its thresholds; kdd12: the paper's 2/f)",
     )
     p.add_argument(
         "--threshold-rule",
@@ -146,6 +156,22 @@ def _tuning_options(p: argparse.ArgumentParser) -> None:
         "max(1, ln(locations) / 2), then a quarter of the level above, floored at 0.02; "
         "kdd12: 1/H each)",
     )
+
+
+def _budget_split(text: str) -> dict[int, float]:
+    """``LEVEL=SHARE[,...]`` as ``{level: share}``; the shares are checked by the synthesizer."""
+    out: dict[int, float] = {}
+    for part in text.split(","):
+        level, sep, share = part.partition("=")
+        try:
+            out[int(level)] = float(share)
+        except ValueError:
+            sep = ""
+        if not sep:
+            raise argparse.ArgumentTypeError(
+                f"expected LEVEL=SHARE[,...] (e.g. 1=0.3), got {text!r}"
+            ) from None
+    return out
 
 
 def _input_options(p: argparse.ArgumentParser) -> None:
@@ -204,6 +230,7 @@ def run(args: argparse.Namespace) -> int:
             "height": args.height,
             "preset": args.preset,
             "variant": args.variant,
+            "budget_split": args.budget_split,
             "max_nodes": args.max_nodes,
             "root_share": args.root_share,
             "time_bins": args.time_bin,

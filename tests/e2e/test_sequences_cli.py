@@ -184,6 +184,8 @@ def test_fanout_taxonomy_needs_public_locations(
         (["--threshold-rule", "candidates", "--false-children", "1", "1", "1"], "--false-children"),
         (["--level-weights", "1", "2", "3"], "--level-weights"),
         (["--coarse-time-bin", "120"], "--coarse-time-bin needs --time-bin and --variant hybrid"),
+        (["--variant", "hybrid", "--budget-split", "1=0.3"], "not an inner taxonomy level"),
+        (["--variant", "simple", "--budget-split", "1=0.3"], "--budget-split only applies"),
     ],
 )
 def test_user_errors_exit_2_and_write_nothing(
@@ -199,6 +201,33 @@ def test_user_errors_exit_2_and_write_nothing(
     err = capsys.readouterr().err
     assert message in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "out").exists()
+
+
+def test_budget_split_flag(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--budget-split`` forces a generalized level (auto skips those that do not pay); a
+    malformed value is one argparse line, exit 2."""
+    seqs = simulate_sequences(300, seed=3)
+    seqs.to_csv(tmp_path / "s.csv", index=False)
+    from synth.datasets import montreal_taxonomy
+
+    montreal_taxonomy().to_csv(tmp_path / "tax.csv")
+    base = ["sequences", str(tmp_path / "s.csv"), "--taxonomy", str(tmp_path / "tax.csv")]
+    base += ["--epsilon", "1", "--height", "3", "--seed", "1"]
+    with pytest.raises(SystemExit) as exc:
+        main([*base, "--out", str(tmp_path / "bad"), "--budget-split", "1:0.3"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--budget-split: expected LEVEL=SHARE" in err[0]
+    assert main([*base, "--out", str(tmp_path / "h"), "--variant", "hybrid"]) == 0
+    warned = [line for line in capsys.readouterr().err.splitlines() if "pays for itself" in line]
+    assert len(warned) == 1 and "--budget-split LEVEL=SHARE" in warned[0]
+    skipped = _manifest(tmp_path / "h")["parameters"]
+    assert skipped["variant"] == "simple" and skipped["hybrid_skipped"] is True
+    forced = ["--variant", "hybrid", "--budget-split", "1=0.3"]
+    assert main([*base, "--out", str(tmp_path / "f"), *forced, "--quiet"]) == 0
+    params = _manifest(tmp_path / "f")["parameters"]
+    assert params["variant"] == "hybrid" and params["budget_split"] == {"1": 0.3}
+    assert params["hybrid_skipped"] is False
 
 
 def test_unknown_location_fails_without_output(

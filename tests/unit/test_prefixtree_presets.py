@@ -157,11 +157,30 @@ def test_auto_rules_from_public_facts() -> None:
     split = hybrid_split(grouped([10] * 50), 0.2)
     a, b = np.log(50 / 0.2), np.log(10 / 0.2)
     assert split == {1: pytest.approx(a / (a + np.sqrt(10) * b), abs=1e-6)}
+    # asked for under auto, a hybrid tree uses only the levels that pay: none here, so it is
+    # the simple tree (with a warning naming budget_split), never worse than simple
     syn = PrefixTreeSynthesizer(
         epsilon=1.0, height=3, taxonomy=grouped([10] * 50), variant="hybrid"
     )
-    syn.check_params()
-    assert syn.config_["budget_split"] == split
+    with pytest.warns(UserWarning, match="pays for itself"):
+        syn.check_params()
+    assert syn.config_["variant"] == "simple" and syn.config_["hybrid_skipped"]
+    assert syn.config_["budget_split"] is None
+    # an explicit split or coarse time bins keep the generalized level
+    forced = PrefixTreeSynthesizer(
+        epsilon=1.0, height=3, taxonomy=grouped([10] * 50), variant="hybrid", budget_split={1: 0.3}
+    )
+    forced.check_params()
+    assert forced.config_["variant"] == "hybrid" and forced.config_["budget_split"] == {1: 0.3}
+    timed = PrefixTreeSynthesizer(
+        epsilon=1.0,
+        height=3,
+        taxonomy=grouped([10] * 50),
+        time_bins=60,
+        coarse_time_bins=240,
+    )
+    timed.check_params()
+    assert timed.config_["variant"] == "hybrid" and timed.config_["budget_split"] == split
     cfg = auto_config(grouped([4, 4, 4, 4]), 12)
     assert cfg["variant"] == "simple" and cfg["completion"] == "markov"
     assert cfg["threshold_rule"] == "candidates"
