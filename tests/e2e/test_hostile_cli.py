@@ -280,7 +280,8 @@ def test_read_only_parent_for_real(data, tmp_path, capsys) -> None:
 
 # -- signals ---------------------------------------------------------------------------------
 SLOW_WRITER = """
-import sys, time
+import signal, sys, time
+signal.signal(signal.SIGHUP, signal.SIG_DFL)  # as from a terminal, even when run under nohup
 import prefixtree.release as cli
 real = cli.write_release
 def slow(frames, path):
