@@ -110,6 +110,7 @@ def complete_sequences(
     child_cap: IntArray,
     rng: np.random.Generator,
     root_continued: int = 0,
+    hints: tuple[IntArray, IntArray, IntArray, IntArray] | None = None,
 ) -> tuple[IntArray, IntArray, IntArray]:
     """Complete ``continued[v]`` sequences below every node v (module docstring).
 
@@ -123,7 +124,10 @@ def complete_sequences(
     ``child_cap[0]`` per location; they are released as that one location. Returns
     ``(origin, steps, count)``: the distinct completions, each the node it starts from (-1: the
     root), its continuation states (``height`` columns, ``-1`` pads; all ``-1`` when no
-    admissible first step was found) and how many sequences took it.
+    admissible first step was found) and how many sequences took it. ``hints``: (parent node or
+    -1 for the root, location, time bin, noisy count) of pruned cells whose noisy count reached a
+    hint threshold (:attr:`prefixtree.tree.SubLevel.hint`): a node's first step goes to them, in
+    proportion to their noisy counts, for as much of its continued mass as they hold.
     """
     home = state % n_locations  # location of each node's depth-1 ancestor
     for d in range(2, int(depth.max(initial=0)) + 1):
@@ -154,9 +158,11 @@ def complete_sequences(
         cap=cap,
         smooth=_weighted_median(cap[depth[src]], weight),
     )
+    root = parent.size  # a virtual node: the root
+    if hints is not None and hints[0].size:
+        walk = _with_hints(walk, hints, root, np.append(continued, root_continued), n_locations)
     nodes = np.flatnonzero((continued > 0) & (depth < height))
     mass = continued[nodes]
-    root = parent.size  # a virtual node: the root
     if root_continued > 0:
         top = np.flatnonzero(depth == 1)
         walk = dataclasses.replace(
@@ -168,6 +174,24 @@ def complete_sequences(
         home = np.append(home, 0)
         depth = np.append(depth, 0)
     return _walk_batches(walk, nodes, mass, (state, home, depth), root, n_states, height, rng)
+
+
+def _with_hints(
+    walk: _Walk,
+    hints: tuple[IntArray, IntArray, IntArray, IntArray],
+    root: int,
+    need: IntArray,
+    n_locations: int,
+) -> _Walk:
+    """``walk`` with its first steps drawn from the hints: per node (the root as ``root``), the
+    hint cells weighted by their noisy counts, used for the share of the node's continued mass
+    (``need``) that their counts hold (at most all of it)."""
+    parent, location, time_bin, noisy = hints
+    context = np.where(parent < 0, root, parent)
+    chain = _Chain.build(context, time_bin * n_locations + location, noisy.astype(np.float64))
+    held = chain.mass(np.arange(root + 1))
+    share = np.divide(held, need, out=np.zeros(root + 1), where=need > 0)
+    return dataclasses.replace(walk, hint_chain=chain, hint_share=np.minimum(share, 1.0))
 
 
 def _walk_batches(
@@ -368,6 +392,8 @@ class _Walk:
     height: int
     cap: IntArray  # per depth: at most this many first steps through one pruned child
     smooth: float  # pseudo-count of the marginal: the pass threshold most of the chain's mass met
+    hint_chain: _Chain | None = None  # first steps by node: the hint cells (:func:`_with_hints`)
+    hint_share: npt.NDArray[np.float64] | None = None  # per node: share of first steps by hints
 
     def _next(
         self, chain: _Chain, home: IntArray, cur: IntArray, rng: np.random.Generator
@@ -431,8 +457,12 @@ class _Walk:
         home = home_of[origin]
         at_root = depth[origin] == 0
         used = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
-        for stage in ("chain", "marginal", "any"):
+        for stage in ("hint", "chain", "marginal", "any"):
             todo = np.flatnonzero((steps[:, 0] < 0) & (at_root if stage == "any" else True))
+            if stage == "hint":
+                if self.hint_chain is None or self.hint_share is None:
+                    continue
+                todo = todo[rng.random(todo.size) < self.hint_share[origin[todo]]]
             if stage == "chain":
                 todo = todo[~at_root[todo]]
             for _ in range(TRIES):
@@ -442,6 +472,8 @@ class _Walk:
                     pick = self.marginal.draw(np.zeros_like(todo), rng)
                 elif stage == "any":
                     pick = rng.integers(0, self.n_states, todo.size)
+                elif stage == "hint":
+                    pick = self.hint_chain.draw(origin[todo], rng)  # type: ignore[union-attr]
                 else:
                     pick = self._next(self.onward, home[todo], cur[todo], rng)
                 ok = self._admissible_first(origin[todo], cur[todo], pick, stage != "chain")

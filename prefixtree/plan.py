@@ -42,6 +42,7 @@ PRESET_KEYS = (
     "level_weights",
     "completion",
     "root_share",
+    "completion_hints",
 )
 
 
@@ -108,6 +109,9 @@ class TreePlanning(Generator):
         cfg["hybrid_skipped"] = skipped
         if cfg["completion"] != "markov" and self.root_share is None:
             cfg["root_share"] = 0.0  # the root count serves the completion only
+        hints_serve = cfg["completion"] == "markov" and cfg["threshold_rule"] == "candidates"
+        if not hints_serve and explicit["completion_hints"] is None:
+            cfg["completion_hints"] = 0.0  # hints serve the Markov completion's first step only
         return cfg
 
     def _auto_hybrid_split(
@@ -271,6 +275,15 @@ class TreePlanning(Generator):
         self.config_["tightened"] = tightened
         self._prepared = built_plan
 
+    def _hint_threshold(self, theta: float, epsilon: Fraction, false_children: float) -> int | None:
+        """The hint threshold of a locations sub-level (:attr:`~prefixtree.tree.SubLevel.hint`):
+        where ``completion_hints`` empty cells per parent are expected to reach it (the candidates
+        rule at that many false children instead of ``false_children``); None without hints."""
+        hints = float(self.config_["completion_hints"])
+        if hints <= false_children:
+            return None
+        return max(1, math.ceil(theta - math.log(hints / false_children) / float(epsilon)))
+
     def _secure_noise(self) -> bool:
         """The estimate assumes the discrete Laplace noise of the secure (or seeded) sampler;
         a custom noise object (a test's) is only held to the runtime ``max_nodes`` guard."""
@@ -363,7 +376,8 @@ class TreePlanning(Generator):
         plan: list[list[SubLevel]] = []
         eps_plan: list[list[Fraction]] = []
         plan_rows = []
-        for i, weight in enumerate(self._level_shares(h)):
+        weights = self._level_shares(h)
+        for i, weight in enumerate(weights):
             eps_bar = eps * weight
             eps_subs = [eps_bar * s for s in shares] + [eps_bar * rest]
             subs: list[SubLevel] = []
@@ -380,8 +394,13 @@ class TreePlanning(Generator):
                 )
                 if not math.isfinite(theta):
                     raise ConfigError(f"thresholds[{g}] must be finite")
+                hint = None
+                if not generalized and weight * 2 >= max(weights):
+                    hint = self._hint_threshold(theta, e, false_children[i])
                 subs.append(
-                    SubLevel(j=j, scale=scale, threshold=math.ceil(theta), bin_width=widths[j])
+                    SubLevel(
+                        j=j, scale=scale, threshold=math.ceil(theta), bin_width=widths[j], hint=hint
+                    )
                 )
                 plan_rows.append(
                     {
@@ -394,6 +413,7 @@ class TreePlanning(Generator):
                         "epsilon": float(e),
                         "scale": scale,
                         "threshold": math.ceil(theta),
+                        "hint_threshold": hint,
                         "time_bin_minutes": (
                             None if self.time_bins is None else self.time_bins * widths[j]
                         ),

@@ -36,6 +36,15 @@ h, the taxonomy (its size, fan-outs, group sizes) and the time bins. Never the p
 - Completion: Markov, with a noisy root count (:data:`ROOT_SHARE` of epsilon, its own ledger line)
   so the released volume matches the noisy number of sequences: mass pruned at the first level is
   completed too.
+- Completion hints: the cells a level's histogram pruned are not all alike; where the noise is
+  small their noisy counts still say where a node's pruned sequences went. On the levels whose
+  weight is at least half the largest (under these weights the second, whose histogram decides
+  the pairs), the cells whose noisy count reaches a lower threshold, the candidates rule at
+  :data:`HINT_CELLS` empty cells per parent instead of the level's false children, are kept as
+  hints: a node's first completion step follows them in proportion to their noisy counts, for as
+  much of its pruned mass as they hold (post-processing of the same histogram). A fake hint
+  carries at most about its threshold's worth of sequences, below the level's pass threshold.
+  Chosen on SUBE Tuesday (TP@100 67.0 -> 68.35 over 40 seeds; 1, 3, 10 and 30 cells tried).
 """
 
 from __future__ import annotations
@@ -50,6 +59,7 @@ __all__ = [
     "DECAY",
     "FALSE_CHILDREN",
     "FLOOR",
+    "HINT_CELLS",
     "PRESETS",
     "ROOT_SHARE",
     "auto_config",
@@ -66,6 +76,7 @@ FLOOR = 0.02
 FALSE_CHILDREN = 0.2
 MIN_FALSE_CHILDREN = 1e-3
 ROOT_SHARE = 0.01
+HINT_CELLS = 3.0
 
 #: The paper's settings (what the parameters defaulted to before the auto preset).
 KDD12: dict[str, Any] = {
@@ -76,6 +87,7 @@ KDD12: dict[str, Any] = {
     "level_weights": None,
     "budget_split": None,
     "root_share": 0.0,
+    "completion_hints": 0.0,
 }
 
 
@@ -165,4 +177,5 @@ def auto_config(taxonomy: Taxonomy, height: int, time_bins: int | None = None) -
         "level_weights": weights,
         "budget_split": split or None,
         "root_share": ROOT_SHARE,
+        "completion_hints": HINT_CELLS,
     }

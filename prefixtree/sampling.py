@@ -243,6 +243,7 @@ class PrefixTreeSampling(Generator):
                     else None
                 ),
                 root_continued=root_rest,
+                hints=built.hints,
             )
         self.generalized_ = pd.DataFrame(
             np.concatenate(built.generalized) if built.generalized else np.zeros((0, 6), int),

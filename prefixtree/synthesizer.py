@@ -137,6 +137,11 @@ class PrefixTreeSynthesizer(TreePlanning, PrefixTreeSampling):
       pass the threshold multiply when ``|locations| * P(pass) > 1``).
     - ``root_share``: share of epsilon for the noisy number of sequences (needs the Markov
       completion; 0 = none).
+    - ``completion_hints``: on the levels whose weight is at least half the largest, the pruned
+      cells whose noisy count reaches the candidates threshold at this many empty cells per
+      parent (instead of ``false_children``) guide the Markov completion's first step (same
+      histogram: post-processing; needs the candidates rule and the Markov completion; 0 = none;
+      auto: 3).
     - ``engine``: where the counting runs (:mod:`synth.engines`): ``"auto"`` (default: memory
       for frames and small files, DuckDB for large files), ``"memory"``,
       ``"duckdb"`` (out of core over Parquet/CSV) or ``"spark"``; ``engine_options`` its options
@@ -192,6 +197,7 @@ class PrefixTreeSynthesizer(TreePlanning, PrefixTreeSampling):
         false_children: float | Sequence[float] | None = None,
         completion: str | None = None,
         root_share: float | None = None,
+        completion_hints: float | None = None,
         time_bins: int | None = None,
         coarse_time_bins: int | None = None,
         random_state: int | object | None = None,
@@ -217,6 +223,7 @@ class PrefixTreeSynthesizer(TreePlanning, PrefixTreeSampling):
         self.false_children = false_children
         self.completion = completion
         self.root_share = root_share
+        self.completion_hints = completion_hints
         self.time_bins = time_bins
         self.coarse_time_bins = coarse_time_bins
         self.random_state = random_state
@@ -254,6 +261,13 @@ class PrefixTreeSynthesizer(TreePlanning, PrefixTreeSampling):
             raise ConfigError(f"root_share must be in [0, 0.5), got {share!r}")
         if share and cfg["completion"] != "markov":
             raise ConfigError("root_share (a noisy root count) needs completion='markov'")
+        hints = cfg["completion_hints"]
+        if isinstance(hints, bool) or not isinstance(hints, int | float) or not 0 <= hints <= 1e6:
+            raise ConfigError(f"completion_hints must be a number in [0, 1e6], got {hints!r}")
+        if hints and (cfg["completion"] != "markov" or cfg["threshold_rule"] != "candidates"):
+            raise ConfigError(
+                "completion_hints needs completion='markov' and threshold_rule='candidates'"
+            )
         tb = self.time_bins
         if tb is not None and (
             isinstance(tb, bool) or not isinstance(tb, int | np.integer) or not 1 <= tb <= 1440
@@ -513,6 +527,12 @@ class PrefixTreeSynthesizer(TreePlanning, PrefixTreeSampling):
                     )
                     + "; each card's sequence is in at most one cell (disjoint prefixes: "
                     "parallel composition), L1 sensitivity 1"
+                    + (
+                        f"; cells in [{plan[level][j].hint}, threshold) kept as completion hints "
+                        "(post-processing)"
+                        if plan[level][j].hint is not None
+                        else ""
+                    )
                 ),
             )
 
@@ -532,7 +552,16 @@ class PrefixTreeSynthesizer(TreePlanning, PrefixTreeSampling):
             "coarse_time_bin_minutes": self.coarse_time_bins,
             "seeded": self.noise_seeded_,
             "sub_levels": [
-                {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in row.items()}
+                {
+                    k: (
+                        None
+                        if isinstance(v, float) and math.isnan(v)
+                        else int(v)
+                        if k == "hint_threshold"
+                        else v
+                    )
+                    for k, v in row.items()
+                }
                 for row in self.sub_levels_.to_dict(orient="records")
             ],
         }
@@ -552,6 +581,7 @@ class PrefixTreeSynthesizer(TreePlanning, PrefixTreeSampling):
             out["thresholds"] = self.thresholds
         out["hybrid_skipped"] = bool(cfg.get("hybrid_skipped"))
         out["root_share"] = cfg["root_share"]
+        out["completion_hints"] = cfg["completion_hints"]
         out["max_nodes"] = int(self.max_nodes)
         out["chosen_by_preset"] = sorted(k for k in PRESET_KEYS if getattr(self, k) is None)
         out["tightened"] = cfg.get("tightened", 0)

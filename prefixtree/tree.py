@@ -48,6 +48,7 @@ __all__ = [
 ]
 
 IntArray = npt.NDArray[np.int64]
+Hints = tuple[IntArray, IntArray, IntArray, IntArray]
 NOISE_BATCH = 1 << 22
 
 
@@ -112,12 +113,15 @@ class SubLevel:
     """One sub-level of every tree level: the index ``j`` into a :class:`TaxonomyIndex`, the
     discrete Laplace scale of its noise, its integer pass threshold and, for trajectories, the
     width of its time bins in fine bins (1 at the locations; a generalized sub-level may use
-    coarser bins, each a whole number of the next sub-level's)."""
+    coarser bins, each a whole number of the next sub-level's). ``hint`` (locations sub-level
+    only): the cells whose noisy count is in ``[hint, threshold)`` are not nodes but completion
+    hints (:attr:`BuiltTree.hints`): the same histogram, thresholded lower (post-processing)."""
 
     j: int
     scale: float
     threshold: int
     bin_width: int = 1
+    hint: int | None = None  # cells in [hint, threshold) are kept as completion hints
 
 
 @dataclass
@@ -135,6 +139,9 @@ class BuiltTree:
     generalized: list[IntArray] = field(default_factory=list)
     end_noisy: IntArray | None = None  # noisy end-of-sequence count (end_cells; 0 at depth h)
     root_noisy: int | None = None  # noisy number of sequences (root_scale)
+    #: completion hints (:attr:`SubLevel.hint`): parent node (-1: the root), location, time bin,
+    #: noisy count of each pruned cell whose noisy count reached its sub-level's hint threshold
+    hints: Hints | None = None
 
 
 @dataclass
@@ -202,9 +209,9 @@ def _sub_level(
     *,
     room: int = 1 << 62,
     where: str = "a sub-level",
-) -> tuple[_Cells, IntArray]:
-    """Noisy counts for every candidate cell under ``parents``; returns the survivors and the new
-    parent (survivor index or -1) of each data cell.
+) -> tuple[_Cells, IntArray, Hints | None]:
+    """Noisy counts for every candidate cell under ``parents``; returns the survivors, the new
+    parent (survivor index or -1) of each data cell and the hints (:attr:`SubLevel.hint`).
 
     A parent's candidates are its taxonomy children crossed with the sub-level's time bins (of
     ``bin_width`` fine bins) that meet its range ``[time_bin, time_end)``; a cell's rank within
@@ -236,18 +243,27 @@ def _sub_level(
     n_empty = n_candidates - n_present
     total_empty = int(n_empty.sum())
     # the privacy core's noisy-threshold step (present cells, then the passing empty ones)
+    low = level.threshold if level.hint is None else min(level.hint, level.threshold)
     noisy_present, passed, fake_values = threshold_release(
         counts,
         scale=level.scale,
-        threshold=level.threshold,
+        threshold=low,
         noise=noise,
         n_empty=total_empty,
         batch=NOISE_BATCH,
     )
-    _check_room(int(passed.sum()) + fake_values.size, room, where)
     fake_parent, fake_rank = _absent_cells(
         noise, n_empty, fake_values.size, present_parent, present_rank, width
     )
+    hinted = None
+    if low < level.threshold:  # the cells in [low, threshold) become hints, not nodes
+        hinted, passed, fake = _split_hints(
+            (present_parent, present_rank, noisy_present, passed),
+            (fake_parent, fake_rank, fake_values),
+            level.threshold,
+        )
+        fake_parent, fake_rank, fake_values = fake
+    _check_room(int(passed.sum()) + fake_values.size, room, where)
 
     surv_parent = np.concatenate([present_parent[passed], fake_parent])
     surv_rank = np.concatenate([present_rank[passed], fake_rank])
@@ -264,7 +280,45 @@ def _sub_level(
     tend = np.minimum(parents.time_end[surv_parent], cell_bin_start + k)
     exact = np.concatenate([counts[passed], np.zeros(fake_parent.size, dtype=np.int64)])[order]
     cells = _Cells(parents.tree_node[surv_parent], node, tbin, tend, surv_noisy, exact)
-    return cells, new_cell_parent
+    hints = None if hinted is None else _hint_cells(hinted, parents, par_start, par_size, k)
+    return cells, new_cell_parent, hints
+
+
+def _split_hints(
+    present: tuple[IntArray, IntArray, IntArray, npt.NDArray[np.bool_]],
+    fake: tuple[IntArray, IntArray, IntArray],
+    threshold: int,
+) -> tuple[tuple[IntArray, IntArray, IntArray], npt.NDArray[np.bool_], tuple[IntArray, ...]]:
+    """Cells that reached the hint threshold: those also at ``threshold`` pass (present mask,
+    passing empty cells), the others are hints (parent, rank, noisy). The empty cells above the
+    hint threshold were drawn exactly (Theorem 4.1), so those above ``threshold`` among them are
+    distributed as if drawn at ``threshold``."""
+    p_parent, p_rank, p_noisy, reached = present
+    f_parent, f_rank, f_values = fake
+    passed = reached & (p_noisy >= threshold)
+    hint_p = reached & ~passed
+    up = f_values >= threshold
+    hinted = (
+        np.concatenate([p_parent[hint_p], f_parent[~up]]),
+        np.concatenate([p_rank[hint_p], f_rank[~up]]),
+        np.concatenate([p_noisy[hint_p], f_values[~up]]),
+    )
+    return hinted, passed, (f_parent[up], f_rank[up], f_values[up])
+
+
+def _hint_cells(
+    hinted: tuple[IntArray, IntArray, IntArray],
+    parents: _Cells,
+    par_start: IntArray,
+    par_size: IntArray,
+    k: int,
+) -> Hints:
+    """Hints as (parent's index in its tree level, location, time bin, noisy count)."""
+    h_parent, h_rank, h_noisy = hinted
+    size = par_size[h_parent]
+    first_bin = parents.time_bin[h_parent] // k
+    h_bin = np.maximum(parents.time_bin[h_parent], (first_bin + h_rank // size) * k)
+    return parents.tree_node[h_parent], par_start[h_parent] + h_rank % size, h_bin, h_noisy
 
 
 def _absent_cells(
@@ -435,7 +489,7 @@ def build_noisy_tree_counted(
             if end_cells and i and s == len(level_subs) - 1:
                 noise_end = noise.discrete_laplace(sub.scale, n_level)  # type: ignore[attr-defined]
                 built.end.append(end_exact + np.asarray(noise_end, dtype=np.int64))
-            parents, cell_parent = _sub_level(
+            parents, cell_parent, hints = _sub_level(
                 noise,
                 sub,
                 index,
@@ -450,6 +504,9 @@ def build_noisy_tree_counted(
             )
             if s < len(level_subs) - 1:
                 built.generalized.append(_generalized_rows(parents, i, sub, level_offset))
+            if hints is not None:
+                node = hints[0] + level_offset if i else np.full(hints[0].size, -1)
+                built.hints.append((node, *hints[1:]))
         n_new = parents.node.size
         built.add(parents, i, level_offset)
         level_offset = n_total
@@ -502,6 +559,7 @@ class _Levels:
     noisy: list[IntArray] = field(default_factory=list)
     generalized: list[IntArray] = field(default_factory=list)
     end: list[IntArray] = field(default_factory=list)
+    hints: list[Hints] = field(default_factory=list)
 
     def add(self, parents: _Cells, i: int, level_offset: int) -> None:
         """The survivors of level ``i + 1`` as nodes (their parents' ids offset to global ids)."""
@@ -530,7 +588,18 @@ class _Levels:
             generalized=self.generalized,
             end_noisy=end_noisy,
             root_noisy=root_noisy,
+            hints=_cat_hints(self.hints),
         )
+
+
+def _cat_hints(hints: list[Hints]) -> Hints | None:
+    """The hints of every level as one set of arrays (None without any)."""
+    if not hints:
+        return None
+    parent, location, time_bin, noisy = (
+        np.concatenate([h[c] for h in hints]).astype(np.int64) for c in range(4)
+    )
+    return parent, location, time_bin, noisy
 
 
 def _check_room(n_survivors: int, room: int, where: str) -> None:

@@ -147,6 +147,16 @@ def _tuning_options(p: argparse.ArgumentParser) -> None:
         "released volume matches it (auto: 0.01; 0 = none)",
     )
     p.add_argument(
+        "--completion-hints",
+        type=float,
+        default=None,
+        metavar="N",
+        help="with --completion markov and the candidates rule: on the levels whose weight is at "
+        "least half the largest, pruned cells whose noisy count reaches the threshold at N empty "
+        "cells per node guide where the completion sends that node's pruned sequences (same "
+        "histogram; auto: 3; 0 = none)",
+    )
+    p.add_argument(
         "--level-weights",
         type=float,
         nargs="+",
@@ -244,6 +254,7 @@ def run(args: argparse.Namespace) -> int:
                 else args.false_children
             ),
             "completion": args.completion,
+            "completion_hints": args.completion_hints,
             "level_weights": args.level_weights,
             **engine_params(args),
         },
