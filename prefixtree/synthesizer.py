@@ -555,7 +555,7 @@ class PrefixTreeSynthesizer(TreePlanning, PrefixTreeSampling):
                 {
                     k: (
                         None
-                        if isinstance(v, float) and math.isnan(v)
+                        if v is None or (isinstance(v, float) and math.isnan(v))
                         else int(v)
                         if k == "hint_threshold"
                         else v

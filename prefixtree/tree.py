@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
+from prefixtree.hints import Hints, concatenate_hints, hint_cells, split_hints
 from synth.engines.base import PrefixCounter
 from synth.engines.memory import MemoryPrefixCounter
 from synth.errors import ConfigError
@@ -48,7 +49,6 @@ __all__ = [
 ]
 
 IntArray = npt.NDArray[np.int64]
-Hints = tuple[IntArray, IntArray, IntArray, IntArray]
 NOISE_BATCH = 1 << 22
 
 
@@ -241,28 +241,10 @@ def _sub_level(
 
     n_present = np.bincount(present_parent, minlength=n_par)
     n_empty = n_candidates - n_present
-    total_empty = int(n_empty.sum())
-    # the privacy core's noisy-threshold step (present cells, then the passing empty ones)
-    low = level.threshold if level.hint is None else min(level.hint, level.threshold)
-    noisy_present, passed, fake_values = threshold_release(
-        counts,
-        scale=level.scale,
-        threshold=low,
-        noise=noise,
-        n_empty=total_empty,
-        batch=NOISE_BATCH,
+    noisy_present, passed, fake, hinted = _noisy_cells(
+        noise, level, counts, n_empty, (present_parent, present_rank), width
     )
-    fake_parent, fake_rank = _absent_cells(
-        noise, n_empty, fake_values.size, present_parent, present_rank, width
-    )
-    hinted = None
-    if low < level.threshold:  # the cells in [low, threshold) become hints, not nodes
-        hinted, passed, fake = _split_hints(
-            (present_parent, present_rank, noisy_present, passed),
-            (fake_parent, fake_rank, fake_values),
-            level.threshold,
-        )
-        fake_parent, fake_rank, fake_values = fake
+    fake_parent, fake_rank, fake_values = fake
     _check_room(int(passed.sum()) + fake_values.size, room, where)
 
     surv_parent = np.concatenate([present_parent[passed], fake_parent])
@@ -280,45 +262,51 @@ def _sub_level(
     tend = np.minimum(parents.time_end[surv_parent], cell_bin_start + k)
     exact = np.concatenate([counts[passed], np.zeros(fake_parent.size, dtype=np.int64)])[order]
     cells = _Cells(parents.tree_node[surv_parent], node, tbin, tend, surv_noisy, exact)
-    hints = None if hinted is None else _hint_cells(hinted, parents, par_start, par_size, k)
+    hints = (
+        None
+        if hinted is None
+        else hint_cells(hinted, (parents.tree_node, parents.time_bin), par_start, par_size, k)
+    )
     return cells, new_cell_parent, hints
 
 
-def _split_hints(
-    present: tuple[IntArray, IntArray, IntArray, npt.NDArray[np.bool_]],
-    fake: tuple[IntArray, IntArray, IntArray],
-    threshold: int,
-) -> tuple[tuple[IntArray, IntArray, IntArray], npt.NDArray[np.bool_], tuple[IntArray, ...]]:
-    """Cells that reached the hint threshold: those also at ``threshold`` pass (present mask,
-    passing empty cells), the others are hints (parent, rank, noisy). The empty cells above the
-    hint threshold were drawn exactly (Theorem 4.1), so those above ``threshold`` among them are
-    distributed as if drawn at ``threshold``."""
-    p_parent, p_rank, p_noisy, reached = present
-    f_parent, f_rank, f_values = fake
-    passed = reached & (p_noisy >= threshold)
-    hint_p = reached & ~passed
-    up = f_values >= threshold
-    hinted = (
-        np.concatenate([p_parent[hint_p], f_parent[~up]]),
-        np.concatenate([p_rank[hint_p], f_rank[~up]]),
-        np.concatenate([p_noisy[hint_p], f_values[~up]]),
+def _noisy_cells(
+    noise: object,
+    level: SubLevel,
+    counts: IntArray,
+    n_empty: IntArray,
+    present: tuple[IntArray, IntArray],
+    width: int,
+) -> tuple[
+    IntArray,
+    npt.NDArray[np.bool_],
+    tuple[IntArray, IntArray, IntArray],
+    tuple[IntArray, IntArray, IntArray] | None,
+]:
+    """The privacy core's noisy-threshold step at the sub-level's lowest threshold (present
+    cells, then the empty ones that reach it): noisy present counts, which passed, the passing
+    empty cells (parent, rank, value) and the hints (:func:`prefixtree.hints.split_hints`)."""
+    present_parent, present_rank = present
+    low = level.threshold if level.hint is None else min(level.hint, level.threshold)
+    noisy_present, passed, fake_values = threshold_release(
+        counts,
+        scale=level.scale,
+        threshold=low,
+        noise=noise,
+        n_empty=int(n_empty.sum()),
+        batch=NOISE_BATCH,
     )
-    return hinted, passed, (f_parent[up], f_rank[up], f_values[up])
-
-
-def _hint_cells(
-    hinted: tuple[IntArray, IntArray, IntArray],
-    parents: _Cells,
-    par_start: IntArray,
-    par_size: IntArray,
-    k: int,
-) -> Hints:
-    """Hints as (parent's index in its tree level, location, time bin, noisy count)."""
-    h_parent, h_rank, h_noisy = hinted
-    size = par_size[h_parent]
-    first_bin = parents.time_bin[h_parent] // k
-    h_bin = np.maximum(parents.time_bin[h_parent], (first_bin + h_rank // size) * k)
-    return parents.tree_node[h_parent], par_start[h_parent] + h_rank % size, h_bin, h_noisy
+    fake_parent, fake_rank = _absent_cells(
+        noise, n_empty, fake_values.size, present_parent, present_rank, width
+    )
+    fake: tuple[IntArray, IntArray, IntArray] = (fake_parent, fake_rank, fake_values)
+    if low == level.threshold:
+        return noisy_present, passed, fake, None
+    # the cells in [low, threshold) become hints, not nodes
+    hinted, passed, fake = split_hints(
+        (present_parent, present_rank, noisy_present, passed), fake, level.threshold
+    )
+    return noisy_present, passed, fake, hinted
 
 
 def _absent_cells(
@@ -588,18 +576,8 @@ class _Levels:
             generalized=self.generalized,
             end_noisy=end_noisy,
             root_noisy=root_noisy,
-            hints=_cat_hints(self.hints),
+            hints=concatenate_hints(self.hints),
         )
-
-
-def _cat_hints(hints: list[Hints]) -> Hints | None:
-    """The hints of every level as one set of arrays (None without any)."""
-    if not hints:
-        return None
-    parent, location, time_bin, noisy = (
-        np.concatenate([h[c] for h in hints]).astype(np.int64) for c in range(4)
-    )
-    return parent, location, time_bin, noisy
 
 
 def _check_room(n_survivors: int, room: int, where: str) -> None:

@@ -130,6 +130,11 @@ def _tuning_options(p: argparse.ArgumentParser) -> None:
         "in (0, 1]: one number, or one per tree level (auto: 0.2, then 0.2 x the square of the "
         "level's weight relative to the largest, floored at 0.001)",
     )
+    _completion_options(p)
+
+
+def _completion_options(p: argparse.ArgumentParser) -> None:
+    """The Markov completion, its hints, the sequence count and the level weights (tuning)."""
     p.add_argument(
         "--completion",
         choices=COMPLETIONS,
