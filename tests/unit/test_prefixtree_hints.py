@@ -1,6 +1,6 @@
-"""Completion hints of the prefix tree (issue 17): the pruned cells whose noisy count reached a lower
-threshold guide the Markov completion; they come from the same histogram (post-processing), so
-the tree's nodes must be distributed exactly as without them."""
+"""Completion hints of the prefix tree (issue 17): the pruned cells whose noisy count reached a
+lower threshold guide the Markov completion; they come from the same histogram (post-processing),
+so the tree's nodes must be distributed exactly as without them."""
 
 from __future__ import annotations
 
