@@ -206,10 +206,12 @@ def test_canary_without_empty_cells_is_caught() -> None:
     assert audit.violates(EPS), audit
 
 
-def test_empty_cell_shortcut_matches_brute_force_enumeration() -> None:
+@pytest.mark.parametrize("hint", [None, 0])
+def test_empty_cell_shortcut_matches_brute_force_enumeration(hint: int | None) -> None:
     """Per parent, which of 6 candidate cells pass (and the passing empty values) have the same
     distribution with the shortcut (binomial + tail + choice over the union of parents) as with
-    explicit noise on every cell (Theorem 4.1)."""
+    explicit noise on every cell (Theorem 4.1); also when the cells are drawn at a lower hint
+    threshold and those below the pass threshold split off as completion hints."""
     from scipy.stats import chi2_contingency, ks_2samp
 
     from prefixtree.tree import SubLevel, TaxonomyIndex, _Cells, _sub_level
@@ -219,9 +221,9 @@ def test_empty_cell_shortcut_matches_brute_force_enumeration() -> None:
     zeros = np.zeros(n_par, dtype=np.int64)
     parents = _Cells(np.arange(n_par, dtype=np.int64), zeros, zeros, zeros + 1, zeros)
     present, weight = np.array([1, 4]), np.array([2, 5])
-    cells, _ = _sub_level(
+    cells, _, hints = _sub_level(
         SecureNoise(seed=5),
-        SubLevel(j=0, scale=scale, threshold=threshold),
+        SubLevel(j=0, scale=scale, threshold=threshold, hint=hint),
         index,
         parents,
         1,
@@ -230,6 +232,9 @@ def test_empty_cell_shortcut_matches_brute_force_enumeration() -> None:
         np.zeros(2 * n_par, dtype=np.int64),
         np.tile(weight, n_par),
     )
+    assert (hints is None) == (hint is None)
+    if hints is not None:  # every hint is below the pass threshold, at or above the hint one
+        assert hints[3].size and hints[3].min() >= hint and hints[3].max() < threshold
     shortcut = np.zeros(n_par, dtype=np.int64)
     np.add.at(shortcut, cells.tree_node, 1 << cells.node)
     empty_values = cells.noisy[~np.isin(cells.node, present)]
