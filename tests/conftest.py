@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from synth.privacy import SecureNoise
@@ -137,3 +138,34 @@ TABLE_1 = [
     ["L1", "L2", "L4", "L1"],
     ["L3", "L1"],
 ]
+
+
+#: long-format inputs whose positions break the rules: the engines reading files themselves name
+#: the row and value as load_sequences does (found on the error path only)
+POSITION_ERRORS: dict[str, dict[str, list[object]]] = {
+    "three rows at one position": {"seq_id": ["a"] * 4, "pos": [0, 1, 1, 1]},
+    "ids normalised per value": {"seq_id": [" 7", "a", "7.0 ", "7"], "pos": [0, 0, 0, 1]},
+    "first key in id order, not file order": {
+        "seq_id": ["b", "b", "a", "a", "b", "a"],
+        "pos": [0, 0, 1, 0, 1, 1],
+    },
+    "integer ids in string order": {"seq_id": [10, 9, 10, 9], "pos": [0, 0, 0, 0]},
+    "negative and fractional": {"seq_id": ["a"] * 4, "pos": [0, 1, -1, 2.5]},
+    "fractional": {"seq_id": ["a"] * 3, "pos": [0, 1.5, 2]},
+    "text": {"seq_id": ["a"] * 3, "pos": ["0", "x", "1"]},
+    "missing": {"seq_id": ["a"] * 3, "pos": [0, None, 1]},
+}
+
+
+def position_error_files(root: Path) -> list[Path]:
+    """Each of :data:`POSITION_ERRORS` as CSV and as Parquet."""
+    paths = []
+    for i, (name, columns) in enumerate(POSITION_ERRORS.items()):
+        frame = pd.DataFrame(columns).assign(location="x")
+        paths.append(root / f"p{i}.csv")
+        frame.to_csv(paths[-1], index=False)
+        paths.append(root / f"p{i}.parquet")
+        frame.astype({"pos": object if name == "text" else float}).to_parquet(
+            paths[-1], index=False
+        )
+    return paths

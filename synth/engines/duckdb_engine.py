@@ -61,6 +61,7 @@ from synth.engines.duckdb_sql import (
     warn_dropped,
 )
 from synth.errors import ConfigError, InputError
+from synth.records.positions import bad_position_error, duplicate_position_error, duplicate_row
 
 __all__ = ["DuckDBEngine", "DuckDBPrefixCounter"]
 
@@ -302,8 +303,8 @@ class DuckDBEngine(Engine):
         )
         if dropped:
             warn_dropped(p, loc, *dropped)
-        if kind == "sequences" and n_bad_pos:
-            raise InputError(f"{p}: column 'pos': {n_bad_pos} value(s) that are not integers >= 0")
+        if kind == "sequences" and n_bad_pos:  # the row and value: read on this error path only
+            raise bad_position_error(p, n_bad_pos)
         known = f"JOIN {locs} l ON {loc_expr} = l.name"
         rows = rows_sql(kind, "tap" in columns, sid, pos, minute, stamp, f"{src} {known}")
         table = self._name("seq")
@@ -360,10 +361,10 @@ class DuckDBEngine(Engine):
                 f"SELECT {sid}, {pos} FROM {src} GROUP BY ALL "
                 "HAVING count(*) > 1 ORDER BY ALL LIMIT 1"
             ).fetchall()
-            if dup:
-                raise InputError(
-                    f"{p}: column 'pos': duplicate position {dup[0][1]} in sequence {dup[0][0]!r}"
-                )
+            if dup:  # its row in the file: read on this error path only
+                sid_value, pos_value = str(dup[0][0]), int(dup[0][1])
+                row = duplicate_row(p, sid_value, pos_value)
+                raise duplicate_position_error(str(p), sid_value, pos_value, row)
 
             def renumbered(bucket: str) -> str:
                 return (

@@ -40,6 +40,7 @@ from synth.engines.base import (
 )
 from synth.errors import ConfigError, InputError
 from synth.io import DOT_ZERO
+from synth.records.positions import bad_position_error, duplicate_position_error, duplicate_row
 
 __all__ = [
     "SparkEngine",
@@ -304,11 +305,10 @@ class SparkEngine(Engine):
             )
         dup = raw.groupBy("sid", "pos").count().where(F.col("count") > 1)
         dups = dup.orderBy("sid", "pos").limit(1).collect()
-        if dups:
-            raise InputError(
-                f"{p}: column 'pos': duplicate position {dups[0]['pos']} in sequence "
-                f"{dups[0]['sid']!r}"
-            )
+        if dups:  # its row in the file: read on this error path only
+            sid_value, pos_value = str(dups[0]["sid"]), int(dups[0]["pos"])
+            row = duplicate_row(p, sid_value, pos_value)
+            raise duplicate_position_error(str(p), sid_value, pos_value, row)
         rows = raw.join(F.broadcast(locs), "name")
         rank = F.row_number().over(Window.partitionBy("sid").orderBy("pos")) - 1
         rows = rows.withColumn("p", rank).where(F.col("p") < height)
@@ -348,7 +348,7 @@ class SparkEngine(Engine):
         kinds = dict(raw.dtypes)
         if any(kinds[c] not in _ID_TYPES for c in ("seq_id", loc)):
             return None  # float ids: synth.records refuses the non-integral ones
-        number = F.col("pos").cast("double")
+        number = F.expr("try_cast(`pos` AS DOUBLE)")  # text such as 'x': NULL (refused below)
         raw = raw.select(
             _normalised_id(F.col("seq_id")).alias("sid"),
             number.alias("number"),
@@ -360,7 +360,7 @@ class SparkEngine(Engine):
             | (F.col("number") != F.floor(F.col("number")))
         )
         if raw.where(bad_pos).limit(1).count():  # 1.5 is refused, never truncated
-            raise InputError(f"{p}: column 'pos': values that are not integers >= 0")
+            raise bad_position_error(p)  # its row and value: read on this error path only
         raw = raw.withColumn("pos", F.col("number").cast("long")).drop("number")
         if raw.where(F.col("sid").isNull() | (F.col("sid") == "")).limit(1).count():
             raise InputError(f"{p}: column 'seq_id': empty values")

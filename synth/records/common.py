@@ -218,7 +218,7 @@ def in_set(series: pd.Series, allowed: Sequence[str]) -> np.ndarray:
     codes, uniques = series_codes(series)
     # a hash lookup: np.isin on object arrays sorts them (seconds at 100,000 stops)
     known = pd.Index(pd.unique(np.asarray(list(allowed), dtype=object)))
-    return (known.get_indexer(pd.Index(uniques)) >= 0)[codes]
+    return (known.get_indexer(pd.Index(uniques, dtype=object)) >= 0)[codes]
 
 
 def tap_times(

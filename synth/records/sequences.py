@@ -37,6 +37,7 @@ from synth.records.common import (
     series_codes,
     source_name,
 )
+from synth.records.positions import duplicate_position_error
 from synth.records.taps import sequences_from_taps, taps_from_frame
 from synth.times import check_timezone
 
@@ -165,11 +166,9 @@ def _long_format(
         seq_code, pos, loc_code = seq_code[order], pos[order], loc_code[order]
         dup = np.flatnonzero((seq_code[1:] == seq_code[:-1]) & (pos[1:] == pos[:-1]))
         if dup.size:
+            seq_id = uniques[int(seq_code[dup[0]])].as_py()
             row = int(order[dup[0] + 1]) + 1
-            raise InputError(
-                f"{src}: column 'pos', row {row}: duplicate position {int(pos[dup[0]])} "
-                f"in sequence {uniques[int(seq_code[dup[0]])].as_py()!r}"
-            )
+            raise duplicate_position_error(src, seq_id, int(pos[dup[0]]), row)
     keep, dropped = _known_locations(loc_code, categories, taxonomy, on_unknown, src)
     if keep is not None:
         seq_code, pos, loc_code = seq_code[keep], pos[keep], loc_code[keep]
@@ -224,7 +223,7 @@ def _known_locations(
         return None, None
     names = np.asarray(categories.to_pylist(), dtype=object)
     # a hash lookup: np.isin on object arrays sorts them (6 s at 100,000 stops)
-    known = pd.Index(taxonomy.leaves()).get_indexer(pd.Index(names)) >= 0
+    known = pd.Index(taxonomy.leaves()).get_indexer(pd.Index(names, dtype=object)) >= 0
     if known.all():
         return None, 0
     keep = known[codes]

@@ -33,14 +33,7 @@ from synth.simulate import simulate_sequences, simulate_taps
 #: own release or error breaks the agreed rule; "clean": the edge input's release is not the clean
 #: one's). Strict: a fix makes them fail until removed. Errors that differ only in wording are
 #: still clean errors (test_engine_errors_are_clean).
-KNOWN: dict[tuple[str, str], str] = {
-    ("edge-seq-fractional-pos", "duckdb"): "DuckDB's error names no row and value ('1 value(s)')",
-    ("edge-seq-parquet-fractional-pos", "duckdb"): "DuckDB's error names no row and value",
-    ("edge-seq-duplicate-rows", "duckdb"): "DuckDB's duplicate-position error names no row",
-    ("edge-seq-fractional-pos", "spark"): "Spark's error names no row and value",
-    ("edge-seq-parquet-fractional-pos", "spark"): "Spark's error names no row and value",
-    ("edge-seq-duplicate-rows", "spark"): "Spark's duplicate-position error names no row",
-}
+KNOWN: dict[tuple[str, str], str] = {}
 
 
 SPARK_MARKS = [pytest.mark.slow, pytest.mark.spark]

@@ -17,7 +17,7 @@ from synth.records import UnknownLocationWarning, encode_sequences, load_sequenc
 from synth.sbh import OpalRelease
 from synth.simulate import simulate_sequences, simulate_taps, write_simulated_sequences
 from synth.taxonomy import Taxonomy
-from tests.conftest import ZeroNoise
+from tests.conftest import ZeroNoise, position_error_files
 
 ENGINES = ("memory", "duckdb")
 
@@ -373,3 +373,21 @@ def test_duckdb_groups_taps_in_passes_below_the_window(
     passes = [q for q in queries if "OVER (PARTITION BY" in q and "hash(" in q]
     assert len(passes) > 1
     assert all(q.index("hash(") < q.rindex(") r GROUP BY sid") for q in passes)
+
+
+def test_duckdb_position_errors_name_the_row(tmp_path: Path) -> None:
+    from synth.engines.duckdb_engine import DuckDBEngine
+
+    engine = DuckDBEngine(threads=2)
+    try:
+        for path in position_error_files(tmp_path):
+            with pytest.raises(InputError) as ref:
+                load_sequences(path)
+            with pytest.raises(InputError) as got:
+                engine.prefix_counter_from_file(
+                    path, locations=["x"], height=3, time_bin_minutes=None
+                )
+            assert str(got.value) == str(ref.value), path
+            assert ", row " in str(ref.value)
+    finally:
+        engine.close()

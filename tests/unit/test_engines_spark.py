@@ -14,10 +14,11 @@ import pandas as pd
 import pytest
 
 from prefixtree.synthesizer import PrefixTreeSynthesizer
-from synth.errors import ConfigError
+from synth.errors import ConfigError, InputError
+from synth.records import load_sequences
 from synth.sbh import OpalRelease
 from synth.simulate import _montreal, simulate_sequences, simulate_taps
-from tests.conftest import ZeroNoise
+from tests.conftest import ZeroNoise, position_error_files
 
 
 # PySpark 4.x warns about pandas 3 and passes its deprecated copy=; the results are checked here.
@@ -93,6 +94,23 @@ def test_spark_sbh_identical() -> None:
     ]
     for name, table in tables[0].items():
         pd.testing.assert_frame_equal(tables[1][name], table)
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+@QUIET
+def test_spark_position_errors_name_the_row(spark_session: Any, tmp_path: Path) -> None:
+    """A bad or duplicate position: the row and value named as load_sequences names them."""
+    from synth.engines.spark_engine import SparkEngine
+
+    engine = SparkEngine(threads=2)
+    for path in position_error_files(tmp_path):
+        with pytest.raises(InputError) as ref:
+            load_sequences(path)
+        with pytest.raises(InputError) as got:
+            engine.prefix_counter_from_file(path, locations=["x"], height=3, time_bin_minutes=None)
+        assert str(got.value) == str(ref.value), path
+        assert ", row " in str(ref.value)
 
 
 def test_memory_sizes_in_spark_notation() -> None:
