@@ -45,7 +45,9 @@ grows as that power of h (Theorem 4.2). Both are fixed before the data is read.
 ``completion="markov"`` adds one end-of-sequence cell per node (same histogram, same sensitivity:
 a sequence ends once) and continues the sequences that went on below a node through pruned children
 with a Markov chain read off the noisy tree (:mod:`prefixtree.completion`, post-processing) instead
-of releasing them as ending there.
+of releasing them as ending there; ``completion_hints`` keeps the pruned cells of the heaviest
+levels whose noisy count reached a lower threshold, and a node's first completion step follows them
+(:mod:`prefixtree.hints`: the same histogram, post-processing).
 
 Trajectories (section 4.4): with ``time_bins`` (minutes per bin), nodes are (location, time bin)
 pairs and a node's candidates are all (location, bin) with bin >= its own. The input ``time`` column
