@@ -11,9 +11,10 @@ publishing all of them would cost the sum: the demo compares them, an agency wou
   line -> mode taxonomy barely generalises; one mode holds 373 lines;
   with the paper's thresholds about 11 empty children per node pass and the tree grows as 11^h,
   Theorem 4.2); (2) 200,000 SIMULATED passenger sequences on the Montreal metro of the paper
-  (``synth.simulate``), station -> line taxonomy, height 12, ``hybrid`` variant with
-  candidate-bound thresholds. Both complete the sequences pruned below a node with the tree's
-  Markov chain (``completion="markov"``).
+  (``synth.simulate``), station -> line taxonomy, height 12, the default ``auto`` preset too (no
+  generalized level pays for itself under its thresholds: simple variant). Both complete the
+  sequences pruned below a node with the tree's Markov chain (``completion="markov"``), its first
+  steps guided by the completion hints.
 * **Marginal reference** (SBH / Opal: Asghar et al. 2018; Culnane et al. 2017): the same taps,
   hourly bins, lines, partitions mode x day, the card as the unit (its first 2 tap-ons and 2
   tap-offs of the day), ``consistent`` mode, epsilon 8 and delta 6/8e6 in all (the Opal budget of
@@ -48,14 +49,6 @@ from synth.cli.options import add_quiet_option, add_seed_option, warn_if_seeded
 #: The demo's releases on the SUBE and Chicago data take their settings from the shipped run config
 #: ``demo`` (``configs/demo.toml``, :func:`demo_settings`): one source for both.
 DEMO_CONFIG = "demo"
-#: simulated Montreal: the paper's hybrid tree with candidate-bound thresholds (0.5 empty children
-#: per node) and the pruned continuations completed
-MONTREAL_SEQUENCE_PARAMS: dict[str, Any] = {
-    "variant": "hybrid",
-    "threshold_rule": "candidates",
-    "false_children": 0.5,
-    "completion": "markov",
-}
 SIMULATED_SEQUENCES = 200_000
 SIMULATED_HEIGHT = 12
 SIMULATION_SEED = 2012
@@ -237,7 +230,6 @@ def _sequences(stage: Path, taps: Any, seed: int | None, step: _Steps) -> dict[s
             params={
                 "epsilon": SIMULATED_EPSILON,
                 "height": SIMULATED_HEIGHT,
-                **MONTREAL_SEQUENCE_PARAMS,
             },
         ),
     }
