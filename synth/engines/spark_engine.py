@@ -172,7 +172,8 @@ class SparkPrefixCounter:
         live = node >= 0
         with _quiet():
             cell_map = self.engine.session.createDataFrame(
-                pd.DataFrame({"k": np.asarray(keys, dtype=np.int64)[live], "node_new": node[live]})
+                pd.DataFrame({"k": np.asarray(keys, dtype=np.int64)[live], "node_new": node[live]}),
+                schema="k long, node_new long",  # no live cell (only empty cells passed): no rows
             )
         rest = [f"c{j}" for j in range(level + 1, self.height)]
         if self.has_bins:

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -18,6 +19,7 @@ from synth.errors import ConfigError, InputError
 from synth.records import load_sequences
 from synth.sbh import OpalRelease
 from synth.simulate import _montreal, simulate_sequences, simulate_taps
+from synth.taxonomy import Taxonomy
 from tests.conftest import ZeroNoise, position_error_files
 
 
@@ -94,6 +96,46 @@ def test_spark_sbh_identical() -> None:
     ]
     for name, table in tables[0].items():
         pd.testing.assert_frame_equal(tables[1][name], table)
+
+
+class OnlyEmptyCellsPass(ZeroNoise):
+    """Every data cell falls far below its threshold and one empty cell passes per histogram: a
+    level whose survivors hold no data (the engine is advanced with no live cell)."""
+
+    def discrete_laplace(self, scale: float, size: int) -> np.ndarray:
+        return np.full(int(size), -(10**6), dtype=np.int64)
+
+    def empty_cells_passing(self, scale: float, threshold: int, n_empty: int) -> np.ndarray:
+        return np.full(min(1, int(n_empty)), int(threshold), dtype=np.int64)
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+@pytest.mark.usefixtures("local_spark")
+@QUIET
+def test_spark_level_with_only_empty_survivors() -> None:
+    seqs = pd.DataFrame(
+        [(f"c{i}", pos, f"s{(i + pos) % 5}") for i in range(40) for pos in range(3)],
+        columns=["seq_id", "pos", "location"],
+    )
+    taxonomy = Taxonomy.from_edges([(f"s{i}", "root") for i in range(10)])  # s5-s9 unused
+    trees = [
+        PrefixTreeSynthesizer(
+            preset="kdd12",
+            variant="simple",
+            epsilon=2.0,
+            height=3,
+            taxonomy=taxonomy,
+            random_state=OnlyEmptyCellsPass(),
+            engine=name,
+            engine_options={"threads": 2} if name == "spark" else None,
+        )
+        .fit(seqs)
+        .tree_
+        for name in ("memory", "spark")
+    ]
+    assert len(trees[0]) == 3  # one empty node per level
+    pd.testing.assert_frame_equal(trees[1], trees[0])
 
 
 @pytest.mark.spark
