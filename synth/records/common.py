@@ -211,14 +211,19 @@ def series_codes(series: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     return enc.indices.to_numpy(zero_copy_only=False), uniques
 
 
+def known_values(values: np.ndarray, allowed: Sequence[str]) -> np.ndarray:
+    """Boolean mask: each of ``values`` (distinct strings) is in ``allowed``. A hash lookup:
+    ``np.isin`` on object arrays sorts them (6 s at 100,000 stops)."""
+    known = pd.Index(pd.unique(np.asarray(list(allowed), dtype=object)))
+    return np.asarray(known.get_indexer(pd.Index(values, dtype=object)) >= 0)
+
+
 def in_set(series: pd.Series, allowed: Sequence[str]) -> np.ndarray:
     """Boolean mask: value is in ``allowed`` (hashes the distinct values only)."""
     if len(series) == 0:
         return np.zeros(0, dtype=bool)
     codes, uniques = series_codes(series)
-    # a hash lookup: np.isin on object arrays sorts them (seconds at 100,000 stops)
-    known = pd.Index(pd.unique(np.asarray(list(allowed), dtype=object)))
-    return (known.get_indexer(pd.Index(uniques, dtype=object)) >= 0)[codes]
+    return known_values(uniques, allowed)[codes]
 
 
 def tap_times(
