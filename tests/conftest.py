@@ -15,6 +15,7 @@ import pandas as pd
 import pytest
 
 from synth.privacy import SecureNoise
+from synth.taxonomy import Taxonomy
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
@@ -44,6 +45,11 @@ def spark_session() -> Iterator[Any]:
         warnings.simplefilter("ignore")  # PySpark on pandas 3: deprecation noise
         engine = SparkEngine(threads=2)
     yield engine.session
+
+
+def flat_taxonomy(n: int) -> Taxonomy:
+    """Locations ``s0 .. s{n-1}`` directly under the root."""
+    return Taxonomy.from_edges([(f"s{i}", "root") for i in range(n)], source=f"flat {n}")
 
 
 class ZeroNoise:

@@ -179,10 +179,10 @@ def _budget_split(text: str) -> dict[int, float]:
     for part in text.split(","):
         level, sep, share = part.partition("=")
         try:
+            if not sep:
+                raise ValueError(part)
             out[int(level)] = float(share)
         except ValueError:
-            sep = ""
-        if not sep:
             raise argparse.ArgumentTypeError(
                 f"expected LEVEL=SHARE[,...] (e.g. 1=0.3), got {text!r}"
             ) from None

@@ -19,8 +19,7 @@ from synth.errors import ConfigError, InputError
 from synth.records import load_sequences
 from synth.sbh import OpalRelease
 from synth.simulate import _montreal, simulate_sequences, simulate_taps
-from synth.taxonomy import Taxonomy
-from tests.conftest import ZeroNoise, position_error_files
+from tests.conftest import ZeroNoise, flat_taxonomy, position_error_files
 
 
 # PySpark 4.x warns about pandas 3 and passes its deprecated copy=; the results are checked here.
@@ -118,7 +117,7 @@ def test_spark_level_with_only_empty_survivors() -> None:
         [(f"c{i}", pos, f"s{(i + pos) % 5}") for i in range(40) for pos in range(3)],
         columns=["seq_id", "pos", "location"],
     )
-    taxonomy = Taxonomy.from_edges([(f"s{i}", "root") for i in range(10)])  # s5-s9 unused
+    taxonomy = flat_taxonomy(10)  # s5-s9 unused
     trees = [
         PrefixTreeSynthesizer(
             preset="kdd12",

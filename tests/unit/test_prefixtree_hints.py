@@ -4,7 +4,6 @@ so the tree's nodes must be distributed exactly as without them."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -15,12 +14,7 @@ import prefixtree.tree as tree_module
 from prefixtree import PrefixTreeSynthesizer
 from prefixtree.hints import split_hints
 from synth.errors import ConfigError
-from synth.taxonomy import Taxonomy
-from tests.conftest import ZeroNoise
-
-
-def flat(n: int) -> Taxonomy:
-    return Taxonomy.from_edges([(f"s{i}", "root") for i in range(n)], source=f"flat {n}")
+from tests.conftest import ZeroNoise, flat_taxonomy
 
 
 def sequences(rows: list[tuple[list[str], int]]) -> pd.DataFrame:
@@ -34,7 +28,7 @@ def sequences(rows: list[tuple[list[str], int]]) -> pd.DataFrame:
 
 
 def test_hints_only_on_the_heavy_levels_and_below_the_threshold() -> None:
-    syn = PrefixTreeSynthesizer(epsilon=1.0, height=4, taxonomy=flat(400), random_state=1)
+    syn = PrefixTreeSynthesizer(epsilon=1.0, height=4, taxonomy=flat_taxonomy(400), random_state=1)
     syn.fit(sequences([(["s0", "s1"], 50), (["s2"], 30)]))
     plan = syn.sub_levels_.set_index("level")
     # weights 1, ln(400) / 2 = 3.0, 0.75, 0.19: only level 2 has at least half the largest
@@ -50,7 +44,7 @@ def test_hints_only_on_the_heavy_levels_and_below_the_threshold() -> None:
 
 
 def test_hints_off_by_preset_option_and_rules() -> None:
-    tax = flat(400)
+    tax = flat_taxonomy(400)
     for kwargs in ({"completion_hints": 0}, {"preset": "kdd12"}, {"completion": "none"}):
         syn = PrefixTreeSynthesizer(epsilon=1.0, height=3, taxonomy=tax, **kwargs)
         syn.check_params()
@@ -69,7 +63,7 @@ def test_completion_follows_a_hint() -> None:
     """Exact counts: (s0, s1) is pruned at level 2 but reaches the hint threshold, and it is all
     that went on below s0, so every continued sequence of s0 goes there."""
     data = sequences([(["s0"], 60), (["s0", "s1"], 6)])
-    kwargs: dict[str, Any] = {"epsilon": 1.0, "height": 2, "taxonomy": flat(30)}
+    kwargs: dict[str, Any] = {"epsilon": 1.0, "height": 2, "taxonomy": flat_taxonomy(30)}
     syn = PrefixTreeSynthesizer(random_state=ZeroNoise(), **kwargs).fit(data)
     level2 = syn.sub_levels_.set_index("level").loc[2]
     assert level2["hint_threshold"] <= 6 < level2["threshold"]  # the premise
@@ -88,7 +82,7 @@ def test_completion_follows_a_hint() -> None:
 def _node_stats(n_seeds: int) -> tuple[np.ndarray, np.ndarray]:
     """Per noise seed: the number of depth-2 nodes and their summed noisy count, with and without
     hints (auto's default and completion_hints=0)."""
-    tax = flat(40)
+    tax = flat_taxonomy(40)
     rng = np.random.default_rng(0)
     rows = [([f"s{a}", f"s{b}"], 1) for a, b in rng.integers(0, 8, (600, 2))]
     data = sequences(rows)
@@ -120,6 +114,5 @@ def test_hints_leave_the_nodes_distribution_unchanged(monkeypatch: pytest.Monkey
         hinted, _, _ = split_hints(present, fake, threshold)
         return hinted, present[3], fake  # every cell at the hint threshold passes
 
-    canary: Callable[..., Any] = leaky
-    monkeypatch.setattr(tree_module, "split_hints", canary)
+    monkeypatch.setattr(tree_module, "split_hints", leaky)
     assert not _same_distribution(*_node_stats(40))

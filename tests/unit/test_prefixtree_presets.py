@@ -21,10 +21,7 @@ from synth.datasets import montreal_taxonomy
 from synth.errors import ConfigError
 from synth.simulate import simulate_sequences
 from synth.taxonomy import Taxonomy
-
-
-def flat(n: int) -> Taxonomy:
-    return Taxonomy.from_edges([(f"s{i}", "root") for i in range(n)], source=f"flat {n}")
+from tests.conftest import flat_taxonomy
 
 
 def grouped(sizes: list[int]) -> Taxonomy:
@@ -46,7 +43,7 @@ def random_sequences(tax: Taxonomy, n: int, seed: int, max_len: int = 5) -> pd.D
 
 # ---------------------------------------------------------------------- fail fast
 def test_paper_settings_on_a_wide_flat_taxonomy_are_refused_before_the_data() -> None:
-    syn = PrefixTreeSynthesizer(preset="kdd12", epsilon=1.0, height=8, taxonomy=flat(5000))
+    syn = PrefixTreeSynthesizer(preset="kdd12", epsilon=1.0, height=8, taxonomy=flat_taxonomy(5000))
     start = time.perf_counter()
     with pytest.raises(ConfigError, match="--max-nodes"):
         syn.check_params()  # no data needed
@@ -54,7 +51,7 @@ def test_paper_settings_on_a_wide_flat_taxonomy_are_refused_before_the_data() ->
 
 
 def test_auto_tightens_its_thresholds_to_fit_max_nodes() -> None:
-    tax = flat(400)
+    tax = flat_taxonomy(400)
     loose = PrefixTreeSynthesizer(epsilon=1.0, height=6, taxonomy=tax, random_state=1)
     loose.check_params()
     real = sum(a - b for a, b in zip(loose.estimate_.nodes, loose.estimate_.empty, strict=True))
@@ -80,7 +77,7 @@ def test_auto_tightens_its_thresholds_to_fit_max_nodes() -> None:
 
 def test_explicit_settings_are_refused_not_tightened() -> None:
     syn = PrefixTreeSynthesizer(
-        epsilon=1.0, height=6, taxonomy=flat(400), false_children=1.0, max_nodes=400_000
+        epsilon=1.0, height=6, taxonomy=flat_taxonomy(400), false_children=1.0, max_nodes=400_000
     )
     with pytest.raises(ConfigError, match="raise --max-nodes"):
         syn.check_params()
@@ -108,7 +105,7 @@ def test_runtime_guard_stops_a_tree_that_outgrows_max_nodes() -> None:
         def choice(self, n: int, k: int) -> np.ndarray:
             return np.arange(k, dtype=np.int64)
 
-    tax = flat(50)
+    tax = flat_taxonomy(50)
     syn = PrefixTreeSynthesizer(
         preset="kdd12", epsilon=1.0, height=4, taxonomy=tax, random_state=AllPass(), max_nodes=1000
     )
@@ -196,7 +193,9 @@ def test_explicit_parameters_override_the_preset() -> None:
     assert syn.config_["variant"] == "simple" and syn.config_["budget_split"] is None
     assert syn.config_["threshold_rule"] == "candidates"  # still auto's
     with pytest.raises(ConfigError, match="preset"):
-        PrefixTreeSynthesizer(epsilon=1, height=2, taxonomy=flat(3), preset="x").check_params()
+        PrefixTreeSynthesizer(
+            epsilon=1, height=2, taxonomy=flat_taxonomy(3), preset="x"
+        ).check_params()
 
 
 def test_kdd12_is_the_paper_and_the_old_defaults() -> None:
