@@ -1,11 +1,13 @@
 """``transit-synth export``: OD matrices and MATSim populations from a release directory.
 
 ``transit-synth export RELEASE_DIR --to od|matsim [--out DIR] [--stops FILE|GTFS.zip|montreal]
-[--bin MINUTES] [--format csv|parquet] [--crs auto|wgs84|EPSG:N] [--id-column COL]
+[--bin MINUTES] [--periods SPEC] [--taxonomy TAX] [--format csv|parquet]
+[--crs auto|wgs84|EPSG:N] [--id-column COL]
 [--origin-column COL --destination-column COL | --location-column COL] [--time-column COL]
 [--quiet]``
 
-Writes ``DIR/od.csv`` (or ``.parquet``) and ``DIR/export-od.json``, or ``DIR/population.xml`` and
+Writes ``DIR/od.csv`` (or ``.parquet``) and ``DIR/export-od.json`` (and, for a timed release,
+``DIR/od-periods.csv``: the matrices per period of ``--periods``), or ``DIR/population.xml`` and
 ``DIR/export-matsim.json``, atomically (``DIR`` defaults to RELEASE_DIR). The rules are in
 :mod:`synth.export`.
 """
@@ -48,6 +50,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default=None,
         metavar="MINUTES",
         help="OD time bins (a multiple of the release's own bins; default: those bins, or 60)",
+    )
+    p.add_argument(
+        "--periods",
+        default=None,
+        metavar="SPEC",
+        help="OD periods of a timed release, written to od-periods.csv beside the per-bin "
+        "od.csv: name=HH:MM-HH:MM,... tiling the day (default: early=00:00-06:00,"
+        "am_peak=06:00-09:00,midday=09:00-16:00,pm_peak=16:00-19:00,evening=19:00-24:00)",
+    )
+    p.add_argument(
+        "--taxonomy",
+        default=None,
+        metavar="TAX",
+        help="MATSim leg modes from this taxonomy's mode:NAME level (default: the release's "
+        "taxonomy when its file exists; else every leg is 'pt')",
     )
     p.add_argument("--format", choices=("csv", "parquet"), default="csv", help="OD file format")
     p.add_argument(
@@ -93,6 +110,8 @@ def run(args: argparse.Namespace) -> int:
         fmt=args.format,
         crs=args.crs,
         csv_escape=args.csv_escape,
+        periods=args.periods,
+        taxonomy=args.taxonomy,
         id_column=args.id_column,
         origin_column=args.origin_column,
         destination_column=args.destination_column,

@@ -24,15 +24,23 @@ day), or a trip's ``on_time`` / ``time`` (same forms), ``hour`` (0..23) or ``shi
 MATSim plan covers one day). A release with time bins has a native bin width (the prefix tree's
 ``time_bin_minutes``, 60 for ``hour``, 480 for ``shift``; exact times have none).
 
+A prefix-tree release whose manifest names a ``time_model`` carries clock times ``HH:MM`` sampled
+inside their bins (:attr:`Release.clock_times`): they are used as they are, never moved; a
+release of bin starts (older prefix-tree releases) is spread inside its bins as below.
+
 **OD matrices** (:func:`od_matrix`): long format ``origin, destination, bin, count`` over the
 ``pt`` legs, ``bin`` = the start ``HH:MM`` of the leg's departure bin (``bin_minutes``, default the
 native width, else 60), or the single bin ``"all"`` when the release has no times. Sorted by
-origin, destination, bin (string order); counts sum to the number of legs.
+origin, destination, bin (string order); counts sum to the number of legs. A timed release is
+also exported per named period of the day (:func:`~synth.export.periods.od_by_period`, public
+``--periods``, default early / AM peak / midday / PM peak / evening), summing to the same count.
 
 **MATSim** (:func:`write_population`): a population v6 file (``population_v6.dtd``): one person per
 plan, one selected plan of activities (type ``activity_type``) at the coordinates of their
 location, with the location id in an activity attribute ``stop_id``, and legs of mode ``pt``
-(``walk`` for the joins above). Activity end times: a leg that departs in a bin of width ``w`` is
+(``walk`` for the joins above); with a taxonomy holding a ``mode:NAME`` level (GTFS, SUBE), a
+leg's mode is the ``NAME`` above its boarding location (:func:`~synth.export.matsim.leg_modes`).
+Activity end times: a leg that departs in a bin of width ``w`` is
 placed inside its bin, the ``m`` legs of one person in one bin at ``start + (j + 1/2) w / m``,
 ``j = 0..m-1`` (times of one person made non-decreasing by a running maximum first); exact times
 are used as they are; without times the first activity ends at ``default_start`` and each next one

@@ -9,8 +9,9 @@ from typing import Any
 
 from synth.errors import ConfigError
 from synth.export.coordinates import load_coordinates
-from synth.export.matsim import DEFAULT_GAP, DEFAULT_START, write_population
+from synth.export.matsim import DEFAULT_GAP, DEFAULT_START, leg_modes, write_population
 from synth.export.od import check_bin_minutes, od_matrix, write_od
+from synth.export.periods import od_by_period, parse_periods
 from synth.export.releases import read_release
 from synth.io import atomic_path, release_dir
 
@@ -26,15 +27,27 @@ def export_release(
     fmt: str = "csv",
     crs: str = "auto",
     csv_escape: bool = True,
+    periods: str | None = None,
+    taxonomy: str | None = None,
     **columns: str | None,
 ) -> dict[str, Any]:
     """Export a release directory (``to`` = ``"od"`` or ``"matsim"``) into ``out`` (default: the
     release directory): ``od.csv``/``od.parquet`` or ``population.xml``, plus ``export-<to>.json``
     describing the export. Written through :func:`synth.io.release_dir` (all or nothing).
-    ``csv_escape``: see :func:`write_od`.
+    ``csv_escape``: see :func:`write_od`. A timed release's OD export also writes
+    ``od-periods.csv`` (or ``.parquet``): the matrices per period of ``periods`` (a spec of
+    :func:`~synth.export.periods.parse_periods`; default the five periods of
+    :data:`~synth.export.periods.DEFAULT_PERIODS`). ``taxonomy``: the taxonomy spec whose
+    ``mode:NAME`` ancestors give the MATSim leg modes (default: the release's, when its file
+    exists; :func:`~synth.export.matsim.leg_modes`).
     ``columns``: the trip column options of :func:`read_release`. Returns that JSON's dict.
     """
     _check_options(to, fmt, stops, bin_minutes, columns)
+    if to == "matsim" and periods is not None:
+        raise ConfigError("periods (--periods) are only used by the OD export")
+    if to == "od" and taxonomy is not None:
+        raise ConfigError("a taxonomy (--taxonomy) is only used by the MATSim export (leg modes)")
+    chosen = parse_periods(periods)
     release = read_release(directory, **columns)
     target = Path(out) if out is not None else Path(directory)
     info: dict[str, Any] = {
@@ -64,15 +77,26 @@ def export_release(
                 if csv_escape and fmt == "csv"
                 else "none",
             )
+            if release.bin_width is not None:
+                by_period = od_by_period(release, chosen)
+                info["periods_file"] = f"od-periods.{fmt}"
+                write_od(by_period, stage / info["periods_file"], csv_escape=csv_escape)
+                info["periods"] = {n: _span(s, e) for n, s, e in chosen}
+            elif periods is not None:
+                raise ConfigError(f"{directory}: the release has no times, so no periods")
         else:
             coords = load_coordinates(str(stops), crs=crs)
             name = "population.xml"
-            write_population(release, coords, stage / name)
+            modes, mode_source = leg_modes(release, taxonomy)
+            write_population(release, coords, stage / name, modes=modes)
             info.update(
                 file=name,
                 crs=coords.crs,
                 coordinates=coords.source,
-                times="binned departures spread inside bins"
+                leg_modes=mode_source,
+                times="released clock times"
+                if release.clock_times
+                else "binned departures spread inside bins"
                 if release.bin_width
                 else "exact departures"
                 if release.bin_width == 0
@@ -83,6 +107,10 @@ def export_release(
         with atomic_path(stage / f"export-{to}.json") as tmp:
             tmp.write_text(json.dumps(info, indent=2, default=str), encoding="utf-8")
     return info
+
+
+def _span(start: int, end: int) -> str:
+    return f"{start // 60:02d}:{start % 60:02d}-{end // 60:02d}:{end % 60:02d}"
 
 
 def _check_options(

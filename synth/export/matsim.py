@@ -34,8 +34,9 @@ def plan_end_times(
 ) -> np.ndarray:
     """End time (seconds after midnight, NaN for a last step) of every step's activity.
 
-    Binned departures are spread inside their bins, exact ones kept, and without times the
-    defaults apply (module docstring); times of one person never decrease.
+    Binned departures are spread inside their bins, exact ones and released clock times
+    (``release.clock_times``) kept, and without times the defaults apply (module docstring);
+    times of one person never decrease.
     """
     steps = release.steps
     person = steps["person"].to_numpy(dtype=object)
@@ -50,6 +51,10 @@ def plan_end_times(
     k = idx - np.maximum.accumulate(np.where(new, idx, 0))
     if release.bin_width is None:
         minutes = default_start + k * default_gap
+    elif release.clock_times:  # released clock times: used as they are (never decreasing)
+        start = steps["start"].to_numpy(dtype=float)[rows]
+        offset = np.cumsum(new) * 10.0 * MINUTES_PER_DAY
+        minutes = np.maximum.accumulate(start + offset) - offset
     else:
         start = steps["start"].to_numpy(dtype=float)[rows]
         # running maximum within each person: persons are lifted by growing multiples of ten
@@ -66,6 +71,36 @@ def plan_end_times(
         minutes = start
     out[rows] = np.round(np.asarray(minutes, dtype=float) * 60.0)
     return out
+
+
+#: The leg mode of a ``pt`` leg when the taxonomy names no mode for its boarding location.
+FALLBACK_MODE = "pt"
+
+
+def leg_modes(release: Release, taxonomy: str | None = None) -> tuple[dict[str, str] | None, str]:
+    """The MATSim mode of the ``pt`` leg leaving each location, and where it came from.
+
+    A location's mode is ``NAME`` of its nearest ``mode:NAME`` ancestor in the taxonomy (GTFS and
+    SUBE taxonomies carry that level: ``mode:bus``, ``mode:SUB``), else :data:`FALLBACK_MODE`.
+    The taxonomy is ``taxonomy`` (a spec of :meth:`~synth.taxonomy.Taxonomy.from_spec`), else the
+    release manifest's ``taxonomy`` when that file exists; without one every leg is ``pt``
+    (returns ``None``).
+    """
+    from synth.taxonomy import Taxonomy
+
+    spec = taxonomy
+    if spec is None:
+        stated = (release.manifest.get("parameters") or {}).get("taxonomy")
+        spec = stated if isinstance(stated, str) and Path(stated).is_file() else None
+    if spec is None:
+        return None, f"'{FALLBACK_MODE}' for every leg (no taxonomy with a mode level)"
+    tax = Taxonomy.from_spec(str(spec))
+    modes: dict[str, str] = {}
+    for loc in pd.unique(release.steps["location"].astype(str)):
+        above = tax.ancestors(loc)[:-1] if loc in tax else []
+        named = [a for a in above if a.startswith("mode:")]
+        modes[loc] = named[-1].removeprefix("mode:") if named else FALLBACK_MODE
+    return modes, f"the mode:NAME level of {spec} ('{FALLBACK_MODE}' where it names none)"
 
 
 def _hms(seconds: np.ndarray) -> np.ndarray:
@@ -108,16 +143,24 @@ def population_chunks(
     activity_type: str = "other",
     default_start: float = DEFAULT_START,
     default_gap: float = DEFAULT_GAP,
+    modes: dict[str, str] | None = None,
 ) -> Iterator[str]:
-    """The MATSim population v6 XML of ``release`` as text chunks (module docstring)."""
+    """The MATSim population v6 XML of ``release`` as text chunks (module docstring); ``modes``
+    (:func:`leg_modes`): the mode of the ``pt`` leg leaving each location."""
     steps = release.steps
+    mode = steps["mode"].to_numpy(dtype=object)
+    if modes is not None:
+        pt = mode == "pt"
+        mode = mode.copy()
+        mode[pt] = steps["location"].astype(str).to_numpy(dtype=object)[pt]
+        mode[pt] = pd.Series(mode[pt], dtype=object).map(modes).fillna(FALLBACK_MODE).to_numpy()
     if not activity_type or not activity_type.strip():
         raise ConfigError("activity_type must be a non-empty string")
     loc = steps["location"].to_numpy(dtype=object)
     codes, uniq = pd.factorize(loc)
     check_xml_text(uniq, f"{release.path}: location")
     check_xml_text(pd.unique(steps["person"].astype(str)), f"{release.path}: person id")
-    check_xml_text(pd.unique(steps["mode"].astype(str)), f"{release.path}: mode")
+    check_xml_text(pd.unique(pd.Series(mode, dtype=object).astype(str)), f"{release.path}: mode")
     check_xml_text([activity_type, coordinates.crs or "", release.path.parent.name], "name")
     xy = coordinates.lookup(uniq)
     digits = 7 if coordinates.crs == "EPSG:4326" else 3
@@ -149,7 +192,6 @@ def population_chunks(
             f"{escape(coordinates.crs)}</attribute></attributes>\n"
         )
     person = steps["person"].to_numpy(dtype=object)
-    mode = steps["mode"].to_numpy(dtype=object)
     n = len(steps)
     for lo in range(0, n, XML_BLOCK):
         hi = min(n, lo + XML_BLOCK)
@@ -179,8 +221,10 @@ def write_population(
     activity_type: str = "other",
     default_start: float = DEFAULT_START,
     default_gap: float = DEFAULT_GAP,
+    modes: dict[str, str] | None = None,
 ) -> Path:
-    """Write the MATSim population XML (``.xml``, or gzip-compressed ``.xml.gz``) atomically."""
+    """Write the MATSim population XML (``.xml``, or gzip-compressed ``.xml.gz``) atomically
+    (``modes``: :func:`population_chunks`)."""
     p = Path(path)
     chunks = population_chunks(
         release,
@@ -188,6 +232,7 @@ def write_population(
         activity_type=activity_type,
         default_start=default_start,
         default_gap=default_gap,
+        modes=modes,
     )
     first = next(chunks)  # fails (missing coordinates) before any file is created
     with atomic_path(p) as tmp:

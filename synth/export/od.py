@@ -81,7 +81,8 @@ def write_od(od: pd.DataFrame, path: str | os.PathLike[str], *, csv_escape: bool
     destination cells that a spreadsheet would run as a formula get a leading ``'``
     (:func:`spreadsheet_safe`).
     """
-    frame = od.astype({"origin": str, "destination": str, "bin": str, "count": np.int64})
+    types = {"origin": str, "destination": str, "bin": str, "period": str, "count": np.int64}
+    frame = od.astype({c: t for c, t in types.items() if c in od.columns})
     if csv_escape and str(path).lower().endswith(".csv"):
         frame = frame.assign(
             origin=spreadsheet_safe(frame["origin"]),

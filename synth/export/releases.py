@@ -46,7 +46,9 @@ class Release:
     step) and ``start`` (departure of that leg in minutes after midnight, the start of its bin when
     times are binned; NaN without times or on the last step). Persons are sorted (numerically when
     every id is an integer, else as strings). ``bin_width``: the native bin width in minutes, 0 for
-    exact times, ``None`` when the release has no times.
+    exact times, ``None`` when the release has no times. ``clock_times``: the binned times are
+    clock times sampled inside their bins (a prefix-tree release whose manifest names a
+    ``time_model``), used as they are; otherwise a binned time is its bin's start.
     """
 
     kind: str
@@ -55,6 +57,7 @@ class Release:
     steps: pd.DataFrame
     bin_width: int | None
     columns: dict[str, str | None] = field(default_factory=dict)
+    clock_times: bool = False
 
     @property
     def n_persons(self) -> int:
@@ -221,7 +224,8 @@ def _sequence_release(path: Path, manifest: dict[str, Any]) -> Release:
     order = np.lexsort((seqs["pos"].to_numpy(), _sort_key(seqs["seq_id"])))
     seqs = seqs.iloc[order].reset_index(drop=True)
     steps = _chain_steps(seqs["seq_id"], seqs["location"], start[order])
-    return Release("sequences", path, manifest, steps, width, {"person": "seq_id"})
+    clock = width is not None and bool((manifest.get("parameters") or {}).get("time_model"))
+    return Release("sequences", path, manifest, steps, width, {"person": "seq_id"}, clock)
 
 
 def _pick(columns: Sequence[str], given: str | None, candidates: Sequence[str]) -> str | None:
