@@ -12,7 +12,7 @@ from synth.export.coordinates import load_coordinates
 from synth.export.matsim import DEFAULT_GAP, DEFAULT_START, leg_modes, write_population
 from synth.export.od import check_bin_minutes, od_matrix, write_od
 from synth.export.periods import od_by_period, parse_periods
-from synth.export.releases import read_release
+from synth.export.releases import Release, read_release
 from synth.io import atomic_path, release_dir
 
 
@@ -47,7 +47,7 @@ def export_release(
         raise ConfigError("periods (--periods) are only used by the OD export")
     if to == "od" and taxonomy is not None:
         raise ConfigError("a taxonomy (--taxonomy) is only used by the MATSim export (leg modes)")
-    chosen = parse_periods(periods)
+    parse_periods(periods)  # a bad spec fails before reading the release
     release = read_release(directory, **columns)
     target = Path(out) if out is not None else Path(directory)
     info: dict[str, Any] = {
@@ -64,49 +64,68 @@ def export_release(
     beside = target.resolve() == Path(directory).resolve()  # into the release: add, never replace
     with release_dir(target, add=beside) as stage:
         if to == "od":
-            od = od_matrix(release, bin_minutes=bin_minutes)
-            name = f"od.{fmt}"
-            write_od(od, stage / name, csv_escape=csv_escape)
-            width = check_bin_minutes(release, bin_minutes)
-            info.update(
-                file=name,
-                rows=len(od),
-                bin_minutes=width,
-                bins="all" if width is None else "HH:MM start of each bin",
-                csv_escape="cells starting with = + - @ (not plain numbers) prefixed with '"
-                if csv_escape and fmt == "csv"
-                else "none",
-            )
-            if release.bin_width is not None:
-                by_period = od_by_period(release, chosen)
-                info["periods_file"] = f"od-periods.{fmt}"
-                write_od(by_period, stage / info["periods_file"], csv_escape=csv_escape)
-                info["periods"] = {n: _span(s, e) for n, s, e in chosen}
-            elif periods is not None:
-                raise ConfigError(f"{directory}: the release has no times, so no periods")
+            info.update(_write_od(release, stage, bin_minutes, fmt, csv_escape, periods))
         else:
-            coords = load_coordinates(str(stops), crs=crs)
-            name = "population.xml"
-            modes, mode_source = leg_modes(release, taxonomy)
-            write_population(release, coords, stage / name, modes=modes)
-            info.update(
-                file=name,
-                crs=coords.crs,
-                coordinates=coords.source,
-                leg_modes=mode_source,
-                times="released clock times"
-                if release.clock_times
-                else "binned departures spread inside bins"
-                if release.bin_width
-                else "exact departures"
-                if release.bin_width == 0
-                else f"defaults: first end {DEFAULT_START // 60:02d}:00, "
-                f"then every {DEFAULT_GAP} minutes",
-                synthetic_times=release.bin_width is None,
-            )
+            info.update(_write_matsim(release, stage, stops, crs, taxonomy))
         with atomic_path(stage / f"export-{to}.json") as tmp:
             tmp.write_text(json.dumps(info, indent=2, default=str), encoding="utf-8")
     return info
+
+
+def _write_od(
+    release: Release,
+    stage: Path,
+    bin_minutes: int | None,
+    fmt: str,
+    csv_escape: bool,
+    periods: str | None,
+) -> dict[str, Any]:
+    """The OD matrix per bin (and per period for a timed release) into ``stage``; its JSON."""
+    od = od_matrix(release, bin_minutes=bin_minutes)
+    name = f"od.{fmt}"
+    write_od(od, stage / name, csv_escape=csv_escape)
+    width = check_bin_minutes(release, bin_minutes)
+    info: dict[str, Any] = dict(
+        file=name,
+        rows=len(od),
+        bin_minutes=width,
+        bins="all" if width is None else "HH:MM start of each bin",
+        csv_escape="cells starting with = + - @ (not plain numbers) prefixed with '"
+        if csv_escape and fmt == "csv"
+        else "none",
+    )
+    if release.bin_width is not None:
+        chosen = parse_periods(periods)
+        info["periods_file"] = f"od-periods.{fmt}"
+        write_od(od_by_period(release, chosen), stage / info["periods_file"], csv_escape=csv_escape)
+        info["periods"] = {n: _span(s, e) for n, s, e in chosen}
+    elif periods is not None:
+        raise ConfigError(f"{release.path.parent}: the release has no times, so no periods")
+    return info
+
+
+def _write_matsim(
+    release: Release, stage: Path, stops: object, crs: str, taxonomy: str | None
+) -> dict[str, Any]:
+    """The MATSim population into ``stage``; its JSON."""
+    coords = load_coordinates(str(stops), crs=crs)
+    name = "population.xml"
+    modes, mode_source = leg_modes(release, taxonomy)
+    write_population(release, coords, stage / name, modes=modes)
+    return dict(
+        file=name,
+        crs=coords.crs,
+        coordinates=coords.source,
+        leg_modes=mode_source,
+        times="released clock times"
+        if release.clock_times
+        else "binned departures spread inside bins"
+        if release.bin_width
+        else "exact departures"
+        if release.bin_width == 0
+        else f"defaults: first end {DEFAULT_START // 60:02d}:00, then every {DEFAULT_GAP} minutes",
+        synthetic_times=release.bin_width is None,
+    )
 
 
 def _span(start: int, end: int) -> str:
