@@ -52,6 +52,23 @@ def flat_taxonomy(n: int) -> Taxonomy:
     return Taxonomy.from_edges([(f"s{i}", "root") for i in range(n)], source=f"flat {n}")
 
 
+def timed_sequences(n: int, seed: int, *, n_locations: int = 6) -> pd.DataFrame:
+    """``n`` random long-format timed sequences (1..10 points, locations ``L0..``, clock times
+    ``HH:MM`` non-decreasing within a sequence; ids are not in string order, so ordering ties
+    matter)."""
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(1, 11, n)
+    seq = np.repeat(rng.permutation(n) * 7 + 3, lengths)
+    pos = np.concatenate([np.arange(k) for k in lengths])
+    weights = np.linspace(2.0, 1.0, n_locations)
+    loc = rng.choice([f"L{i}" for i in range(n_locations)], seq.size, p=weights / weights.sum())
+    start = np.repeat(rng.integers(300, 1200, n), lengths)
+    steps = np.concatenate([np.cumsum(rng.integers(0, 150, k)) for k in lengths])
+    minutes = np.minimum(start + steps, 1439)
+    time = [f"{m // 60:02d}:{m % 60:02d}" for m in minutes]
+    return pd.DataFrame({"seq_id": seq, "pos": pos, "location": loc, "time": time})
+
+
 class ZeroNoise:
     """A noise source with SecureNoise's methods that adds nothing: every noisy count is exact,
     no empty cell passes a threshold, and index draws are the first ones. With it a release is a

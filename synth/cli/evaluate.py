@@ -23,6 +23,7 @@ import pandas as pd
 from synth.cli.options import add_quiet_option
 from synth.errors import ConfigError, InputError
 from synth.evaluate.suite import PAPER_KS, evaluate_sequences, evaluate_trips
+from synth.evaluate.trajectories import evaluate_trajectories
 from synth.internal import INTERNAL_NOTICE, check_outside_releases, default_evaluation_dir
 from synth.io import read_table, release_dir, table_format
 from synth.records import load_sequences, truncate_sequences
@@ -97,6 +98,15 @@ def _sequence_options(p: argparse.ArgumentParser) -> None:
     )
     seq.add_argument(
         "--top-k", type=int, default=max(PAPER_KS), help="largest k of top-k patterns (300)"
+    )
+    seq.add_argument(
+        "--time-bin",
+        type=int,
+        default=None,
+        metavar="MINUTES",
+        help="timed releases: the bin of the time statistics (default: the release's "
+        "time_bin_minutes); with it, the report adds the time section (hour of day, lengths, "
+        "gaps, timed transitions)",
     )
     seq.add_argument(
         "--location-column",
@@ -194,8 +204,22 @@ def _columns(path: str) -> set[str]:
 
 
 def _summary(results: dict[str, Any]) -> list[str]:
-    """One verdict line per release (the baseline, when shown, is what privacy costs)."""
-    return [f"{name}: {verdict(results, name)}" for name in results["releases"] if name != BASELINE]
+    """One verdict line per release (the baseline, when shown, is what privacy costs), and its
+    time figures when it is timed."""
+    timed = (results.get("trajectories") or {}).get("releases", {})
+    lines = []
+    for name in results["releases"]:
+        if name == BASELINE:
+            continue
+        lines.append(f"{name}: {verdict(results, name)}")
+        if name in timed:
+            t = timed[name]
+            lines.append(
+                f"  time: TV length {t['tv_length']:.3f}, hour {t['tv_hour']:.3f}, gap "
+                f"{t['tv_gap']:.3f}; top-50 transitions kept {t['transitions_kept']}, timed "
+                f"{t['timed_transitions_kept']}"
+            )
+    return lines
 
 
 def _evaluate_sequences(
@@ -219,7 +243,7 @@ def _evaluate_sequences(
         taxonomy = stated if isinstance(stated, str) and Path(stated).exists() else None
     universe = Taxonomy.from_spec(taxonomy).leaves() if taxonomy else None
     ks = sorted({k for k in PAPER_KS if k <= args.top_k} | {args.top_k})
-    return evaluate_sequences(
+    results = evaluate_sequences(
         original,
         synthetic,
         universe=universe,
@@ -228,6 +252,35 @@ def _evaluate_sequences(
         ks=ks,
         seed=args.workload_seed,
     )
+    timed = _trajectories(args, original, synthetic, int(height), manifests)
+    return {**results, **({"trajectories": timed} if timed else {})}
+
+
+def _trajectories(
+    args: argparse.Namespace,
+    original: pd.DataFrame,
+    synthetic: dict[str, pd.DataFrame],
+    height: int,
+    manifests: Sequence[dict[str, Any] | None],
+) -> dict[str, Any] | None:
+    """The time statistics when the releases are timed (a bin from --time-bin or a manifest) and
+    the original has times; else None."""
+    width = (
+        args.time_bin
+        if args.time_bin is not None
+        else _from_manifests(manifests, "time_bin_minutes")
+    )
+    if width is None:
+        return None
+    if not 1 <= int(width) <= 1440:
+        raise ConfigError(f"--time-bin must be minutes in 1..1440, got {width}")
+    if "time" not in original.columns:
+        if args.time_bin is None:  # the counts and patterns are still measured
+            return None
+        raise InputError(f"{args.original}: --time-bin: the original has no times")
+    if not any("time" in f.columns for f in synthetic.values()):
+        return None
+    return evaluate_trajectories(original, synthetic, height=height, bin_minutes=int(width))
 
 
 def _evaluate_trips(

@@ -33,6 +33,7 @@ from synth.evaluate.patterns import (
 )
 from synth.evaluate.reference import against_reference
 from synth.evaluate.suite import PAPER_KS, evaluate_sequences, evaluate_trips
+from synth.evaluate.trajectories import evaluate_trajectories, trajectory_stats
 
 __all__ = [
     "PAPER_KS",
@@ -43,6 +44,7 @@ __all__ = [
     "count_query_errors",
     "discretise",
     "evaluate_sequences",
+    "evaluate_trajectories",
     "evaluate_trips",
     "k_marginal_score",
     "marginal_tv",
@@ -55,6 +57,7 @@ __all__ = [
     "relative_errors",
     "time_of_day",
     "top_k_patterns",
+    "trajectory_stats",
     "trips_per_individual",
     "utility_curve",
 ]

@@ -9,6 +9,7 @@ from typing import Any
 from matplotlib.figure import Figure
 
 from synth.report.formatting import html_table, new_figure, percent, png_img
+from synth.report.trajectories import trajectory_section
 
 
 # --------------------------------------------------------------------------- sequences
@@ -187,5 +188,6 @@ def _trip_sections(results: Mapping[str, Any]) -> list[str]:
 def evaluation_sections(results: Mapping[str, Any]) -> list[str]:
     """HTML (figures and tables) of ``evaluate_sequences`` / ``evaluate_trips`` results."""
     if results["kind"] == "sequences":
-        return _sequence_sections(results)
+        timed = trajectory_section(results["trajectories"]) if results.get("trajectories") else []
+        return _sequence_sections(results) + timed
     return _trip_sections(results)
