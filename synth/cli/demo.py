@@ -4,17 +4,18 @@ What it runs (budgets per release; each release is a separate use of the same pr
 publishing all of them would cost the sum: the demo compares them, an agency would pick one):
 
 * **Passenger sequences** (prefix tree, Chen et al. 2012), epsilon 1, beside the non-private
-  truncation (epsilon = infinity) as the optimum, evaluated with count queries and top-k
-  sequential patterns (Chen et al. 2012, section 5): (1) SUBE Wednesday 28/11/2019 boardings, one
-  sequence of lines per card, height 8 (real, but small: 10,000 cards spread over 382 lines):
-  the settings of the shipped ``demo`` config (the default ``auto`` preset: simple variant, as the
-  line -> mode taxonomy barely generalises; one mode holds 373 lines;
-  with the paper's thresholds about 11 empty children per node pass and the tree grows as 11^h,
-  Theorem 4.2); (2) 200,000 SIMULATED passenger sequences on the Montreal metro of the paper
-  (``synth.simulate``), station -> line taxonomy, height 12, the default ``auto`` preset too (no
-  generalized level pays for itself under its thresholds: simple variant). Both complete the
-  sequences pruned below a node with the tree's Markov chain (``completion="markov"``), its first
-  steps guided by the completion hints.
+  truncation (epsilon = infinity) as the optimum, evaluated with count queries and top-k sequential
+  patterns (Chen et al. 2012, section 5), the timed one with the time statistics (hour of day,
+  lengths, gaps, timed transitions): (1) SUBE Wednesday 28/11/2019 boardings, one sequence of lines
+  per card, height 8 (real, but small: 10,000 cards spread over 382 lines): the settings of the
+  shipped ``demo`` config (the default ``auto`` preset: simple variant, as the line -> mode
+  taxonomy barely generalises; one mode holds 373 lines; with the paper's thresholds about 11 empty
+  children per node pass and the tree grows as 11^h, Theorem 4.2), and the same cards as (line,
+  hour) trajectories (``--time-bin 60``, the ``sequences-sube-timed`` settings); (2) 200,000
+  SIMULATED passenger sequences on the Montreal metro of the paper (``synth.simulate``), station ->
+  line taxonomy, height 12, the default ``auto`` preset too (no generalized level pays for itself
+  under its thresholds: simple variant). Both complete the sequences pruned below a node with the
+  tree's Markov chain (``completion="markov"``), its first steps guided by the completion hints.
 * **Marginal reference** (SBH / Opal: Asghar et al. 2018; Culnane et al. 2017): the same taps,
   hourly bins, lines, partitions mode x day, the card as the unit (its first 2 tap-ons and 2
   tap-offs of the day), ``consistent`` mode, epsilon 8 and delta 6/8e6 in all (the Opal budget of
@@ -83,8 +84,8 @@ class _Steps:
     """Prints each step and its duration on stderr and advances the demo's progress bar (silent
     with --quiet; the bar only on a terminal)."""
 
-    #: calls of a full run (taps, 4 sequences, marginals, 2 trips, reference check)
-    TOTAL = 9
+    #: calls of a full run (taps, 5 sequences, marginals, 2 trips, reference check)
+    TOTAL = 10
 
     def __init__(self, quiet: bool) -> None:
         from synth.progress import Progress
@@ -156,7 +157,7 @@ def _prefix_tree(
     """A prefix-tree release of ``original`` into ``stage/name`` (``params``: the synthesizer's
     tuning), evaluated beside the non-private truncation (epsilon = infinity)."""
     from prefixtree import PrefixTreeSynthesizer
-    from synth.evaluate import evaluate_sequences
+    from synth.evaluate import evaluate_sequences, evaluate_trajectories
     from synth.records import truncate_sequences
     from synth.release import ReleaseWriter
 
@@ -179,6 +180,10 @@ def _prefix_tree(
     results = evaluate_sequences(
         original, releases, universe=taxonomy.leaves(), height=height, ks=(50, 100, 150)
     )
+    if params.get("time_bins"):  # a timed release: the time statistics too
+        results["trajectories"] = evaluate_trajectories(
+            original, releases, height=height, bin_minutes=int(params["time_bins"])
+        )
     step(f"{name}: {synthetic['seq_id'].nunique():,} synthetic sequences, evaluated")
     return {"results": results, "manifest": manifest, "synthetic": synthetic}
 
@@ -189,7 +194,8 @@ def _sequences(stage: Path, taps: Any, seed: int | None, step: _Steps) -> dict[s
     from synth.records import UnknownLocationWarning, load_sequences
     from synth.simulate import simulate_sequences
 
-    config = demo_settings()["sequences-sube"]
+    settings = demo_settings()
+    config = settings["sequences-sube"]
     sube_lines = datasets.sube_taxonomy("line")
     with warnings.catch_warnings():  # the shipped data's own gap: a step note, not a warning
         warnings.simplefilter("ignore", UnknownLocationWarning)
@@ -218,6 +224,16 @@ def _sequences(stage: Path, taps: Any, seed: int | None, step: _Steps) -> dict[s
             step=step,
             location=str(config.io["location_column"]),
             params=config.params,
+        ),
+        "sequences-sube-timed": _prefix_tree(
+            stage,
+            "sequences-sube-timed",
+            sube,
+            sube_lines,
+            seed=_seed(seed, 2),
+            step=step,
+            location=str(config.io["location_column"]),
+            params=settings["sequences-sube-timed"].params,
         ),
         "sequences-montreal-simulated": _prefix_tree(
             stage,
@@ -328,6 +344,8 @@ def _trips(stage: Path, seed: int | None, step: _Steps) -> dict[str, Any]:
 _TITLES = {
     "sequences-sube": "SUBE (Buenos Aires) Wednesday 28/11/2019 boardings, real: one sequence of "
     "lines per card",
+    "sequences-sube-timed": "the same SUBE Wednesday boardings as (line, hour) trajectories: "
+    "one timed sequence per card (--time-bin 60)",
     "sequences-montreal-simulated": f"{SIMULATED_SEQUENCES:,} SIMULATED passenger sequences on "
     "the Montreal metro (stations)",
     "marginals": "SUBE Wednesday taps, real: hourly tap-on/tap-off counts per line, mode x day",

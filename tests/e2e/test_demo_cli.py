@@ -19,6 +19,7 @@ import pytest
 
 RELEASES = {
     "sequences-sube": "sequences.csv",
+    "sequences-sube-timed": "sequences.csv",
     "sequences-montreal-simulated": "sequences.csv",
     "marginals": "on_time_location.csv",
     "trips-sube": "trips.csv",
@@ -140,7 +141,7 @@ def test_report_opens_with_notice_and_summary(
         assert re.search(r"\d", verdict), verdict
         title = f"Privacy manifest of {name}: {len(manifest['spends'])} noisy step(s)"
         assert sum(d.startswith(title) for d in page.details) == 1
-    for name in ("sequences-sube", "sequences-montreal-simulated"):
+    for name in ("sequences-sube", "sequences-sube-timed", "sequences-montreal-simulated"):
         assert re.match(
             r"top-100 travel patterns: \d+ found, \d+ possible without privacy", rows[name][4]
         )
@@ -158,7 +159,8 @@ def test_report_opens_with_notice_and_summary(
         "k-marginal score",
     ):
         assert term in text  # the glossary line
-    assert page.images == 4  # one row of panels per evaluated release
+    assert page.images == 6  # one row of panels per evaluated release, and the time panels
+    assert 'id="time"' in path.read_text(encoding="utf-8")  # the timed SUBE release's time section
 
 
 @pytest.mark.slow

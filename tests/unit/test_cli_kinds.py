@@ -60,7 +60,13 @@ def test_the_shipped_demo_config_is_the_repository_one() -> None:
 def test_the_demo_reads_its_settings_from_the_demo_config() -> None:
     settings = demo.demo_settings()
     config = tomllib.loads((ROOT / "configs" / "demo.toml").read_text(encoding="utf-8"))
-    assert sorted(settings) == ["marginals", "sequences-sube", "trips-sube", "trips-taxi"]
+    assert sorted(settings) == [
+        "marginals",
+        "sequences-sube",
+        "sequences-sube-timed",
+        "trips-sube",
+        "trips-taxi",
+    ]
     assert settings["marginals"].params == config["marginals"]["parameters"]
     by_name = {t["name"]: t["parameters"] for t in [*config["sequences"], *config["trips"]]}
     for name, params in by_name.items():
