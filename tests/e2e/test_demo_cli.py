@@ -160,7 +160,8 @@ def test_report_opens_with_notice_and_summary(
     ):
         assert term in text  # the glossary line
     assert page.images == 6  # one row of panels per evaluated release, and the time panels
-    assert 'id="time"' in path.read_text(encoding="utf-8")  # the timed SUBE release's time section
+    [report] = list(out.parent.rglob("private-report.html"))
+    assert 'id="time"' in report.read_text(encoding="utf-8")  # the timed SUBE release's time
 
 
 @pytest.mark.slow
