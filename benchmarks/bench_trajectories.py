@@ -1,5 +1,4 @@
-"""Benchmark of timed trajectories (issue 24): each candidate time design on real and simulated
-data.
+"""Timed trajectories (issue 24): each candidate time design on real and simulated data.
 
 Each design of :data:`DESIGNS` (keyword arguments of :class:`prefixtree.PrefixTreeSynthesizer`
 added to the defaults; extend the list to add a candidate) is released on each dataset at each
@@ -277,6 +276,10 @@ COLUMNS = (
 )
 
 
+def _number(value: float) -> str:
+    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
+
+
 def markdown(rows: list[dict[str, Any]]) -> str:
     """Means over seeds per dataset, design and epsilon (skipped designs listed below)."""
     groups: dict[tuple[str, str, Any], list[dict[str, Any]]] = {}
@@ -292,7 +295,7 @@ def markdown(rows: list[dict[str, Any]]) -> str:
         cells = [dataset, design, f"{epsilon:g}" if epsilon != "inf" else "inf", str(len(group))]
         for key, _ in COLUMNS:
             values = [g[key] for g in group if g.get(key) is not None]
-            cells.append(f"{mean(values):.3g}" if values else "-")
+            cells.append(_number(mean(values)) if values else "-")
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join([*lines, *(["", *skipped] if skipped else [])]) + "\n"
 
@@ -320,6 +323,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=None, help="the rows as JSON")
     parser.add_argument("--markdown", type=Path, default=None, help="the table (else printed)")
     args = parser.parse_args(argv)
+    unknown = sorted(set(args.designs or ()) - {d["name"] for d in DESIGNS})
+    if unknown:
+        parser.error(f"--designs: no design named {', '.join(unknown)} in DESIGNS")
     if args.smoke:
         for key, value in SMOKE.items():
             setattr(args, key, value)
