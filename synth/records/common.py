@@ -14,6 +14,7 @@ import pyarrow.compute as pc
 
 from synth.errors import ConfigError, InputError
 from synth.io import id_strings, read_table
+from synth.logs import private_message
 from synth.times import parse_times
 
 if TYPE_CHECKING:
@@ -182,12 +183,12 @@ def check_locations(
             f"taxonomy {taxonomy.source} ({n} rows, {k} distinct unknown locations; "
             "pass on_unknown='drop' to drop them)"
         )
-    warnings.warn(
+    text = private_message(
         f"{src}: dropped {n} rows ({k} distinct locations) of column '{column}' not in the "
-        f"taxonomy {taxonomy.source}",
-        UnknownLocationWarning,
-        stacklevel=3,
+        f"taxonomy {taxonomy.source}"
     )
+    if text is not None:
+        warnings.warn(text, UnknownLocationWarning, stacklevel=3)
     out = df[known].reset_index(drop=True)
     out.attrs["dropped_unknown"] = n
     return out

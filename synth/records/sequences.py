@@ -13,6 +13,7 @@ import pyarrow as pa
 
 from synth.errors import ConfigError, InputError
 from synth.io import read_arrow, read_table, table_columns
+from synth.logs import private_message
 from synth.records.codes import (
     BLOCK_ROWS,
     Column,
@@ -235,12 +236,12 @@ def _known_locations(
             f"the taxonomy {taxonomy.source} ({n} rows, {k} distinct unknown locations; "
             "pass on_unknown='drop' to drop them)"
         )
-    warnings.warn(
+    text = private_message(
         f"{src}: dropped {n} rows ({k} distinct locations) of column 'location' not in the "
-        f"taxonomy {taxonomy.source}",
-        UnknownLocationWarning,
-        stacklevel=4,
+        f"taxonomy {taxonomy.source}"
     )
+    if text is not None:
+        warnings.warn(text, UnknownLocationWarning, stacklevel=4)
     return keep, n
 
 
