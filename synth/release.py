@@ -203,9 +203,20 @@ def combined_manifest(manifests: Mapping[str, Mapping[str, Any]]) -> dict[str, A
         },
     }
     if len(units) > 1:
+        eps = sum((t["eps"] for t in units.values()), Fraction(0))
+        delta = sum((t["delta"] for t in units.values()), Fraction(0))
+        combined["all_releases"] = {
+            "epsilon": float(eps),
+            "delta": float(delta),
+            "epsilon_exact": _json_default(eps),
+            "delta_exact": _json_default(delta),
+        }
         combined["note"] = (
-            "the releases protect different privacy units: each unit's guarantee covers the "
-            "releases listed under it; a card's trips may also be protected only per trip"
+            "the releases name different privacy units: each unit's guarantee covers the "
+            "releases listed under it. Where two units name the same individual (a card and "
+            "its card_id column), that individual's guarantee is the sum of theirs; "
+            "all_releases is the sum over every release (for an individual who is the unit "
+            "of each). A guarantee per trip protects a card with k trips only k times weaker."
         )
     return json.loads(encode_json(combined))
 
