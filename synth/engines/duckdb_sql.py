@@ -179,10 +179,10 @@ def check_file_values(
     if unknown:
         n = sum(c for _, c in unknown)
         if on_unknown == "error":
+            counts = private_message(f"{n} rows, {len(unknown)} distinct unknown locations")
             raise InputError(
                 f"{p}: column '{loc}': location {unknown[0][0]!r} is not in the taxonomy "
-                f"({n} rows, {len(unknown)} distinct unknown locations; pass "
-                "on_unknown='drop' to drop them)"
+                f"({f'{counts}; ' if counts else ''}pass on_unknown='drop' to drop them)"
             )
         return n_rows, n_bad_pos, (n, len(unknown))
     return n_rows, n_bad_pos, None

@@ -296,9 +296,10 @@ class SparkEngine(Engine):
         if first:
             n = unknown.count()
             if on_unknown == "error":
+                counts = private_message(f"{n} rows")
                 raise InputError(
                     f"{p}: column '{loc}': location {first[0]['name']!r} is not in the taxonomy "
-                    f"({n} rows; pass on_unknown='drop' to drop them)"
+                    f"({f'{counts}; ' if counts else ''}pass on_unknown='drop' to drop them)"
                 )
             text = private_message(f"{p}: dropped {n} rows of column '{loc}' not in the taxonomy")
             if text is not None:

@@ -221,15 +221,16 @@ class OpalRelease(Generator):
             tax = self.taxonomy
             unknown = tax.unknown(raw)
             if unknown and self.on_unknown != "drop":
+                counts = private_message(f"{len(unknown)} distinct unknown locations")
                 raise InputError(
                     f"location '{unknown[0]}' is not a leaf of the taxonomy {tax.source} "
-                    f"({len(unknown)} distinct unknown locations; on_unknown='drop' drops them)"
+                    f"({f'{counts}; ' if counts else ''}on_unknown='drop' drops them)"
                 )
-            text = private_message(
+            text = unknown and private_message(
                 f"dropped the events at {len(unknown)} distinct locations not in the "
-                f"taxonomy {tax.source} (e.g. '{unknown[0] if unknown else ''}')"
+                f"taxonomy {tax.source} (e.g. '{unknown[0]}')"
             )
-            if unknown and text is not None:
+            if text:
                 warnings.warn(text, UnknownLocationWarning, stacklevel=4)
             level = tax.height if self.level is None else int(self.level)
             gen_map = tax.generalization_map(level)

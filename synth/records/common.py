@@ -178,9 +178,10 @@ def check_locations(
     n, k = int((~known).sum()), unknown.nunique()
     if on_unknown == "error":
         row = first_true_row(~known)
+        counts = private_message(f"{n} rows, {k} distinct unknown locations")
         raise InputError(
             f"{src}: column '{column}', row {row}: location {unknown.iloc[0]!r} is not in the "
-            f"taxonomy {taxonomy.source} ({n} rows, {k} distinct unknown locations; "
+            f"taxonomy {taxonomy.source} ({f'{counts}; ' if counts else ''}"
             "pass on_unknown='drop' to drop them)"
         )
     text = private_message(

@@ -231,9 +231,10 @@ def _known_locations(
     n, k = int(keep.size - np.count_nonzero(keep)), int((~known).sum())
     if on_unknown == "error":
         row = first_true_row(~keep)
+        counts = private_message(f"{n} rows, {k} distinct unknown locations")
         raise InputError(
             f"{src}: column 'location', row {row}: location {names[codes[row - 1]]!r} is not in "
-            f"the taxonomy {taxonomy.source} ({n} rows, {k} distinct unknown locations; "
+            f"the taxonomy {taxonomy.source} ({f'{counts}; ' if counts else ''}"
             "pass on_unknown='drop' to drop them)"
         )
     text = private_message(
