@@ -268,3 +268,28 @@ def test_private_counts_labelled_and_hidden_on_request(
     assert "seed" in err  # other warnings still shown
     assert main([*argv, "--out", "c", "--quiet"]) == 0
     assert capsys.readouterr().err == ""
+
+
+def test_every_manifest_goes_through_the_one_writer(
+    here: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``run`` (three releases and the combined manifest) and the API's ``write``: every
+    ``manifest.json`` written is one call of :func:`synth.release.write_manifest`."""
+    import synth.release
+    from synth.marginals import OpalRelease
+
+    real = synth.release.write_manifest
+    calls: list[Path] = []
+
+    def counting(folder: Path, manifest: dict) -> Path:
+        calls.append(Path(folder))
+        return real(folder, manifest)
+
+    monkeypatch.setattr(synth.release, "write_manifest", counting)
+    (here / "run.toml").write_text(textwrap.dedent(RUN))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        run_config(here / "run.toml", here / "out", seed=SEED)
+        OpalRelease(epsilon=1.0, delta=1e-6, random_state=1).fit("taps.csv").write("api")
+    written = sorted(here.rglob("manifest.json"))
+    assert len(written) == 5 and len(calls) == 5
