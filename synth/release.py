@@ -7,8 +7,9 @@ tree), ``trips.csv|parquet`` and ``schema.json`` (archetypes), one file per tabl
 The release contract: a fitted :class:`~synth.generator.Generator`'s ``manifest()`` is
 :func:`build_manifest` (the one manifest builder: the ledger, the generator's public parameters
 under ``generator``, its public inputs; JSON-ready through the one encoder :func:`encode_json`),
-and its ``write(out)`` is :func:`write_generator`. The command line, ``run``, the demo and the
-Python API all write through it, so the same fitted generator gives the same manifest whichever
+and its ``write(out)`` stages the folder with :func:`write_release`, lets the generator write its
+data files and writes the manifest. The command line, ``run``, the demo and the Python API all
+write through it, so the same fitted generator gives the same manifest whichever
 way it is written. :func:`write_manifest` is the only writer of ``manifest.json``, and validates
 what it writes. ``run`` and the demo also write a combined manifest
 (:func:`combined_manifest`) stating what publishing all their releases together guarantees.
@@ -161,8 +162,10 @@ def combined_manifest(manifests: Mapping[str, Mapping[str, Any]]) -> dict[str, A
     """The manifest of several releases of the same private data (``run``, the demo): each
     release's guarantee, and per privacy unit the guarantee of publishing them all together by
     basic composition (the sum of their epsilons and of their deltas; Dwork and Roth 2014,
-    Theorem 3.16). Releases with different units are listed per unit: a guarantee per card and
-    one per trip do not add up to one number. Built from the releases' manifests only (public)."""
+    Theorem 3.16). Releases with different units are listed per unit (a guarantee per card and
+    one per trip do not add up to one number); ``all_releases`` then sums all of them, the bound
+    for an individual who is the unit of every release. Built from the releases' manifests only
+    (public)."""
     from synth import __version__
 
     units: dict[str, dict[str, Any]] = {}
@@ -329,6 +332,12 @@ def read_manifest(directory: str | os.PathLike[str], *, required: bool = True) -
         manifest = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise InputError(f"{path}: not a readable JSON manifest ({exc})") from exc
+    if isinstance(manifest, dict) and manifest.get("kind") == COMBINED:
+        names = ", ".join(str(r.get("name")) for r in manifest.get("releases") or [])
+        raise InputError(
+            f"{root}: a run or demo output of several releases (its manifest.json states their "
+            f"combined guarantee); give one of its release folders: {names}"
+        )
     validate_manifest(manifest, str(path))
     return dict(manifest)
 

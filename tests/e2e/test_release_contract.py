@@ -293,3 +293,15 @@ def test_every_manifest_goes_through_the_one_writer(
         OpalRelease(epsilon=1.0, delta=1e-6, random_state=1).fit("taps.csv").write("api")
     written = sorted(here.rglob("manifest.json"))
     assert len(written) == 5 and len(calls) == 5
+
+
+def test_a_run_folder_is_not_read_as_one_release(
+    here: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (here / "run.toml").write_text(textwrap.dedent(RUN))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        run_config(here / "run.toml", here / "out", seed=SEED)
+    assert main(["audit", "out"]) == 2  # one line naming the release folders to give instead
+    assert "give one of its release folders: marginals, sequences, trips" in capsys.readouterr().err
+    assert main(["audit", "out/marginals", "--out", "audited"]) == 0
