@@ -19,7 +19,7 @@ from synth.io import read_table
 from synth.privacy import check_budget
 from synth.progress import Progress
 from synth.provenance import private_inputs, write_provenance
-from synth.release import check_format, warn_if_underspent, write_release
+from synth.release import check_format, warn_if_underspent
 
 __all__ = [
     "ALLOWED_INPUTS",
@@ -173,7 +173,7 @@ def release_trips(
     provenance = (
         None if provenance_key is None else private_inputs(provenance_key, {"private": private})
     )
-    with progress.steps("trips", 4) as step:
+    with progress.steps("trips", 3) as step:
         step("load")
         public_trips, private_trips, trip_schema = load_inputs(
             private, public, dict(inputs or {}), base, schema
@@ -182,21 +182,17 @@ def release_trips(
         synthesizer = ArchetypeSynthesizer(**params, schema=trip_schema, random_state=seed).fit(
             private_trips, public_trips
         )
-        step("sample")
-        trips = synthesizer.sample()
         step("write")
-        manifest = synthesizer.manifest(public_inputs=public_inputs(public, inputs, base, schema))
-        with write_release(out) as release:
-            release.table(trips, "trips", format)
-            release.json("schema.json", synthesizer.schema_.to_dict())
-            release.manifest(manifest)
+        written = synthesizer.write(
+            out, format=format, public_inputs=public_inputs(public, inputs, base, schema)
+        )
     if provenance is not None:
         write_provenance(out, provenance, command="trips")
     ledger = synthesizer.ledger_
     warn_if_underspent(ledger, str(out))
     return (
-        f"transit-synth trips: {len(trips)} synthetic trips of "
-        f"{trips[synthesizer.id_column].nunique()} individuals in {out}; "
+        f"transit-synth trips: {written.counts['rows']} synthetic trips of "
+        f"{written.counts['individuals']} individuals in {out}; "
         f"epsilon {ledger.spent_epsilon:g} of {float(params['epsilon']):g}, "
         f"delta {ledger.spent_delta:g}"
     )

@@ -53,7 +53,7 @@ import os
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import pandas as pd
@@ -81,6 +81,9 @@ from synth.privacy import (
     check_budget,
     noise_source,
 )
+
+if TYPE_CHECKING:
+    from synth.release import ReleaseWriter
 
 __all__ = [
     "ArchetypeSynthesizer",
@@ -543,11 +546,10 @@ class ArchetypeSynthesizer(ArchetypeSampling):
         return [np.asarray(r, dtype=np.int64) for r in raw]
 
     # -- reporting ---------------------------------------------------------------------------------
-    def manifest(
-        self, public_inputs: Mapping[str, str | os.PathLike[str]] | None = None
-    ) -> dict[str, Any]:
-        """The ledger's release manifest with this synthesizer's parameters; ``public_inputs``
-        (role -> file: public trips, schema) are fingerprinted, the private trips never."""
+    def parameters(self) -> dict[str, Any]:
+        """The public parameters of the fitted release, as its manifest records them
+        (:meth:`manifest`; its public inputs, the public trips and schema files, are given to
+        :meth:`manifest` or :meth:`write`: the fitted model holds frames, not files)."""
         self._check_fitted()
         params: dict[str, Any] = {
             "generator": "archetypes",
@@ -572,4 +574,12 @@ class ArchetypeSynthesizer(ArchetypeSampling):
                 **self.stand_in_.to_dict(),
                 "kept_cells": list(self.stand_in_cells_),
             }
-        return self.ledger_.to_dict(parameters=params, public_inputs=public_inputs)
+        return params
+
+    def _write_data(self, release: ReleaseWriter, format: str) -> dict[str, int]:
+        """``trips.csv|parquet`` (a fresh :meth:`sample`) and ``schema.json`` (the public
+        domains used)."""
+        trips = self.sample()
+        release.table(trips, "trips", format)
+        release.json("schema.json", self.schema_.to_dict())
+        return {"rows": len(trips), "individuals": int(trips[self.id_column].nunique())}

@@ -6,7 +6,7 @@ sequence, zero-padded ids increasing), optionally the same rows shuffled (``shuf
 (``card_id, time, stop_id``, grouped by card, times non-decreasing). Then, each in its own child
 process, the prefix-tree release is run end to end from the Parquet file with each engine:
 ``PrefixTreeSynthesizer(engine=...).fit(path)`` (read -> bound -> count -> noise) and the release
-streamed chunk by chunk (``iter_sample()`` -> ``prefixtree.release.write_release``) into a Parquet
+streamed chunk by chunk (``iter_sample()`` -> ``prefixtree.output.write_sequences``) into a Parquet
 file in a temporary directory next to the input; ``--fit-only`` stops after ``fit()``. Plus a
 baseline that only reads the file with pyarrow. Reported per child: wall time (child start to
 exit, interpreter start-up included), the fit and release times measured inside, and peak RSS
@@ -240,11 +240,11 @@ def _child(args: argparse.Namespace) -> None:
     if args.fit_only:
         print(json.dumps({"fit_s": fitted - started, "nodes": len(synth.tree_)}))
         return
-    from prefixtree.release import write_release
+    from prefixtree.output import write_sequences
 
     with tempfile.TemporaryDirectory(prefix="release-", dir=Path(args.input).parent) as tmp:
         path = Path(tmp) / "sequences.parquet"
-        rows = write_release(synth.iter_sample(), path)
+        rows = write_sequences(synth.iter_sample(), path)
         size = path.stat().st_size
     print(
         json.dumps(

@@ -5,14 +5,11 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
-import pyarrow as pa
-import pyarrow.csv as pacsv
-import pyarrow.parquet as pq
 
 from prefixtree.synthesizer import PrefixTreeSynthesizer
 from synth.errors import ConfigError, InputError
@@ -21,11 +18,10 @@ from synth.progress import Progress
 from synth.provenance import private_inputs, write_provenance
 from synth.records import load_sequences
 from synth.release import check_format, warn_if_underspent
-from synth.release import write_release as write_release_dir
-from synth.taxonomy import Taxonomy, taxonomy_note
+from synth.taxonomy import Taxonomy
 from synth.times import check_timezone
 
-__all__ = ["read_locations", "release_sequences", "write_release"]
+__all__ = ["read_locations", "release_sequences"]
 
 
 def read_locations(path: str) -> list[str]:
@@ -47,41 +43,6 @@ def read_locations(path: str) -> list[str]:
     if not out:
         raise InputError(f"{p}: the location list is empty")
     return out
-
-
-def write_release(frames: pd.DataFrame | Iterable[pd.DataFrame], path: Path) -> int:
-    """Write the released long-format frame, or its chunks in order (e.g.
-    :meth:`~prefixtree.PrefixTreeSynthesizer.iter_sample`), as CSV or Parquet (chosen by
-    ``path``'s suffix), one chunk at a time; returns the number of rows written. The chunks must
-    share their columns and dtypes; the file is the same as for their concatenation.
-    """
-    chunks = [frames] if isinstance(frames, pd.DataFrame) else frames
-    parquet = path.suffix == ".parquet"
-    writer: pq.ParquetWriter | pacsv.CSVWriter | None = None
-    rows = 0
-    try:
-        for frame in chunks:
-            table = pa.Table.from_pandas(frame, preserve_index=False)
-            if not parquet:  # categorical columns stay dictionary-encoded in Parquet only
-                columns = [
-                    col.dictionary_decode() if pa.types.is_dictionary(col.type) else col
-                    for col in (c.combine_chunks() for c in table.columns)
-                ]
-                table = pa.table(columns, names=table.column_names)
-            if writer is None:
-                writer = (
-                    pq.ParquetWriter(path, table.schema, compression="zstd")
-                    if parquet
-                    else pacsv.CSVWriter(path, table.schema)
-                )
-            writer.write_table(table)
-            rows += table.num_rows
-    finally:
-        if writer is not None:
-            writer.close()
-    if writer is None:
-        raise ValueError("write_release: no frame to write")
-    return rows
 
 
 def release_sequences(
@@ -142,27 +103,16 @@ def release_sequences(
             synth.fit(seqs)
         del seqs  # the input is not needed for the release
         step("release")
-        public_inputs = {"taxonomy": spec} if Path(spec).exists() else {}
-        if locations is not None:
-            public_inputs["locations"] = str(locations)
-        parameters = {
-            **synth.parameters(),
-            "taxonomy": spec,
-            **_reading_parameters(tax, location_column, on_unknown, gtfs_stations, timezone),
-        }
-        name = f"sequences.{format}"
-        written = {"sequences": 0}
-        with write_release_dir(out) as release:  # streamed chunk by chunk: never held whole
-            chunks = _counted(synth.iter_sample(), written)
-            n_rows = write_release(chunks, release.file(name))
-            release.manifest(synth.ledger_.to_dict(parameters, public_inputs))
+        extra = {} if locations is None else {"locations": locations}
+        written = synth.write(out, format=format, public_inputs=extra)
     if provenance is not None:
         write_provenance(out, provenance, command="sequences")
     warn_if_underspent(synth.ledger_, str(out))
     return (
-        f"sequences: {written['sequences']} synthetic sequences ({n_rows} rows) from a tree of "
-        f"{len(synth.tree_)} nodes, epsilon {synth.ledger_.spent_epsilon:g} "
-        f"-> {Path(out) / name} ({time.perf_counter() - started:.1f} s)"
+        f"sequences: {written.counts['sequences']} synthetic sequences "
+        f"({written.counts['rows']} rows) from a tree of {len(synth.tree_)} nodes, epsilon "
+        f"{synth.ledger_.spent_epsilon:g} -> {Path(out) / f'sequences.{format}'} "
+        f"({time.perf_counter() - started:.1f} s)"
     )
 
 
@@ -192,28 +142,3 @@ def _input_for(
         location_column=location_column,
         timezone=timezone,
     )
-
-
-def _reading_parameters(
-    tax: Taxonomy,
-    location_column: str | None,
-    on_unknown: str,
-    gtfs_stations: bool,
-    timezone: str | None,
-) -> dict[str, Any]:
-    """How the input was read, for the manifest (configuration only, nothing of the data)."""
-    return {
-        "location_column": location_column,
-        "on_unknown": on_unknown,
-        **({"gtfs_stations": True} if gtfs_stations else {}),
-        **taxonomy_note(tax),
-        "timezone": timezone or "wall clock as written",
-    }
-
-
-def _counted(chunks: Iterable[pd.DataFrame], written: dict[str, int]) -> Iterable[pd.DataFrame]:
-    """The chunks as they are, counting their sequences (whole sequences per chunk): the summary
-    counts what is written."""
-    for chunk in chunks:
-        written["sequences"] += int(chunk["seq_id"].nunique())
-        yield chunk

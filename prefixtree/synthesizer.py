@@ -61,18 +61,18 @@ fewer candidates per node.
 
 from __future__ import annotations
 
-import math
 import os
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from fractions import Fraction
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import pandas as pd
 
 from prefixtree.inputs import INPUT_FORMATS, detect_input_format, read_sequences
-from prefixtree.plan import MAX_HEIGHT, MINUTES_PER_DAY, PRESET_KEYS, TreePlanning, scale_for
+from prefixtree.output import taxonomy_inputs, tree_parameters, write_sequences_file
+from prefixtree.plan import MAX_HEIGHT, MINUTES_PER_DAY, TreePlanning, scale_for
 from prefixtree.presets import PRESETS
 from prefixtree.sampling import PrefixTreeSampling
 from prefixtree.tree import SubLevel, TaxonomyIndex, build_noisy_tree_counted
@@ -83,6 +83,9 @@ from synth.privacy import PrivacyLedger, check_budget, exact, noise_source
 from synth.records import encode_sequences
 from synth.taxonomy import Taxonomy
 from synth.times import check_timezone, times_of_day
+
+if TYPE_CHECKING:
+    from synth.release import ReleaseWriter
 
 __all__ = [
     "COMPLETIONS",
@@ -542,50 +545,15 @@ class PrefixTreeSynthesizer(TreePlanning, PrefixTreeSampling):
 
     # ------------------------------------------------------------------ release
     def parameters(self) -> dict[str, Any]:
-        """The public parameters of the fitted release, as the manifest records them."""
+        """The public parameters of the fitted release, as the manifest records them
+        (:func:`prefixtree.output.tree_parameters`)."""
         self._check_fitted()
-        out: dict[str, Any] = {
-            "generator": "prefixtree",
-            "variant": self.variant,
-            "epsilon": self.epsilon,
-            "height": self.height,
-            "taxonomy": self.taxonomy.source,
-            "time_bin_minutes": self.time_bins,
-            "coarse_time_bin_minutes": self.coarse_time_bins,
-            "seeded": self.noise_seeded_,
-            "sub_levels": [
-                {
-                    k: (
-                        None
-                        if v is None or (isinstance(v, float) and math.isnan(v))
-                        else int(v)
-                        if k == "hint_threshold"
-                        else v
-                    )
-                    for k, v in row.items()
-                }
-                for row in self.sub_levels_.to_dict(orient="records")
-            ],
-        }
-        cfg = self.config_
-        out["preset"] = self.preset
-        out["variant"] = cfg["variant"]
-        out["completion"] = cfg["completion"]
-        out["threshold_rule"] = cfg["threshold_rule"]
-        if cfg["threshold_rule"] == "candidates":
-            out["false_children"] = cfg["false_children"]
-        for key in ("budget_split", "level_weights"):
-            if cfg[key] is not None:
-                out[key] = (
-                    {str(k): v for k, v in cfg[key].items()} if key == "budget_split" else cfg[key]
-                )
-        if self.thresholds is not None:
-            out["thresholds"] = self.thresholds
-        out["hybrid_skipped"] = bool(cfg.get("hybrid_skipped"))
-        out["root_share"] = cfg["root_share"]
-        out["completion_hints"] = cfg["completion_hints"]
-        out["max_nodes"] = int(self.max_nodes)
-        out["chosen_by_preset"] = sorted(k for k in PRESET_KEYS if getattr(self, k) is None)
-        out["tightened"] = cfg.get("tightened", 0)
-        out["expected_nodes"] = round(self.estimate_.total)
-        return out
+        return tree_parameters(self)
+
+    def public_inputs(self) -> dict[str, str | os.PathLike[str]]:
+        """The taxonomy file the tree was planned on, when it is one (fingerprinted)."""
+        return taxonomy_inputs(self.taxonomy)
+
+    def _write_data(self, release: ReleaseWriter, format: str) -> dict[str, int]:
+        """``sequences.csv|parquet``, streamed chunk by chunk (never held whole)."""
+        return write_sequences_file(self.iter_sample(), release, format)

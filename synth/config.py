@@ -7,7 +7,10 @@ type is a ``ConfigError`` that names the key and the file.
 
 from __future__ import annotations
 
+import datetime
 import inspect
+import json
+import math
 import tomllib
 import types
 import typing
@@ -52,6 +55,50 @@ def load_config(path: str | Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: is a directory, not a configuration file") from None
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read the configuration: {exc.strerror}") from None
+
+
+def _toml_key(key: str) -> str:
+    return key if key and all(c.isalnum() or c in "-_" for c in key) else json.dumps(key)
+
+
+def _toml_value(value: Any) -> str:
+    """One TOML value (inline tables for nested tables): what :func:`load_config` reads back."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return (
+            repr(value)
+            if math.isfinite(value)
+            else ("nan" if value != value else ("inf" if value > 0 else "-inf"))
+        )
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, datetime.date | datetime.time):
+        return value.isoformat()
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    if isinstance(value, dict):
+        items = ", ".join(f"{_toml_key(str(k))} = {_toml_value(v)}" for k, v in value.items())
+        return "{ " + items + " }" if items else "{}"
+    raise TypeError(f"cannot write {type(value).__name__} as TOML")
+
+
+def dump_config(config: Mapping[str, Any], header: str = "") -> str:
+    """A run config (top-level tables or arrays of tables) as TOML text that :func:`load_config`
+    reads back equal; ``header``: comment lines put first. Comments of the original are lost."""
+    lines = [f"# {line}" for line in header.splitlines()]
+    for kind, value in config.items():
+        tables = [value] if isinstance(value, dict) else list(value)
+        brackets = ("[", "]") if isinstance(value, dict) else ("[[", "]]")
+        for table in tables:
+            lines += ["", f"{brackets[0]}{_toml_key(kind)}{brackets[1]}"]
+            lines += [f"{_toml_key(str(k))} = {_toml_value(v)}" for k, v in table.items()]
+    text = "\n".join(lines).lstrip("\n") + "\n"
+    if tomllib.loads(text) != dict(config):
+        raise ValueError("the configuration does not read back equal as TOML")  # a bug
+    return text
 
 
 def _matches(value: Any, annotation: Any) -> bool:

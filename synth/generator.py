@@ -16,6 +16,12 @@ importing scikit-learn (``import prefixtree`` stays light):
 
 ``fit(data)`` reads private data, spends budget in ``ledger_`` and returns ``self``;
 ``sample()``/``iter_sample()`` are post-processing of the fitted state only.
+
+The release contract (:mod:`synth.release`): :meth:`~Generator.manifest` is the fitted
+generator's manifest (its ledger, its public parameters under ``generator``, its public inputs)
+and :meth:`~Generator.write` writes its release directory, atomically. Every way of making a
+release (the command line, ``run``, the demo, the Python API) calls ``write``, so the same fitted
+generator gives the same manifest whichever way it is written.
 """
 
 from __future__ import annotations
@@ -26,12 +32,16 @@ import os
 import warnings
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Self
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 import pandas as pd
 
 from synth.errors import ConfigError, InputError, NotFittedError
 from synth.io import read_table
+
+if TYPE_CHECKING:
+    from synth.release import ReleaseWriter, Written
 
 __all__ = [
     "COLUMNS",
@@ -209,6 +219,8 @@ class Generator:
     _parameter_constraints: ClassVar[dict[str, list[Constraint]]] = {}
     #: the fitted attribute whose presence means "fitted"
     _fitted_attribute: ClassVar[str] = "ledger_"
+    #: the privacy ledger of the fit (:class:`~synth.privacy.PrivacyLedger`); set by ``fit``
+    ledger_: Any
 
     # -- parameters --------------------------------------------------------------------------------
     @classmethod
@@ -314,6 +326,56 @@ class Generator:
 
     def sample(self, *args: Any, **kwargs: Any) -> Any:  # pragma: no cover - overridden
         """The synthetic release (post-processing of the fitted state only)."""
+        raise NotImplementedError
+
+    # -- the release -------------------------------------------------------------------------------
+    def parameters(self) -> dict[str, Any]:  # pragma: no cover - overridden
+        """The public parameters of the fitted release, as its manifest records them (with
+        ``generator``, the generator's name)."""
+        raise NotImplementedError
+
+    def public_inputs(self) -> dict[str, str | os.PathLike[str]]:
+        """The public files the fitted generator read (role -> path: a taxonomy file ...),
+        fingerprinted in its manifest; none by default."""
+        return {}
+
+    def manifest(
+        self, public_inputs: Mapping[str, str | os.PathLike[str]] | None = None
+    ) -> dict[str, Any]:
+        """The release manifest (:func:`synth.release.build_manifest`): the privacy ledger, the
+        public :meth:`parameters`, and the public inputs (:meth:`public_inputs` and the given
+        ``public_inputs``, role -> file, e.g. a location list), never the private ones."""
+        from synth.release import build_manifest
+
+        self._check_fitted()
+        inputs = {**self.public_inputs(), **dict(public_inputs or {})}
+        return build_manifest(self.ledger_, self.parameters(), inputs)
+
+    def write(
+        self,
+        out: str | os.PathLike[str],
+        *,
+        format: str = "csv",
+        public_inputs: Mapping[str, str | os.PathLike[str]] | None = None,
+        force: bool | None = None,
+    ) -> Written:
+        """Write the release directory ``out``: the data files (``format`` "csv" or "parquet")
+        and :meth:`manifest`, staged and put in place whole (:func:`synth.release.write_release`:
+        an existing folder of the user's is never replaced; ``force`` as ``--force``)."""
+        from synth.release import Written, check_format, write_release
+
+        self._check_fitted()
+        check_format(format)
+        manifest = self.manifest(public_inputs)
+        with write_release(out, force=force) as release:
+            counts = self._write_data(release, format)
+            release.manifest(manifest)
+        return Written(Path(out), dict(counts))
+
+    def _write_data(
+        self, release: ReleaseWriter, format: str
+    ) -> dict[str, int]:  # pragma: no cover - overridden
+        """Write the data files into ``release``; returns counts of what they hold."""
         raise NotImplementedError
 
 

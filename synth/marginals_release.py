@@ -12,11 +12,12 @@ from typing import Any, Literal
 import pandas as pd
 
 from synth.errors import ConfigError
+from synth.logs import private_message
 from synth.marginals import TABLES, OpalRelease
 from synth.marginals import load_input as load_marginal_input
 from synth.progress import Progress
 from synth.provenance import private_inputs, write_provenance
-from synth.release import warn_if_underspent
+from synth.release import check_format, warn_if_underspent
 from synth.taxonomy import Taxonomy
 
 __all__ = ["release_marginals", "warn_if_few_locations"]
@@ -32,14 +33,13 @@ def warn_if_few_locations(release: OpalRelease, where: str) -> None:
     for name in ("on_location", "off_location"):
         table = release.tables_[name]
         kept |= set(table.loc[table["count"] > 0, "location"].astype(str))
-    if domain >= 4 and len(kept) < domain / 2:
-        warnings.warn(
-            f"{where}: the release keeps {len(kept)} of {domain} locations; the others' counts "
-            "fell under the stability threshold and were suppressed (raise --epsilon, use "
-            "coarser --bin, or collapse the locations with --taxonomy and --level)",
-            UserWarning,
-            stacklevel=2,
-        )
+    text = private_message(
+        f"{where}: the release keeps {len(kept)} of {domain} locations; the others' counts "
+        "fell under the stability threshold and were suppressed (raise --epsilon, use "
+        "coarser --bin, or collapse the locations with --taxonomy and --level)"
+    )
+    if domain >= 4 and len(kept) < domain / 2 and text is not None:
+        warnings.warn(text, UserWarning, stacklevel=2)
 
 
 def release_marginals(
@@ -65,6 +65,7 @@ def release_marginals(
     marginals`` and ``transit-synth run`` both call.
     """
     progress = Progress(quiet=True) if progress is None else progress
+    check_format(format)
     recorded = source if source is not None else input
     provenance = (
         None if provenance_key is None else private_inputs(provenance_key, {"input": recorded})
@@ -90,8 +91,7 @@ def release_marginals(
         step("fit")
         release.fit(data)
         step("write")
-        public = {} if taxonomy is None or not Path(taxonomy).exists() else {"taxonomy": taxonomy}
-        written = release.save(out, format=format, public_inputs=public)
+        written = release.write(out, format=format).path
     if provenance is not None:
         write_provenance(out, provenance, command="marginals")
     warn_if_underspent(release.ledger_, str(out))

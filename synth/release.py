@@ -4,6 +4,18 @@ A release directory is ``manifest.json`` (the privacy ledger's JSON,
 :meth:`~synth.privacy.PrivacyLedger.to_dict`) plus its data: ``sequences.csv|parquet`` (prefix
 tree), ``trips.csv|parquet`` and ``schema.json`` (archetypes), one file per table (marginals).
 
+The release contract: a fitted :class:`~synth.generator.Generator`'s ``manifest()`` is
+:func:`build_manifest` (the one manifest builder: the ledger, the generator's public parameters
+under ``generator``, its public inputs; JSON-ready through the one encoder :func:`encode_json`),
+and its ``write(out)`` stages the folder with :func:`write_release`, lets the generator write its
+data files and writes the manifest. The command line, ``run``, the demo and the Python API all
+write through it, so the same fitted generator gives the same manifest whichever
+way it is written. :func:`write_manifest` is the only writer of ``manifest.json``, and validates
+what it writes. ``run`` and the demo also write a combined manifest
+(:func:`combined_manifest`) stating what publishing all their releases together guarantees.
+Paths in manifests go through :func:`recorded_path`: as given, relative to the working folder
+where possible, ``embedded:NAME`` for the shipped data.
+
 Writing: :func:`write_release` stages the folder through :func:`synth.outdir.release_dir` (the
 single owner of atomic replacement and ``--force``) and yields a :class:`ReleaseWriter`; the
 folder only appears once its manifest is written. Reading: :func:`open_release` loads and
@@ -33,17 +45,23 @@ from synth.io import atomic_path, table_format, write_table
 from synth.outdir import release_dir
 
 __all__ = [
+    "COMBINED",
     "DATA_KINDS",
     "FORMATS",
     "GENERATOR_KINDS",
     "MANIFEST",
     "Release",
     "ReleaseWriter",
+    "Written",
+    "build_manifest",
     "check_format",
+    "combined_manifest",
+    "encode_json",
     "find_data_file",
     "manifest_kind",
     "open_release",
     "read_manifest",
+    "recorded_path",
     "warn_if_underspent",
     "write_manifest",
     "write_release",
@@ -80,18 +98,157 @@ def _json_default(obj: Any) -> Any:
         return obj.item()
     if isinstance(obj, np.ndarray):
         return obj.tolist()
-    if isinstance(obj, Fraction | os.PathLike):
-        return str(os.fspath(obj) if isinstance(obj, os.PathLike) else obj)
+    if isinstance(obj, Fraction):
+        return f"{obj.numerator}" if obj.denominator == 1 else f"{obj.numerator}/{obj.denominator}"
+    if isinstance(obj, os.PathLike):
+        return recorded_path(obj)
     if isinstance(obj, set | frozenset):
         return sorted(obj)
-    return str(obj)
+    raise TypeError(f"cannot write {type(obj).__name__} to a release's JSON")
+
+
+def encode_json(data: Any, *, sort_keys: bool = True) -> str:
+    """The one JSON encoder of release files: sorted keys (unless ``sort_keys`` is False: a
+    schema keeps its column order), two-space indent, a final newline;
+    numpy numbers and arrays as plain JSON, fractions as exact strings, paths as
+    :func:`recorded_path`; any other object is a TypeError (never its ``str``)."""
+    return json.dumps(data, sort_keys=sort_keys, indent=2, default=_json_default) + "\n"
+
+
+def recorded_path(path: str | os.PathLike[str]) -> str:
+    """How a manifest records a path: ``embedded:NAME`` for a file of the shipped data
+    (:data:`synth.datasets.FILES`, never its local absolute path), else relative to the working
+    folder when under it, else as given. A spec that is no path (``fanout:4``) is kept."""
+    text = os.fspath(path)
+    if not text or (":" in text.split("/")[0] and not Path(text).exists()):
+        return text  # a spec (fanout:N, embedded:NAME), not a file path
+    from synth import datasets
+
+    given = Path(text)
+    resolved = given.resolve() if given.exists() else None
+    if resolved is not None:
+        for name in datasets.FILES:
+            if resolved == datasets.path(name).resolve():
+                return f"embedded:{name}"
+    if given.is_absolute():
+        try:
+            return str(given.relative_to(Path.cwd()))
+        except ValueError:
+            return text
+    return text
+
+
+def build_manifest(
+    ledger: Any,
+    parameters: Mapping[str, Any],
+    public_inputs: Mapping[str, str | os.PathLike[str]] | None = None,
+) -> dict[str, Any]:
+    """The one manifest builder: the ledger's accounting (:meth:`PrivacyLedger.to_dict`) with the
+    generator's public ``parameters`` (naming it under ``generator``) and its ``public_inputs``
+    (role -> file, fingerprinted), made JSON-ready by :func:`encode_json` and validated."""
+    if "generator" not in parameters:
+        raise ValueError("a release manifest names its generator (parameters['generator'])")
+    manifest = ledger.to_dict(parameters=dict(parameters), public_inputs=public_inputs)
+    manifest = json.loads(encode_json(manifest))
+    validate_manifest(manifest, "the manifest")
+    return dict(manifest)
+
+
+#: ``kind`` of the manifest of a ``run`` or demo output (several releases of the same data).
+COMBINED = "combined"
+
+
+def combined_manifest(manifests: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """The manifest of several releases of the same private data (``run``, the demo): each
+    release's guarantee, and per privacy unit the guarantee of publishing them all together by
+    basic composition (the sum of their epsilons and of their deltas; Dwork and Roth 2014,
+    Theorem 3.16). Releases with different units are listed per unit (a guarantee per card and
+    one per trip do not add up to one number); ``all_releases`` then sums all of them, the bound
+    for an individual who is the unit of every release. Built from the releases' manifests only
+    (public)."""
+    from synth import __version__
+
+    units: dict[str, dict[str, Any]] = {}
+    releases = []
+    for name, manifest in sorted(manifests.items()):
+        params = manifest.get("parameters") or {}
+        guarantee = manifest.get("guarantee") or manifest.get("cap") or {}
+        unit = str(manifest.get("privacy_unit"))
+        releases.append(
+            {
+                "name": name,
+                "generator": params.get("generator") or params.get("release"),
+                "privacy_unit": unit,
+                "neighbouring": manifest.get("neighbouring"),
+                "guarantee": dict(guarantee),
+            }
+        )
+        total = units.setdefault(unit, {"eps": Fraction(0), "delta": Fraction(0), "names": []})
+        total["eps"] += Fraction(str(guarantee.get("epsilon_exact", guarantee.get("epsilon"))))
+        total["delta"] += Fraction(str(guarantee.get("delta_exact", guarantee.get("delta"))))
+        total["names"].append(name)
+    combined = {
+        "kind": COMBINED,
+        "software": {"package": "transit-synth", "version": __version__},
+        "accounting": "basic composition: publishing all the releases below together is "
+        "(sum of their epsilons, sum of their deltas)-DP for each privacy unit; each release "
+        "alone keeps its own guarantee (its manifest.json)",
+        "releases": releases,
+        "guarantee_per_unit": {
+            unit: {
+                "epsilon": float(t["eps"]),
+                "delta": float(t["delta"]),
+                "epsilon_exact": _json_default(t["eps"]),
+                "delta_exact": _json_default(t["delta"]),
+                "releases": t["names"],
+            }
+            for unit, t in sorted(units.items())
+        },
+    }
+    if len(units) > 1:
+        eps = sum((t["eps"] for t in units.values()), Fraction(0))
+        delta = sum((t["delta"] for t in units.values()), Fraction(0))
+        combined["all_releases"] = {
+            "epsilon": float(eps),
+            "delta": float(delta),
+            "epsilon_exact": _json_default(eps),
+            "delta_exact": _json_default(delta),
+        }
+        combined["note"] = (
+            "the releases name different privacy units: each unit's guarantee covers the "
+            "releases listed under it. Where two units name the same individual (a card and "
+            "its card_id column), that individual's guarantee is the sum of theirs; "
+            "all_releases is the sum over every release (for an individual who is the unit "
+            "of each). A guarantee per trip protects a card with k trips only k times weaker."
+        )
+    return json.loads(encode_json(combined))
+
+
+def _validate_combined(manifest: Mapping[str, Any]) -> None:
+    """ValueError unless ``manifest`` is a well-formed combined manifest (names, guarantees)."""
+    releases = manifest.get("releases")
+    per_unit = manifest.get("guarantee_per_unit")
+    if not isinstance(releases, list) or not releases or not isinstance(per_unit, dict):
+        raise ValueError("a combined manifest lists its releases and its guarantee per unit")
+    named = sorted(str(r.get("name")) for r in releases)
+    listed = sorted(n for g in per_unit.values() for n in g.get("releases", []))
+    if named != listed:
+        raise ValueError("a combined manifest lists each release under exactly one unit")
 
 
 def write_manifest(folder: str | os.PathLike[str], manifest: Mapping[str, Any]) -> Path:
-    """Write ``folder/manifest.json`` (deterministic JSON: sorted keys, two-space indent)."""
-    validate_manifest(dict(manifest), "the manifest to write")
+    """Write ``folder/manifest.json`` (:func:`encode_json`), the only writer of manifests: a
+    release's (validated as :func:`~synth.audit.manifest.validate_manifest` reads it, naming its
+    generator) or the combined one of a ``run`` or demo (:func:`combined_manifest`)."""
+    if manifest.get("kind") == COMBINED:
+        _validate_combined(manifest)
+    else:
+        validate_manifest(dict(manifest), "the manifest to write")
+        params = manifest.get("parameters") or {}
+        if not params.get("generator"):
+            raise ValueError("a release manifest names its generator (parameters.generator)")
     path = Path(folder) / MANIFEST
-    text = json.dumps(manifest, sort_keys=True, indent=2, default=_json_default) + "\n"
+    text = encode_json(manifest)
     with atomic_path(path) as tmp:
         Path(tmp).write_text(text, encoding="utf-8")
     return path
@@ -119,7 +276,7 @@ class ReleaseWriter:
     def json(self, name: str, data: Any) -> Path:
         """Write ``data`` as the JSON file ``name`` (e.g. ``schema.json``)."""
         path = self.file(name)
-        path.write_text(json.dumps(data, indent=2, default=_json_default) + "\n", encoding="utf-8")
+        path.write_text(encode_json(data, sort_keys=False), encoding="utf-8")
         return path
 
     def manifest(self, manifest: Mapping[str, Any]) -> Path:
@@ -130,6 +287,19 @@ class ReleaseWriter:
     def complete(self) -> bool:
         """Whether the manifest has been written."""
         return (self.path / MANIFEST).is_file()
+
+
+@dataclass(frozen=True)
+class Written:
+    """A release folder a generator wrote (:meth:`~synth.generator.Generator.write`): its
+    ``path``, and ``counts`` of what its data files hold (rows, sequences, cells: outputs of the
+    release, as public as the files). Usable as a path (``os.fspath``)."""
+
+    path: Path
+    counts: Mapping[str, int]
+
+    def __fspath__(self) -> str:
+        return os.fspath(self.path)
 
 
 @contextlib.contextmanager
@@ -162,6 +332,12 @@ def read_manifest(directory: str | os.PathLike[str], *, required: bool = True) -
         manifest = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise InputError(f"{path}: not a readable JSON manifest ({exc})") from exc
+    if isinstance(manifest, dict) and manifest.get("kind") == COMBINED:
+        names = ", ".join(str(r.get("name")) for r in manifest.get("releases") or [])
+        raise InputError(
+            f"{root}: a run or demo output of several releases (its manifest.json states their "
+            f"combined guarantee); give one of its release folders: {names}"
+        )
     validate_manifest(manifest, str(path))
     return dict(manifest)
 

@@ -102,6 +102,9 @@ class Taxonomy:
     :class:`~synth.errors.InputError` naming the offending node (and source row when there is one).
     """
 
+    #: built from a GTFS zip's parent stations (:meth:`from_gtfs` ``use_stations``)
+    gtfs_stations: bool = False
+
     def __init__(self, graph: nx.DiGraph, *, source: str = "taxonomy") -> None:
         self.source = source
         self._graph = graph
@@ -356,7 +359,9 @@ class Taxonomy:
         edges = list(zip(best["stop_id"], "route:" + best["route_id"], strict=True))
         edges += [(f"route:{r}", f"mode:{modes[r]}") for r in sorted(used)]
         edges += [(f"mode:{m}", ROOT) for m in sorted({modes[r] for r in used})]
-        return cls.from_edges(edges, source=src)
+        taxonomy = cls.from_edges(edges, source=src)
+        taxonomy.gtfs_stations = use_stations  # recorded in manifests (public configuration)
+        return taxonomy
 
     @classmethod
     def from_fanout(cls, locations: Sequence[str], fanout: int) -> Taxonomy:

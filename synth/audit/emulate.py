@@ -18,7 +18,6 @@ import numpy as np
 import pandas as pd
 
 from synth.errors import ConfigError, InputError
-from synth.io import release_dir, write_table
 from synth.privacy import PrivacyLedger
 
 __all__ = ["second_algorithm"]
@@ -66,8 +65,11 @@ def second_algorithm(
             note="Second Algorithm (001 Appendix B): zero counts are not perturbed; noisy counts "
             f"kept when >= {threshold}, then rounded",
         )
-    with release_dir(out_dir) as stage:
+    from synth.release import build_manifest, write_release
+
+    manifest = build_manifest(ledger, {"generator": "second-algorithm"})
+    with write_release(out_dir) as release:
         for name, df in noisy.items():
-            write_table(df, stage / f"{name}.csv")
-        ledger.to_json(stage / "manifest.json", parameters={"release": "second-algorithm"})
+            release.table(df, name)
+        release.manifest(manifest)
     return Path(out_dir)

@@ -58,7 +58,7 @@ def marginals_command(release: AuditedRelease, kind: str) -> str:
     ``--pure``: its public parameters from the manifest, placeholders (:data:`PLACEHOLDERS`) for
     the rest."""
     p = release.parameters
-    opal = p.get("release") == "opal-marginals"
+    opal = (p.get("generator") or p.get("release")) == "opal-marginals"
     argv = ["transit-synth", "marginals", "INPUT", f"--{kind}"]
     argv += ["--epsilon", _number(p.get("epsilon_per_partition"), "EPSILON") if opal else "EPSILON"]
     argv += ["--delta", _number(p.get("delta_per_partition"), "DELTA") if opal else "DELTA"]

@@ -70,8 +70,8 @@ def audit_release(
     report = base_report(str(Path(path)))
     report.update(
         {
-            "release_kind": release.parameters.get("release")
-            or release.parameters.get("generator"),
+            "release_kind": release.parameters.get("generator")
+            or release.parameters.get("release"),
             "privacy_unit": release.manifest.get("privacy_unit"),
             "claimed": release.manifest.get("spent"),
             "scale": scale,

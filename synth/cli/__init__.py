@@ -19,6 +19,7 @@ from typing import Any, NoReturn
 
 from synth import __version__
 from synth.errors import TransitSynthError
+from synth.logs import private_logs
 from synth.outdir import FORCE, Terminated, terminate_on_signals
 
 #: Subcommand -> (module exposing ``register(subparsers)``, one-line help), in ``--help`` order.
@@ -266,8 +267,9 @@ def _run(args: argparse.Namespace) -> int:
         warnings.simplefilter("default")
         warnings.showwarning = _show_warning
         FORCE.set(getattr(args, "force", False))
+        show = getattr(args, "log_private", "show") == "show" and not getattr(args, "quiet", False)
         try:
-            with terminate_on_signals():
+            with terminate_on_signals(), private_logs(show):
                 return int(args.func(args) or 0)
         finally:
             FORCE.set(False)

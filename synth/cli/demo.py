@@ -29,7 +29,9 @@ publishing all of them would cost the sum: the demo compares them, an agency wou
 Layout of ``--out DIR`` (written atomically as a whole):
 
 * ``DIR/releases/<name>/``: the releases, what may be published: each holds its DP data files and
-  ``manifest.json``, nothing else;
+  ``manifest.json``, nothing else; ``DIR/releases/manifest.json`` states the guarantee of
+  publishing them all together, per privacy unit (basic composition: the sums of their epsilons
+  and deltas; an upper bound, as some are of other data);
 * ``DIR/evaluation-private/``: ``private-report.html`` and ``private-evaluation.json``, the
   comparisons with the original data. They contain exact statistics of the private data: NOT
   private, for the data holder only, never to be published (each says so at its top).
@@ -38,6 +40,7 @@ Layout of ``--out DIR`` (written atomically as a whole):
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import time
 import warnings
@@ -46,6 +49,7 @@ from pathlib import Path
 from typing import Any
 
 from synth.cli.options import add_quiet_option, add_seed_option, warn_if_seeded
+from synth.logs import private_message
 
 #: The demo's releases on the SUBE and Chicago data take their settings from the shipped run config
 #: ``demo`` (``configs/demo.toml``, :func:`demo_settings`): one source for both.
@@ -95,8 +99,9 @@ class _Steps:
         self.progress = Progress(quiet)
         self.bar = self.progress.bar("demo", self.TOTAL, unit="step")
 
-    def __call__(self, message: str) -> None:
-        if not self.quiet:
+    def __call__(self, message: str | None) -> None:
+        """Print ``message`` (None: a hidden private message, :mod:`synth.logs`) and advance."""
+        if not self.quiet and message is not None:
             elapsed = time.perf_counter() - self.start
             self.progress.write(f"[{elapsed:6.1f}s] {message}")
         self.bar.update(1)
@@ -139,7 +144,11 @@ def _wednesday_taps(step: _Steps) -> Any:
 
     taps = datasets.sube_taps("wednesday")
     known = taps["id_tarjeta"].notna()
-    step(f"SUBE Wednesday: {len(taps):,} taps, {int((~known).sum())} without a card id dropped")
+    step(
+        private_message(
+            f"SUBE Wednesday: {len(taps):,} taps, {int((~known).sum())} without a card id dropped"
+        )
+    )
     return taps[known].reset_index(drop=True)
 
 
@@ -151,28 +160,25 @@ def _prefix_tree(
     *,
     seed: int | None,
     step: _Steps,
-    location: str,
     params: dict[str, Any],
+    reading: dict[str, Any],
 ) -> dict[str, Any]:
     """A prefix-tree release of ``original`` into ``stage/name`` (``params``: the synthesizer's
-    tuning), evaluated beside the non-private truncation (epsilon = infinity)."""
+    tuning; ``reading``: how ``original`` was read, its location column and unknown-location
+    rule, recorded in the manifest), evaluated beside the non-private truncation (epsilon =
+    infinity)."""
     from prefixtree import PrefixTreeSynthesizer
     from synth.evaluate import evaluate_sequences, evaluate_trajectories
     from synth.records import truncate_sequences
-    from synth.release import ReleaseWriter
 
-    synthesizer = PrefixTreeSynthesizer(taxonomy=taxonomy, random_state=seed, **params)
+    synthesizer = PrefixTreeSynthesizer(taxonomy=taxonomy, random_state=seed, **params, **reading)
     height = int(params["height"])
     with step.progress.counter(f"{name} tree levels", unit="level") as levels:
         synthesizer.set_params(progress=levels)
         synthesizer.fit(original)
-    synthetic = synthesizer.sample()
-    release = ReleaseWriter(stage / name)
-    release.table(synthetic, "sequences")
-    manifest = synthesizer.ledger_.to_dict(
-        parameters={**synthesizer.parameters(), "location_column": location}
-    )
-    release.manifest(manifest)
+    synthesizer.write(stage / name)  # what the CLI and the API write (one release contract)
+    synthetic = synthesizer.sample()  # post-processing of the tree: the sequences written
+    manifest = synthesizer.manifest()
     releases = {
         "eps=inf (truncated)": truncate_sequences(original, height),
         str(manifest["parameters"]["variant"]): synthetic,
@@ -207,9 +213,11 @@ def _sequences(stage: Path, taps: Any, seed: int | None, step: _Steps) -> dict[s
         )
     dropped = int(sube.attrs.get("dropped_unknown", 0))
     step(
-        f"sequences: {sube['seq_id'].nunique():,} SUBE cards, {len(sube):,} boardings, "
-        f"{len(sube_lines.leaves())} lines ({dropped} boardings on lines missing from the "
-        "published line list left out)"
+        private_message(
+            f"sequences: {sube['seq_id'].nunique():,} SUBE cards, {len(sube):,} boardings, "
+            f"{len(sube_lines.leaves())} lines ({dropped} boardings on lines missing from the "
+            "published line list left out)"
+        )
     )
     metro = datasets.montreal_taxonomy()
     simulated = simulate_sequences(SIMULATED_SEQUENCES, taxonomy=metro, seed=SIMULATION_SEED)
@@ -222,8 +230,11 @@ def _sequences(stage: Path, taps: Any, seed: int | None, step: _Steps) -> dict[s
             sube_lines,
             seed=_seed(seed, 0),
             step=step,
-            location=str(config.io["location_column"]),
             params=config.params,
+            reading={
+                "location_column": config.io["location_column"],
+                "on_unknown": config.io["on_unknown"],
+            },
         ),
         "sequences-sube-timed": _prefix_tree(
             stage,
@@ -242,11 +253,11 @@ def _sequences(stage: Path, taps: Any, seed: int | None, step: _Steps) -> dict[s
             metro,
             seed=_seed(seed, 1),
             step=step,
-            location="station (simulated)",
             params={
                 "epsilon": SIMULATED_EPSILON,
                 "height": SIMULATED_HEIGHT,
             },
+            reading={},
         ),
     }
 
@@ -263,7 +274,7 @@ def _marginals(stage: Path, taps: Any, seed: int | None, step: _Steps) -> tuple[
     release = OpalRelease(**demo_settings()["marginals"].params, random_state=_seed(seed, 10)).fit(
         taps
     )
-    release.save(stage / "marginals")
+    release.write(stage / "marginals")
     step("marginals: SBH release (consistent mode) written")
     return release, taps
 
@@ -280,7 +291,6 @@ def _trips(stage: Path, seed: int | None, step: _Steps) -> dict[str, Any]:
     from archetypes.release import normalize_params
     from synth import datasets
     from synth.evaluate import evaluate_trips
-    from synth.release import ReleaseWriter
 
     sube_public = sube_trips(datasets.sube_taps("tuesday"))
     sube_private = sube_trips(datasets.sube_taps("wednesday"))  # drops taps without a card
@@ -328,11 +338,11 @@ def _trips(stage: Path, seed: int | None, step: _Steps) -> dict[str, Any]:
                 **cfg.params,
             ).fit(cfg.private, cfg.public)
             part("sample")
+            state = copy.deepcopy(synthesizer.rng_)
+            synthesizer.write(stage / name, public_inputs=cfg.public_inputs)
+            synthesizer.rng_ = state  # evaluate the very trips written: the same draw again
             synthetic = synthesizer.sample()
-            release = ReleaseWriter(stage / name)
-            release.table(synthetic, "trips")
             manifest = synthesizer.manifest(public_inputs=cfg.public_inputs)
-            release.manifest(manifest)
             part("evaluate")
             results = evaluate_trips(cfg.private, {"archetypes": synthetic}, **cfg.evaluate)
         out[name] = {"results": results, "manifest": manifest, "synthetic": synthetic}
@@ -422,6 +432,7 @@ def _run(args: argparse.Namespace, step: _Steps) -> None:
     from synth.evaluate import against_reference
     from synth.internal import INTERNAL_NOTICE
     from synth.outdir import release_dir
+    from synth.release import combined_manifest, write_manifest
     from synth.report import REPORT_FILE, RESULTS_FILE, write_html
 
     with release_dir(args.out) as stage:
@@ -456,7 +467,13 @@ def _run(args: argparse.Namespace, step: _Steps) -> None:
             "reference": {k: v.to_dict(orient="records") for k, v in reference.items()},
         }
         (internal / RESULTS_FILE).write_text(json.dumps(summary, indent=2, default=str))
-        opal_manifest = opal.ledger_.to_dict(parameters=opal.parameters())
+        opal_manifest = opal.manifest()
+        manifests = {
+            **{name: q["manifest"] for name, q in sequences.items()},
+            "marginals": opal_manifest,
+            **{name: t["manifest"] for name, t in trips.items()},
+        }
+        write_manifest(releases, combined_manifest(manifests))
         write_html(_report(sequences, trips, opal_manifest, reference), internal / REPORT_FILE)
     step.close()
     _summary(Path(args.out), sequences, trips, args.quiet)
@@ -464,18 +481,26 @@ def _run(args: argparse.Namespace, step: _Steps) -> None:
 
 def _summary(out: Path, sequences: dict[str, Any], trips: dict[str, Any], quiet: bool) -> None:
     """Where everything went, and the headline figures."""
-    print(f"releases written to {out / RELEASES_DIR}/ (publishable: data and manifest.json only)")
+    print(
+        f"releases written to {out / RELEASES_DIR}/ (publishable: data and manifest.json only; "
+        f"{RELEASES_DIR}/manifest.json: the guarantee of publishing them all)"
+    )
     print(
         f"internal evaluation (NOT private, do not publish): "
         f"{out / EVALUATION_DIR / 'private-report.html'}"
     )
     if quiet:
         return
+    lines = []  # measured against the original data: the holder's, as the evaluation folder
     for data, q in sequences.items():
         for name, release in q["results"]["releases"].items():
             tp = ", ".join(f"TP@{p['k']}={p['tp']}" for p in release["patterns"])
             error = release["count_queries"]["popularity"]["mean_relative_error"]
-            print(f"  {data} {name}: {tp}; count-query error (popular) {error:.1%}")
+            lines.append(f"  {data} {name}: {tp}; count-query error (popular) {error:.1%}")
     for name, t in trips.items():
         score = t["results"]["releases"]["archetypes"]["k_marginal"]["score"]
-        print(f"  {name}: k-marginal score {score:.0f} / 1000")
+        lines.append(f"  {name}: k-marginal score {score:.0f} / 1000")
+    for line in lines:
+        text = private_message(line)
+        if text is not None:
+            print(text)

@@ -38,11 +38,20 @@ def add_seed_option(parser: argparse.ArgumentParser) -> None:
 
 
 def add_quiet_option(parser: argparse.ArgumentParser) -> None:
-    """Add ``--quiet`` (no progress bars or summaries on stderr)."""
+    """Add ``--quiet`` (no progress bars or summaries on stderr) and ``--log-private``
+    (:mod:`synth.logs`: messages stating exact private quantities shown, labelled, or hidden)."""
     parser.add_argument(
         "--quiet",
         action="store_true",
         help="print errors only: no progress, summary, note or warning",
+    )
+    parser.add_argument(
+        "--log-private",
+        choices=("show", "hide"),
+        default="show",
+        help="messages stating exact counts of the private input (labelled 'private: for the "
+        "data holder'): show them (default) or hide them, for logs meant to be shared; "
+        "--quiet prints none",
     )
 
 

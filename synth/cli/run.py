@@ -25,7 +25,10 @@ kind. Paths are relative to the config file's folder (absolute paths are allowed
 marginals release, the embedded SUBE taps lose their few taps without a card id, as in the demo.
 
 Every release is written into ``DIR/<name>/`` exactly as its subcommand writes it (data files and
-``manifest.json``), and the config is copied to ``DIR/config.toml``. The whole config is checked
+``manifest.json``); ``DIR/manifest.json`` states the guarantee of publishing them all together, per
+privacy unit (basic composition: the sums of their epsilons and of their deltas); the config is
+copied to ``DIR/config.toml`` with its private input paths (``input`` of sequences and marginals,
+``private`` of trips) redacted. The whole config is checked
 before any data is read: an unknown key or a value of the wrong type is an error naming the key and
 the file. The run is staged and moved into DIR at the end, so an error leaves nothing half-written.
 With ``--seed N``, release ``i`` gets seed ``N + i`` (from 0, kinds in the order they first appear,
@@ -35,12 +38,13 @@ releases of a kind in file order).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import inspect
 import os
 import re
-import shutil
 import sys
-from collections.abc import Mapping
+import warnings
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -52,7 +56,7 @@ from synth.cli.options import (
     add_seed_option,
     warn_if_seeded,
 )
-from synth.config import check_io, check_params, load_config
+from synth.config import check_io, check_params, dump_config, load_config
 from synth.errors import ConfigError
 from synth.provenance import provenance_key
 
@@ -242,6 +246,38 @@ def _release(planned: Planned, out: Path, seed: int | None, progress: Any) -> st
     )
 
 
+#: the keys of a release table naming its private input (redacted in the copied config)
+PRIVATE_KEYS = {"sequences": ("input",), "marginals": ("input",), "trips": ("private",)}
+REDACTED = "<private input: not published>"
+
+
+def redacted_config(path: str | os.PathLike[str]) -> str:
+    """The config ``path`` as copied into a run's folder: its private input paths replaced by
+    :data:`REDACTED` (public inputs stay as written, relative to the config's folder)."""
+    config = load_config(Path(path))
+    for kind, value in config.items():
+        for table in [value] if isinstance(value, dict) else value:
+            for key in PRIVATE_KEYS.get(kind, ()):
+                if key in table:
+                    table[key] = REDACTED
+    header = (
+        f"{Path(path).name}, as transit-synth run read it; private input paths redacted "
+        "(comments not kept)"
+    )
+    return dump_config(config, header)
+
+
+@contextlib.contextmanager
+def _warnings_naming(stage: Path, out: str | os.PathLike[str]) -> Iterator[None]:
+    """Warnings raised inside re-raised naming ``out``, never the hidden staging folder."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        yield
+    for w in caught:
+        text = str(w.message).replace(str(stage), str(out))
+        warnings.warn_explicit(text, w.category, w.filename, w.lineno)
+
+
 def run_config(
     config: str | os.PathLike[str],
     out: str | os.PathLike[str],
@@ -257,6 +293,7 @@ def run_config(
     from synth.io import release_dir
     from synth.progress import Progress
     from synth.provenance import private_inputs, write_provenance
+    from synth.release import combined_manifest, read_manifest, write_manifest
 
     releases = plan(config)
     provenance = None
@@ -273,17 +310,20 @@ def run_config(
     progress = Progress(quiet)
     summaries: list[str] = []
     with release_dir(out) as stage:
-        shutil.copyfile(config, stage / "config.toml")
+        (stage / "config.toml").write_text(redacted_config(config), encoding="utf-8")
         for i, planned in enumerate(progress.iterate(releases, "releases")):
-            summary = _release(
-                planned, stage / planned.name, None if seed is None else seed + i, progress
-            )
+            with _warnings_naming(stage, out):
+                summary = _release(
+                    planned, stage / planned.name, None if seed is None else seed + i, progress
+                )
             summary = summary.replace(str(stage), str(out))  # name the final place, not the stage
             # "NAME: summary", without the subcommand's own "KIND: " prefix
             summary = re.sub(rf"^(transit-synth )?{planned.kind}:\s*", "", summary)
             summaries.append(f"{planned.name}: {summary}")
             if not quiet:
                 progress.write(summaries[-1])
+        manifests = {r.name: read_manifest(stage / r.name) for r in releases}
+        write_manifest(stage, combined_manifest(manifests))
     if provenance is not None:
         write_provenance(out, provenance, command="run")
     return summaries

@@ -13,6 +13,7 @@ import numpy as np
 from synth.engines.base import Counts
 from synth.errors import InputError
 from synth.io import DOT_ZERO, ID_SPACE
+from synth.logs import private_message
 from synth.records import OFF_VALUES, UnknownLocationWarning
 from synth.times import CLOCK, OFFSET, SECONDS
 
@@ -112,12 +113,12 @@ NO_DAY = int(np.iinfo(np.int64).min)
 def warn_dropped(path: Path, column: str, n_rows: int, n_distinct: int) -> None:
     """The warning for input rows dropped because their location is not in the taxonomy (the
     grouped pass and the SQL path alike); its stack level points at the synthesizer's caller."""
-    warnings.warn(
+    text = private_message(
         f"{path}: dropped {n_rows} rows ({n_distinct} distinct locations) of column '{column}' not "
-        "in the taxonomy",
-        UnknownLocationWarning,
-        stacklevel=4,
+        "in the taxonomy"
     )
+    if text is not None:
+        warnings.warn(text, UnknownLocationWarning, stacklevel=4)
 
 
 def file_layout(
@@ -178,10 +179,10 @@ def check_file_values(
     if unknown:
         n = sum(c for _, c in unknown)
         if on_unknown == "error":
+            counts = private_message(f"{n} rows, {len(unknown)} distinct unknown locations")
             raise InputError(
                 f"{p}: column '{loc}': location {unknown[0][0]!r} is not in the taxonomy "
-                f"({n} rows, {len(unknown)} distinct unknown locations; pass "
-                "on_unknown='drop' to drop them)"
+                f"({f'{counts}; ' if counts else ''}pass on_unknown='drop' to drop them)"
             )
         return n_rows, n_bad_pos, (n, len(unknown))
     return n_rows, n_bad_pos, None

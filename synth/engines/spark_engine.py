@@ -40,6 +40,7 @@ from synth.engines.base import (
 )
 from synth.errors import ConfigError, InputError
 from synth.io import DOT_ZERO
+from synth.logs import private_message
 from synth.records.positions import bad_position_error, duplicate_position_error, duplicate_row
 
 __all__ = [
@@ -295,15 +296,14 @@ class SparkEngine(Engine):
         if first:
             n = unknown.count()
             if on_unknown == "error":
+                counts = private_message(f"{n} rows")
                 raise InputError(
                     f"{p}: column '{loc}': location {first[0]['name']!r} is not in the taxonomy "
-                    f"({n} rows; pass on_unknown='drop' to drop them)"
+                    f"({f'{counts}; ' if counts else ''}pass on_unknown='drop' to drop them)"
                 )
-            warnings.warn(
-                f"{p}: dropped {n} rows of column '{loc}' not in the taxonomy",
-                UnknownLocationWarning,
-                stacklevel=3,
-            )
+            text = private_message(f"{p}: dropped {n} rows of column '{loc}' not in the taxonomy")
+            if text is not None:
+                warnings.warn(text, UnknownLocationWarning, stacklevel=3)
         dup = raw.groupBy("sid", "pos").count().where(F.col("count") > 1)
         dups = dup.orderBy("sid", "pos").limit(1).collect()
         if dups:  # its row in the file: read on this error path only

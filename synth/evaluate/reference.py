@@ -39,7 +39,7 @@ def _load(
     if not manifest.is_file():
         raise InputError(f"{path}: not a release directory (no manifest.json)")
     params = json.loads(manifest.read_text(encoding="utf-8")).get("parameters", {})
-    if params.get("release") != "opal-marginals":
+    if (params.get("generator") or params.get("release")) != "opal-marginals":
         raise InputError(f"{manifest}: not a marginals release")
     tables = {}
     for name in TABLES:

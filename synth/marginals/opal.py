@@ -14,7 +14,7 @@ import warnings
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
 import pandas as pd
@@ -23,6 +23,7 @@ from synth.engines import SBHEvents, check_engine, get_engine
 from synth.engines.kernels import count_keys
 from synth.errors import ConfigError, InputError
 from synth.generator import SEQUENCE, STRING, Constraint, Generator, InstanceOf
+from synth.logs import private_message
 from synth.marginals.calibration import (
     NOISE_METHODS,
     NoiseSource,
@@ -41,8 +42,12 @@ from synth.marginals.events import (
 from synth.marginals.grid import DEFAULT_SPLIT, TABLES, Grid, sum_to, table_keys
 from synth.privacy import PrivacyLedger, check_budget, exact, noise_source
 from synth.records import UnknownLocationWarning
+from synth.release import recorded_path
 from synth.taxonomy import Taxonomy, taxonomy_note
 from synth.times import check_timezone
+
+if TYPE_CHECKING:
+    from synth.release import ReleaseWriter
 
 __all__ = ["Mode", "OpalRelease", "marginal_tables"]
 
@@ -216,17 +221,17 @@ class OpalRelease(Generator):
             tax = self.taxonomy
             unknown = tax.unknown(raw)
             if unknown and self.on_unknown != "drop":
+                counts = private_message(f"{len(unknown)} distinct unknown locations")
                 raise InputError(
                     f"location '{unknown[0]}' is not a leaf of the taxonomy {tax.source} "
-                    f"({len(unknown)} distinct unknown locations; on_unknown='drop' drops them)"
+                    f"({f'{counts}; ' if counts else ''}on_unknown='drop' drops them)"
                 )
-            if unknown:
-                warnings.warn(
-                    f"dropped the events at {len(unknown)} distinct locations not in the "
-                    f"taxonomy {tax.source} (e.g. '{unknown[0]}')",
-                    UnknownLocationWarning,
-                    stacklevel=4,
-                )
+            text = unknown and private_message(
+                f"dropped the events at {len(unknown)} distinct locations not in the "
+                f"taxonomy {tax.source} (e.g. '{unknown[0]}')"
+            )
+            if text:
+                warnings.warn(text, UnknownLocationWarning, stacklevel=4)
             level = tax.height if self.level is None else int(self.level)
             gen_map = tax.generalization_map(level)
             domain = sorted(set(gen_map.values()))
@@ -471,7 +476,7 @@ class OpalRelease(Generator):
         self._check_fitted()
         tax = self.taxonomy
         return {
-            "release": "opal-marginals",
+            "generator": "opal-marginals",
             "mode": self.mode,
             "epsilon_per_partition": float(exact(self.epsilon, "epsilon")),
             "delta_per_partition": float(exact(self.delta, "delta")),
@@ -482,7 +487,8 @@ class OpalRelease(Generator):
             ),
             "split": [float(w) for w in self.split],
             "bin_minutes": int(self.bin_minutes),
-            "taxonomy": None if tax is None else tax.source,
+            "taxonomy": None if tax is None else recorded_path(tax.source),
+            **({"gtfs_stations": True} if getattr(tax, "gtfs_stations", False) else {}),
             **taxonomy_note(tax),
             **({"on_unknown": "drop"} if self.on_unknown == "drop" else {}),
             "level": None if tax is None else (tax.height if self.level is None else self.level),
@@ -494,27 +500,16 @@ class OpalRelease(Generator):
             "tables": self.error_bounds(),
         }
 
-    def save(
-        self,
-        out_dir: str | os.PathLike[str],
-        *,
-        format: Literal["csv", "parquet"] = "csv",
-        public_inputs: Mapping[str, str | os.PathLike[str]] | None = None,
-    ) -> Path:
-        """Write one file per table and ``manifest.json`` atomically (:mod:`synth.release`);
-        ``public_inputs`` (role -> file, e.g. the taxonomy) are fingerprinted in the manifest,
-        nothing of the private input is."""
-        from synth.release import check_format, write_release
+    def public_inputs(self) -> dict[str, str | os.PathLike[str]]:
+        """The taxonomy file the grid's locations came from, when it is one (fingerprinted)."""
+        source = None if self.taxonomy is None else Path(str(self.taxonomy.source))
+        return {"taxonomy": source} if source is not None and source.is_file() else {}
 
-        self._check_fitted()
-        check_format(format)
-        with write_release(out_dir) as release:
-            for name, df in self.tables_.items():
-                release.table(df, name, format)
-            release.manifest(
-                self.ledger_.to_dict(parameters=self.parameters(), public_inputs=public_inputs)
-            )
-        return Path(out_dir)
+    def _write_data(self, release: ReleaseWriter, format: str) -> dict[str, int]:
+        """One file per table; returns the number of cells of each."""
+        for name, df in self.tables_.items():
+            release.table(df, name, format)
+        return {name: len(df) for name, df in self.tables_.items()}
 
 
 def marginal_tables(

@@ -11,7 +11,6 @@ cap before it is recorded, and mechanisms record before drawing noise, so an ove
 
 from __future__ import annotations
 
-import json
 import math
 import numbers
 import os
@@ -282,20 +281,6 @@ class ParallelGroup:
         }
 
 
-def _json_default(obj: Any) -> Any:
-    if isinstance(obj, np.generic):
-        return obj.item()
-    if isinstance(obj, np.ndarray):
-        return obj.tolist()
-    if isinstance(obj, Fraction):
-        return _fmt(obj)
-    if isinstance(obj, Path | os.PathLike):
-        return os.fspath(obj)
-    if isinstance(obj, set | frozenset):
-        return sorted(obj)
-    raise TypeError(f"cannot write {type(obj).__name__} to the manifest")
-
-
 class PrivacyLedger(LedgerBranch):
     """The budget cap (epsilon, delta) of one release and everything spent under it.
 
@@ -363,7 +348,8 @@ class PrivacyLedger(LedgerBranch):
         parameters: dict[str, Any] | None = None,
         public_inputs: Mapping[str, str | os.PathLike[str]] | None = None,
     ) -> dict[str, Any]:
-        """The release manifest as a JSON-ready dict (see module docstring for the accounting).
+        """The ledger part of a release manifest (see the module docstring for the accounting);
+        :func:`synth.release.build_manifest` adds the generator and makes it JSON-ready.
 
         ``public_inputs`` (role -> file or directory: taxonomy, location list, public trips, ...)
         are listed with a fingerprint. Nothing about the private input is recorded, not even a
@@ -396,21 +382,7 @@ class PrivacyLedger(LedgerBranch):
             "spent_below_budget": bool(eps < self.cap_epsilon or delta < self.cap_delta),
             "composition": self.to_list(),
             "spends": [s.to_dict() for s in self.spends],
-            "parameters": json.loads(json.dumps(parameters or {}, default=_json_default)),
+            # as given: synth.release.build_manifest makes the manifest JSON-ready (one encoder)
+            "parameters": dict(parameters or {}),
             "inputs": {"private": PRIVATE_INPUT_NOTE, "public": public},
         }
-
-    def to_json(
-        self,
-        path: str | os.PathLike[str] | None = None,
-        parameters: dict[str, Any] | None = None,
-        public_inputs: Mapping[str, str | os.PathLike[str]] | None = None,
-    ) -> str:
-        """The manifest as deterministic JSON (sorted keys); atomically written to ``path``."""
-        from synth.io import atomic_path
-
-        text = json.dumps(self.to_dict(parameters, public_inputs), sort_keys=True, indent=2) + "\n"
-        if path is not None:
-            with atomic_path(path) as tmp:
-                Path(tmp).write_text(text, encoding="utf-8")
-        return text

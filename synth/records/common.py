@@ -14,6 +14,7 @@ import pyarrow.compute as pc
 
 from synth.errors import ConfigError, InputError
 from synth.io import id_strings, read_table
+from synth.logs import private_message
 from synth.times import parse_times
 
 if TYPE_CHECKING:
@@ -177,17 +178,18 @@ def check_locations(
     n, k = int((~known).sum()), unknown.nunique()
     if on_unknown == "error":
         row = first_true_row(~known)
+        counts = private_message(f"{n} rows, {k} distinct unknown locations")
         raise InputError(
             f"{src}: column '{column}', row {row}: location {unknown.iloc[0]!r} is not in the "
-            f"taxonomy {taxonomy.source} ({n} rows, {k} distinct unknown locations; "
+            f"taxonomy {taxonomy.source} ({f'{counts}; ' if counts else ''}"
             "pass on_unknown='drop' to drop them)"
         )
-    warnings.warn(
+    text = private_message(
         f"{src}: dropped {n} rows ({k} distinct locations) of column '{column}' not in the "
-        f"taxonomy {taxonomy.source}",
-        UnknownLocationWarning,
-        stacklevel=3,
+        f"taxonomy {taxonomy.source}"
     )
+    if text is not None:
+        warnings.warn(text, UnknownLocationWarning, stacklevel=3)
     out = df[known].reset_index(drop=True)
     out.attrs["dropped_unknown"] = n
     return out

@@ -13,6 +13,7 @@ import pyarrow as pa
 
 from synth.errors import ConfigError, InputError
 from synth.io import read_arrow, read_table, table_columns
+from synth.logs import private_message
 from synth.records.codes import (
     BLOCK_ROWS,
     Column,
@@ -230,17 +231,18 @@ def _known_locations(
     n, k = int(keep.size - np.count_nonzero(keep)), int((~known).sum())
     if on_unknown == "error":
         row = first_true_row(~keep)
+        counts = private_message(f"{n} rows, {k} distinct unknown locations")
         raise InputError(
             f"{src}: column 'location', row {row}: location {names[codes[row - 1]]!r} is not in "
-            f"the taxonomy {taxonomy.source} ({n} rows, {k} distinct unknown locations; "
+            f"the taxonomy {taxonomy.source} ({f'{counts}; ' if counts else ''}"
             "pass on_unknown='drop' to drop them)"
         )
-    warnings.warn(
+    text = private_message(
         f"{src}: dropped {n} rows ({k} distinct locations) of column 'location' not in the "
-        f"taxonomy {taxonomy.source}",
-        UnknownLocationWarning,
-        stacklevel=4,
+        f"taxonomy {taxonomy.source}"
     )
+    if text is not None:
+        warnings.warn(text, UnknownLocationWarning, stacklevel=4)
     return keep, n
 
 

@@ -302,8 +302,11 @@ def test_run_config_bytes_equal_on_neighbours(tmp_path: Path, public: Path) -> N
         (data / "run.toml").write_text(_run_config_text(public))
         outs.append(data / "release")
         run_config(data / "run.toml", outs[-1], seed=SEED)
-    assert sorted(p.name for p in outs[0].iterdir()) == ["config.toml", *sorted(COMMANDS_KINDS)]
-    assert_public_bytes_equal(*outs)
+    names = ["config.toml", "manifest.json", *sorted(COMMANDS_KINDS)]
+    assert sorted(p.name for p in outs[0].iterdir()) == sorted(names)
+    combined = json.loads((outs[0] / "manifest.json").read_text())  # the run's combined claim
+    assert sorted(r["name"] for r in combined["releases"]) == sorted(COMMANDS_KINDS)
+    assert_public_bytes_equal(*outs)  # manifest.json and config.toml byte-equal on D and D'
 
 
 COMMANDS_KINDS = ("marginals", "sequences", "trips")

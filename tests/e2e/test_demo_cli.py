@@ -27,6 +27,14 @@ RELEASES = {
 }
 
 
+#: the public files each release fingerprints (the shipped taxonomies, the public Tuesday)
+PUBLIC_FILES = {
+    "sequences-sube": ["sube_line_taxonomy.csv"],
+    "sequences-montreal-simulated": ["montreal_taxonomy.csv"],
+    "trips-sube": ["martes_trx.parquet"],
+}
+
+
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess]:
     out = tmp_path_factory.mktemp("demo") / "tmp"
@@ -46,7 +54,12 @@ def test_demo_writes_the_release_directories(
 ) -> None:
     out, done = demo
     assert sorted(p.name for p in out.iterdir()) == ["evaluation-private", "releases"]
-    assert sorted(p.name for p in (out / "releases").iterdir()) == sorted(RELEASES)
+    assert sorted(p.name for p in (out / "releases").iterdir()) == sorted(
+        [*RELEASES, "manifest.json"]
+    )
+    combined = json.loads((out / "releases" / "manifest.json").read_text())
+    assert sorted(r["name"] for r in combined["releases"]) == sorted(RELEASES)
+    assert sum(len(u["releases"]) for u in combined["guarantee_per_unit"].values()) == 5
     for name, data in RELEASES.items():
         folder = out / "releases" / name
         manifest = json.loads((folder / "manifest.json").read_text())
@@ -54,7 +67,7 @@ def test_demo_writes_the_release_directories(
         # nothing of the private inputs: no hash, no name (only the public Tuesday file)
         assert manifest["inputs"]["private"].startswith("not recorded")
         public = [p["file"] for p in manifest["inputs"]["public"]]
-        assert public == (["martes_trx.parquet"] if name == "trips-sube" else [])
+        assert public == PUBLIC_FILES.get(name, [])
         text = (folder / "manifest.json").read_text()
         assert "miercoles" not in text and "chicago_taxi" not in text
         assert len(pd.read_csv(folder / data)) > 0

@@ -253,14 +253,14 @@ def test_unwritable_parent_is_one_line(data, tmp_path, capsys, monkeypatch) -> N
         assert main(_sequences(data, tmp_path / "ro" / "out")) == 2
     assert "Permission denied" in _one_error_line(capsys.readouterr().err)
 
-    import prefixtree.release
+    import prefixtree.output
 
     def full(frames: object, path: Path) -> int:
         path.write_text("half")
         raise OSError(errno.ENOSPC, "No space left on device", str(path))
 
     with monkeypatch.context() as m:
-        m.setattr(prefixtree.release, "write_release", full)
+        m.setattr(prefixtree.output, "write_sequences", full)
         assert main(_sequences(data, tmp_path / "out")) == 2
     assert "No space left on device" in _one_error_line(capsys.readouterr().err)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["data"]
@@ -282,14 +282,14 @@ def test_read_only_parent_for_real(data, tmp_path, capsys) -> None:
 SLOW_WRITER = """
 import signal, sys, time
 signal.signal(signal.SIGHUP, signal.SIG_DFL)  # as from a terminal, even when run under nohup
-import prefixtree.release as cli
-real = cli.write_release
+import prefixtree.output as cli
+real = cli.write_sequences
 def slow(frames, path):
     n = real(frames, path)
     (path.parent / "started").write_text("x")
     time.sleep(60)
     return n
-cli.write_release = slow
+cli.write_sequences = slow
 from synth.cli import main
 sys.exit(main(sys.argv[1:]))
 """

@@ -184,7 +184,13 @@ def test_run_config_outputs_are_identical_on_neighbouring_inputs(
         outs.append(out)
     published = sorted(p.relative_to(outs[0]) for p in outs[0].rglob("*") if p.is_file())
     assert published == sorted(p.relative_to(outs[1]) for p in outs[1].rglob("*") if p.is_file())
-    assert {p.parts[0] for p in published} == {"config.toml", "sequences", "marginals", "trips"}
+    assert {p.parts[0] for p in published} == {
+        "config.toml",
+        "manifest.json",
+        "sequences",
+        "marginals",
+        "trips",
+    }
     for rel in published:
         if rel.name in ("manifest.json", "config.toml", "schema.json"):
             assert (outs[0] / rel).read_bytes() == (outs[1] / rel).read_bytes(), rel
@@ -255,4 +261,8 @@ def test_run_writes_one_provenance_record_beside_its_directory(
         "sequences: input": input_hmac(key.read_bytes(), neighbours["d"] / "taps.csv"),
         "trips: private": input_hmac(key.read_bytes(), neighbours["d"] / "trips.csv"),
     }
-    assert sorted(record["manifests"]) == ["sequences/manifest.json", "trips/manifest.json"]
+    assert sorted(record["manifests"]) == [
+        "manifest.json",
+        "sequences/manifest.json",
+        "trips/manifest.json",
+    ]

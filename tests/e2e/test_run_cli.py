@@ -14,6 +14,7 @@ import pytest
 
 from synth.cli import main
 from synth.cli.run import KINDS, plan
+from synth.config import load_config
 from synth.simulate import simulate_taps, write_simulated_sequences
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
@@ -31,6 +32,17 @@ def inputs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     write_simulated_sequences(folder / "montreal-sequences.csv", 3000, seed=1)
     simulate_taps(2000, seed=2).to_csv(folder / "opal-trips.csv", index=False)
     return folder
+
+
+def redacted(config: dict) -> dict:
+    """``config`` with the private input of every release (``input``, trips' ``private``) replaced
+    by the marker the copied config shows instead."""
+    for value in config.values():
+        for table in [value] if isinstance(value, dict) else value:
+            for key in ("input", "private"):
+                if key in table:
+                    table[key] = "<private input: not published>"
+    return config
 
 
 def _copy(config: str | Path, folder: Path, inputs: Path) -> Path:
@@ -87,7 +99,7 @@ def test_each_config_runs(config: str, inputs: Path, tmp_path: Path) -> None:
     assert main(["run", str(copied), "--out", str(out), "--seed", "0", "--quiet"]) == 0
     releases = plan(copied)
     assert sorted(p.name for p in out.iterdir()) == sorted(
-        [r.name for r in releases] + ["config.toml"]
+        [r.name for r in releases] + ["config.toml", "manifest.json"]
     )
     for release in releases:
         folder = out / release.name
@@ -96,7 +108,10 @@ def test_each_config_runs(config: str, inputs: Path, tmp_path: Path) -> None:
         assert 0 < manifest["spent"]["epsilon"] <= release.params["epsilon"]
         data = pd.read_csv(folder / DATA_FILE[release.kind])
         assert len(data) > 0
-    assert (out / "config.toml").read_text() == copied.read_text()
+    copy = tomllib.loads((out / "config.toml").read_text())
+    assert copy == redacted(load_config(copied))  # the config, its private inputs redacted
+    combined = json.loads((out / "manifest.json").read_text())
+    assert sorted(r["name"] for r in combined["releases"]) == sorted(r.name for r in releases)
     assert _leftovers(tmp_path) == []
 
 

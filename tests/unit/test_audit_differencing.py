@@ -28,7 +28,7 @@ def _taps() -> pd.DataFrame:
 
 def _release(tmp_path: Path, mode: str, seed: int) -> Path:
     out = tmp_path / f"{mode}{seed}"
-    OpalRelease(epsilon=8, mode=mode, random_state=seed).fit(_taps()).save(out)
+    OpalRelease(epsilon=8, mode=mode, random_state=seed).fit(_taps()).write(out)
     return out
 
 

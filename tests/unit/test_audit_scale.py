@@ -50,7 +50,7 @@ def opal_like(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """An SBH release whose time x location tables carry discrete Laplace noise of scale 1.4."""
     out = tmp_path_factory.mktemp("opal") / "release"
     # epsilon 40/7 per partition: the two-way tables get 2/8 of it, 10/7, so scale 2/(10/7) = 1.4
-    OpalRelease(epsilon=Fraction(40, 7), random_state=3).fit(ferry_trips(14)).save(out)
+    OpalRelease(epsilon=Fraction(40, 7), random_state=3).fit(ferry_trips(14)).write(out)
     return out
 
 

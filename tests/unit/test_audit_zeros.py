@@ -38,7 +38,7 @@ def _release(tmp_path: Path, mode: str) -> Path:
     out = tmp_path / mode
     OpalRelease(epsilon=8, delta=1e-5, mode=mode, bin_minutes=60, random_state=1, **kwargs).fit(
         _taps()
-    ).save(out)
+    ).write(out)
     return out
 
 

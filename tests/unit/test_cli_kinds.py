@@ -43,7 +43,7 @@ def test_make_release_writes_a_marginal_release(tmp_path: Path) -> None:
     )
     assert "marginals" in summary
     manifest = json.loads((out / "manifest.json").read_text())
-    assert manifest["parameters"]["release"] == "opal-marginals"
+    assert manifest["parameters"]["generator"] == "opal-marginals"
     with pytest.raises(KeyError):
         make_release("histograms", tmp_path / "x", io={}, params={})
 

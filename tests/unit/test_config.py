@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import datetime
+import tomllib
 from pathlib import Path
 from typing import Literal
 
 import pytest
 
-from synth.config import check_params, load_config
+from synth.config import check_params, dump_config, load_config
 from synth.errors import ConfigError
 
 
@@ -66,3 +68,25 @@ def test_syntax_error_and_missing_file(tmp_path: Path) -> None:
         load_config(bad)
     with pytest.raises(ConfigError, match="not found"):
         load_config(tmp_path / "absent.toml")
+
+
+def test_dump_config_reads_back_equal() -> None:
+    """What ``run`` copies into its folder: tables, arrays of tables, nested tables, odd keys."""
+    config = {
+        "sequences": {
+            "input": "a b/taps.csv",
+            "parameters": {"epsilon": 0.5, "height": 3, "budget_split": {"1": 0.25, "2": 0.75}},
+        },
+        "trips": [
+            {
+                "name": "t1",
+                "private": 'quote"d\\path',
+                "public_years": [2013, 2014],
+                "parameters": {"completion": [["a", ["b", "c"]]], "public_stand_in": True},
+            },
+            {"name": "t2", "private": "ü.csv", "parameters": {"day": datetime.date(2019, 11, 28)}},
+        ],
+    }
+    text = dump_config(config, "copied\nsecond line")
+    assert text.startswith("# copied\n# second line\n")
+    assert tomllib.loads(text) == config

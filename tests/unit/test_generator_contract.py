@@ -7,9 +7,11 @@ reproduces the release; the ledger stays within its cap; shuffling the input row
 
 from __future__ import annotations
 
+import json
 import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -168,6 +170,25 @@ def test_not_fitted_raises_one_error(name: str) -> None:
             call()
     with pytest.raises(ValueError):
         generator.sample()
+    for call in (generator.manifest, lambda: generator.write("never-written")):
+        with pytest.raises(NotFittedError):
+            call()
+    assert not Path("never-written").exists()
+
+
+@pytest.mark.parametrize("name", PARAMS)
+def test_write_is_the_release_contract(name: str, tmp_path: Path) -> None:
+    """``write``: data files and ``manifest()``'s manifest naming the generator, nothing else."""
+    generator = fitted(name)
+    written = generator.write(tmp_path / "out", format="parquet")
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert manifest == generator.manifest() and manifest["parameters"]["generator"]
+    files = sorted(p.name for p in Path(written).iterdir())
+    assert "manifest.json" in files and len(files) > 1
+    assert all(f.endswith((".parquet", ".json")) for f in files)
+    assert all(isinstance(n, int) for n in written.counts.values())
+    with pytest.raises(ConfigError):
+        generator.write(tmp_path / "other", format="xlsx")
 
 
 @pytest.mark.parametrize("name", PARAMS)

@@ -22,6 +22,7 @@ from synth.privacy import (
     Spend,
     check_budget,
 )
+from synth.release import build_manifest, encode_json, write_manifest
 
 
 class CountingNoise(SecureNoise):
@@ -201,11 +202,12 @@ def test_manifest_contents_and_deterministic_atomic_json(tmp_path: Path) -> None
         DiscreteGaussian(epsilon=0.5, delta=1e-6).release(
             np.array([5]), noise=noise, ledger=par.branch("bus"), label="gauss", threshold=3
         )
-    params = {"epsilon": 1.0, "height": np.int64(12), "out": tmp_path}
-    out = tmp_path / "release" / "manifest.json"
-    text = ledger.to_json(out, parameters=params, public_inputs={"taxonomy": data})
-    assert out.read_text() == text
-    assert text == ledger.to_json(parameters=params, public_inputs={"taxonomy": data})
+    params = {"generator": "test", "epsilon": 1.0, "height": np.int64(12), "out": tmp_path}
+    (tmp_path / "release").mkdir()
+    built = build_manifest(ledger, params, public_inputs={"taxonomy": data})
+    out = write_manifest(tmp_path / "release", built)
+    text = out.read_text()
+    assert text == encode_json(build_manifest(ledger, params, public_inputs={"taxonomy": data}))
     assert not [p for p in out.parent.iterdir() if p.name != "manifest.json"]  # no temp left
     manifest = json.loads(text)
     assert list(manifest) == sorted(manifest)
@@ -232,9 +234,10 @@ def test_manifest_contents_and_deterministic_atomic_json(tmp_path: Path) -> None
 
 def test_failed_write_leaves_nothing(tmp_path: Path) -> None:
     ledger = PrivacyLedger(epsilon=1.0)
-    out = tmp_path / "manifest.json"
     with pytest.raises(TypeError):
-        ledger.to_json(out, parameters={"bad": object()})
+        write_manifest(tmp_path, build_manifest(ledger, {"generator": "t", "bad": object()}))
+    with pytest.raises(ValueError, match="generator"):  # a manifest names its generator
+        write_manifest(tmp_path, ledger.to_dict(parameters={"release": "old"}))
     assert list(tmp_path.iterdir()) == []
 
 

@@ -222,7 +222,7 @@ def test_per_day_sequences_are_card_days_in_the_manifest(tax: Taxonomy, tmp_path
     assert "privacy_unit" not in sequences_from_taps(taps).attrs
     synth = PrefixTreeSynthesizer(epsilon=1.0, height=2, taxonomy=tax, random_state=0)
     synth.fit(per_day)
-    manifest = json.loads(synth.ledger_.to_json())
+    manifest = synth.manifest()
     assert manifest["privacy_unit"] == "card-day"
     assert "d times the epsilon" in manifest["neighbouring"]
     loaded = load_sequences(taps, per_day=True)  # through the loader too

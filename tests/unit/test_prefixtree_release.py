@@ -11,7 +11,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from prefixtree import PrefixTreeSynthesizer
-from prefixtree.release import release_sequences, write_release
+from prefixtree.output import write_sequences as write_release
+from prefixtree.release import release_sequences
 from synth.errors import ConfigError
 from synth.taxonomy import Taxonomy
 

@@ -347,7 +347,7 @@ def test_bad_input_rows_are_named() -> None:
 
 def test_save_writes_tables_and_manifest(tmp_path: Path) -> None:
     rel = OpalRelease(random_state=ZeroNoise()).fit(_trips())
-    out = rel.save(tmp_path / "rel", format="parquet")
+    out = rel.write(tmp_path / "rel", format="parquet").path
     assert sorted(p.name for p in out.iterdir()) == sorted(
         [f"{t}.parquet" for t in TABLES] + ["manifest.json"]
     )

@@ -62,7 +62,7 @@ def test_distorted_microdata_is_flagged(private: pd.DataFrame, release: OpalRele
 def test_release_directory_and_sequences(
     private: pd.DataFrame, release: OpalRelease, tmp_path: Path
 ) -> None:
-    out = release.save(tmp_path / "rel")
+    out = release.write(tmp_path / "rel").path
     a = against_reference(private, release)
     b = against_reference(private, out)
     pd.testing.assert_frame_equal(a, b)
