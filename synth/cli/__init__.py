@@ -19,7 +19,7 @@ from typing import Any, NoReturn
 
 from synth import __version__
 from synth.errors import TransitSynthError
-from synth.outdir import FORCE, Terminated, terminate_on_signals
+from synth.outdir import FORCE, INPUTS, Terminated, terminate_on_signals
 
 #: Subcommand -> (module exposing ``register(subparsers)``, one-line help), in ``--help`` order.
 #: Only the module of the subcommand being run is imported, so ``--help`` and each command start
@@ -266,11 +266,13 @@ def _run(args: argparse.Namespace) -> int:
         warnings.simplefilter("default")
         warnings.showwarning = _show_warning
         FORCE.set(getattr(args, "force", False))
+        INPUTS.of(args)  # an output folder never loses the command's input
         try:
             with terminate_on_signals():
                 return int(args.func(args) or 0)
         finally:
             FORCE.set(False)
+            INPUTS.set(())
 
 
 def main(argv: Sequence[str] | None = None) -> int:

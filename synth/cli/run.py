@@ -272,7 +272,8 @@ def run_config(
         )
     progress = Progress(quiet)
     summaries: list[str] = []
-    with release_dir(out) as stage:
+    inputs = [v for r in releases for v in r.io.values() if isinstance(v, str) and os.path.isabs(v)]
+    with release_dir(out, inputs=inputs) as stage:  # never over an input the config names
         shutil.copyfile(config, stage / "config.toml")
         for i, planned in enumerate(progress.iterate(releases, "releases")):
             summary = _release(

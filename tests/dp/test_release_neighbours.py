@@ -32,6 +32,7 @@ import pytest
 
 from synth.cli import main
 from synth.cli.run import run_config
+from synth.outdir import MARKER
 
 SEED = 11
 #: The cards of D: ``N_CARDS`` cards spread over four paths (each path x mode held by 15 cards, so
@@ -302,7 +303,9 @@ def test_run_config_bytes_equal_on_neighbours(tmp_path: Path, public: Path) -> N
         (data / "run.toml").write_text(_run_config_text(public))
         outs.append(data / "release")
         run_config(data / "run.toml", outs[-1], seed=SEED)
-    assert sorted(p.name for p in outs[0].iterdir()) == ["config.toml", *sorted(COMMANDS_KINDS)]
+    assert sorted(p.name for p in outs[0].iterdir()) == sorted(
+        [MARKER, "config.toml", *COMMANDS_KINDS]
+    )
     assert_public_bytes_equal(*outs)
 
 

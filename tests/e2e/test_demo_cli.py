@@ -17,6 +17,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from synth.outdir import MARKER
+
 RELEASES = {
     "sequences-sube": "sequences.csv",
     "sequences-montreal-simulated": "sequences.csv",
@@ -44,7 +46,7 @@ def test_demo_writes_the_release_directories(
     demo: tuple[Path, subprocess.CompletedProcess],
 ) -> None:
     out, done = demo
-    assert sorted(p.name for p in out.iterdir()) == ["evaluation-private", "releases"]
+    assert sorted(p.name for p in out.iterdir()) == [MARKER, "evaluation-private", "releases"]
     assert sorted(p.name for p in (out / "releases").iterdir()) == sorted(RELEASES)
     for name, data in RELEASES.items():
         folder = out / "releases" / name
