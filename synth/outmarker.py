@@ -226,7 +226,7 @@ def survey(folder: Path, inputs: Iterable[Path] = (), *, add: bool = False) -> S
     input_names, whole = _input_names(folder, inputs)
     theirs = []
     for name in sorted(os.listdir(folder)):
-        if name == MARKER and is_marker(folder / name):
+        if name == MARKER and name not in input_names and is_marker(folder / name):
             continue
         if (whole and not add) or name in input_names or not _ours(folder, name, proven, dirs):
             theirs.append(name)
