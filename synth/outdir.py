@@ -78,6 +78,7 @@ _STAGE = re.compile(r"\.(?:stage|old)-(\d+)-[A-Za-z0-9_]+$")
 #: The command-line options (argparse ``dest``) that name the command's input files or folders.
 INPUT_OPTIONS: tuple[str, ...] = ("input", "private", "public", "taxonomy", "config", "synthetic")
 INPUT_OPTIONS += ("original", "release", "stops", "schema", "locations", "pairs", "neighbours")
+INPUT_OPTIONS += ("provenance_key_file",)
 
 
 class Terminated(KeyboardInterrupt):
@@ -271,8 +272,8 @@ def _check_target(out: Path, shown: Path, lenient: bool, add: bool) -> Survey | 
         sample = ", ".join(found.theirs[:3]) + (", ..." if len(found.theirs) > 3 else "")
         what = "the command's input" if found.holds_input else "files this tool cannot prove"
         raise ConfigError(
-            f"{shown}: output folder holds {what}{' it wrote' * (not found.holds_input)} "
-            f"({sample}); "
+            f"{shown}: output folder holds {what}{' it wrote' * (not found.holds_input)}"
+            f"{f' ({sample})' if sample else ''}; "
             "choose a new or empty folder, or pass --force to write the output beside them "
             "(none of them is deleted or replaced)"
         )
