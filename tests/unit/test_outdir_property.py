@@ -268,3 +268,29 @@ def test_a_stale_stage_is_removed_only_when_the_tool_made_it(tmp_path: Path) -> 
         (new / "manifest.json").write_text("{}")
     assert not stage.exists()
     assert (mine / "notes.txt").read_text() == "mine"
+
+
+def test_add_beside_a_release_replaces_only_its_own_proven_files(tmp_path: Path) -> None:
+    """``export`` into a release (``add``): its own earlier file is replaced, the release and
+    the user's notes stay, a user's file of the same name is never overwritten."""
+    rel = tmp_path / "rel"
+    with release_dir(rel, force=False) as stage:
+        (stage / "manifest.json").write_text("{}")
+    (rel / "notes.txt").write_text("mine")
+    for n in (1, 2):
+        with release_dir(rel, force=False, add=True, inputs=[rel]) as stage:
+            (stage / "od.csv").write_text(f"od {n}")
+    assert (rel / "od.csv").read_text() == "od 2"
+    assert (rel / "manifest.json").read_text() == "{}"
+    assert (rel / "notes.txt").read_text() == "mine"
+    listed = json.loads((rel / MARKER).read_text())["files"]
+    assert sorted(listed) == ["manifest.json", "od.csv"]
+    (rel / "od.csv").write_text("edited by the user")
+    with pytest.raises(ConfigError, match=r"od\.csv"):
+        with release_dir(rel, force=False, add=True) as stage:
+            (stage / "od.csv").write_text("od 3")
+    assert (rel / "od.csv").read_text() == "edited by the user"
+    # a plain rerun into the release is refused: notes.txt and the edited od.csv are the user's
+    with pytest.raises(ConfigError, match="--force"):
+        with release_dir(rel, force=False) as stage:
+            (stage / "manifest.json").write_text("{}")
