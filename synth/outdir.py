@@ -1,23 +1,32 @@
-"""Output directories: staged beside the target, then put in place whole; the user's files are kept.
+"""Output directories: staged beside the target, put in place whole; ownership by proof, not guess.
 
 :func:`release_dir` is the one place where the tool writes an output folder (a release, an
-evaluation, an audit, an export, a ``run`` or the demo). The rules, for ``--out DIR``:
+evaluation, an audit, an export, a ``run`` or the demo). Every folder it writes holds a marker,
+:data:`MARKER`, listing each file the tool wrote there with its size and SHA-256 (and the folders
+it made). An entry of ``--out DIR`` is the tool's only if the marker lists it and it still matches
+(a folder: listed, and everything in it the tool's); anything else is the user's: files the marker
+does not list, or that changed since, dot-entries, symlinks, a ``manifest.json`` the tool did not
+write, a forged marker's claims. The rules:
 
 - ``DIR`` absent (or an empty folder): the staged folder is renamed to ``DIR`` in one atomic step.
-- ``DIR`` holds a previous output of this tool (its ``manifest.json``, ``audit.json``,
-  ``evaluation.json``, ``export-*.json``, or only such folders, as ``run`` writes) and nothing else:
-  it is replaced as a whole, atomically (``renameat2(RENAME_EXCHANGE)`` where the kernel has it,
-  else two renames a few microseconds apart); no stale file of the old output survives.
-- anything else (a folder with other files, such as the input's own folder; a file): refused with
-  a :class:`~synth.errors.ConfigError` and nothing touched. ``force=True`` (``--force``) adds the
-  output beside the other files instead: the tool's own earlier entries are replaced, every other
-  file is kept, and a name clash with one of them is refused. Files the tool did not write are
-  never deleted or replaced; the entries it wrote there are listed in :data:`MARKER`.
+- ``DIR`` holds only the tool's entries: it is replaced as a whole, atomically
+  (``renameat2(RENAME_EXCHANGE)`` where the kernel has it, else two renames a few microseconds
+  apart); the old entries are then removed one by one, each only while it still matches.
+- anything else (a user's file, a folder holding the command's input, a file at ``DIR``): refused
+  with a :class:`~synth.errors.ConfigError` and nothing touched. ``force=True`` (``--force``)
+  writes the output beside the user's entries instead: the tool's matching earlier entries are
+  removed or replaced, the user's stay byte for byte, and a name clash with one of them is refused
+  before anything moves. ``add=True`` (``export`` or ``evaluate`` into a release) adds beside
+  likewise, without ``--force`` and without removing the tool's other entries.
+
+A symlink ``DIR`` is followed (the link is the user's and stays). The input files of the command
+(:data:`INPUTS`, set by the command line, or ``inputs=``) are never the tool's to remove.
 
 SIGTERM and SIGHUP are turned into :class:`Terminated` (a ``KeyboardInterrupt``) while a folder is
-staged, so they clean up as Ctrl-C does. A stage left by a killed run (SIGKILL, power loss) is
-named after its process id and removed by the next run into the same ``DIR`` once that process
-is gone.
+staged, so they clean up as Ctrl-C does; they are held back while the output is put in place. A
+stage left by a killed run (SIGKILL, power loss) is named after its process id and removed by the
+next run into the same ``DIR`` once that process is gone: a stage still holding its
+:data:`SENTINEL` whole, an old output only by its marker's proof.
 """
 
 from __future__ import annotations
@@ -25,30 +34,51 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import ctypes.util
-import json
 import os
 import re
 import shutil
 import signal
+import stat
 import tempfile
 import threading
-from collections.abc import Iterator
+import warnings
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
 from synth.errors import ConfigError
+from synth.outmarker import (
+    MARKER,
+    SENTINEL,
+    Survey,
+    claims,
+    identity,
+    is_marker,
+    is_tool_output,
+    listing,
+    remove,
+    survey,
+    umask,
+    write_marker,
+)
 
-__all__ = ["MARKER", "Terminated", "is_tool_output", "release_dir", "terminate_on_signals"]
+__all__ = [
+    "FORCE",
+    "INPUTS",
+    "MARKER",
+    "Terminated",
+    "input_paths",
+    "is_tool_output",
+    "release_dir",
+    "terminate_on_signals",
+]
 
-#: Written only when ``force`` put an output beside the user's files: the entries the tool wrote.
-MARKER = ".transit-synth-output.json"
-#: Files whose presence (and valid JSON object content) marks a folder as this tool's output.
-SIGNATURES = ("manifest.json", "audit.json", "evaluation.json", "private-evaluation.json")
-#: The only files beside the sub-folders of a ``run`` or demo output.
-CONTAINER_FILES = ("config.toml", "report.html")
-#: Suffixes of the files the tool writes into an output folder (other files are the user's).
-TOOL_SUFFIXES = (".csv", ".parquet", ".json", ".html", ".png", ".svg", ".xml", ".gz", ".toml")
 _STAGE = re.compile(r"\.(?:stage|old)-(\d+)-[A-Za-z0-9_]+$")
+#: The command-line options (argparse ``dest``) that name the command's input files or folders.
+INPUT_OPTIONS: tuple[str, ...] = ("input", "private", "public", "taxonomy", "config", "synthetic")
+INPUT_OPTIONS += ("original", "release", "stops", "schema", "locations", "pairs", "neighbours")
+INPUT_OPTIONS += ("provenance_key_file",)
 
 
 class Terminated(KeyboardInterrupt):
@@ -82,65 +112,45 @@ def terminate_on_signals() -> Iterator[None]:
             signal.signal(sig, handler)
 
 
-def _json_object(path: Path) -> bool:
+@contextlib.contextmanager
+def _signals_held() -> Iterator[None]:
+    """Hold SIGINT, SIGTERM and SIGHUP back (delivered on leaving) while the output is placed."""
+    held = {getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, n)}
+    if threading.current_thread() is not threading.main_thread() or not hasattr(
+        signal, "pthread_sigmask"
+    ):
+        yield
+        return
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, held)
     try:
-        with path.open(encoding="utf-8") as fh:
-            return isinstance(json.load(fh), dict)
-    except (OSError, ValueError):
-        return False
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
-def is_tool_output(folder: Path, _depth: int = 0) -> bool:
-    """Whether ``folder`` holds an output of this tool (a signature file, an export record, or
-    only sub-folders that are outputs, as ``run`` and the demo write)."""
-    if not folder.is_dir():
-        return False
-    if (folder / MARKER).is_file():
-        return True
-    if any(_json_object(folder / name) for name in SIGNATURES):
-        return True
-    if any(_json_object(p) for p in folder.glob("export-*.json")):
-        return True
-    entries = _entries(folder)
-    subdirs = [e for e in entries if e.is_dir()]
-    files_ok = all(e.is_dir() or e.name in CONTAINER_FILES for e in entries)
-    return (
-        _depth < 2
-        and files_ok
-        and bool(subdirs)
-        and all(is_tool_output(d, _depth + 1) for d in subdirs)
-    )
+def _dispose(old: Path, found: Survey | None, shown: Path) -> None:
+    """Remove a replaced output or an emptied stage (now at ``old``) by proof; what is left (a
+    user's entry that appeared meanwhile) is kept in a visible folder beside ``shown``."""
+    if found is not None:
+        remove(old, found)
+    for name in (MARKER, SENTINEL):
+        if is_marker(old / name) or (name == SENTINEL and (old / name).is_file()):
+            (old / name).unlink()
+    try:
+        old.rmdir()
+    except FileNotFoundError:
+        pass
+    except OSError:
+        kept = shown.with_name(f"{shown.name}.kept-{os.getpid()}-{os.urandom(3).hex()}")
+        os.replace(old, kept)
+        warnings.warn(
+            f"{shown}: entries that appeared while the output was replaced are kept in {kept}",
+            UserWarning,
+            stacklevel=2,
+        )
 
 
-def _entries(folder: Path) -> list[Path]:
-    """The entries of ``folder``, stale stages and the marker excluded."""
-    return [e for e in folder.iterdir() if e.name != MARKER and not _STAGE.search(e.name)]
-
-
-def _split(out: Path) -> tuple[list[Path], list[Path]]:
-    """``out``'s entries as (written by the tool, the user's)."""
-    entries = _entries(out)
-    marker = out / MARKER
-    if marker.is_file():
-        try:
-            listed = set(json.loads(marker.read_text(encoding="utf-8")).get("entries", []))
-        except (OSError, ValueError, AttributeError):
-            listed = set()
-        return [e for e in entries if e.name in listed], [
-            e for e in entries if e.name not in listed
-        ]
-    if not is_tool_output(out):
-        return [], entries
-    ours = [
-        e
-        for e in entries
-        if (e.is_dir() and is_tool_output(e, 1))
-        or (e.is_file() and e.name.lower().endswith(TOOL_SUFFIXES))
-        or e.name.startswith(".")  # the tool's own temporary files
-    ]
-    return ours, [e for e in entries if e not in ours]
-
-
+# -- stages -----------------------------------------------------------------------------------
 def _alive(pid: int) -> bool:
     if pid == os.getpid():
         return True
@@ -154,12 +164,23 @@ def _alive(pid: int) -> bool:
 
 
 def _remove_stale(anchor: Path, name: str) -> None:
-    """Remove stages and replaced folders a killed run left for ``name`` (their process is gone)."""
+    """Remove stages and replaced outputs a killed run left for ``name`` (their process is gone):
+    a stage still holding its sentinel whole, anything else only by its marker's proof."""
     with contextlib.suppress(OSError):
         for entry in anchor.glob(f".{glob_escape(name)}.*-*"):
             match = _STAGE.search(entry.name)
-            if match and entry.name.startswith(f".{name}.") and not _alive(int(match.group(1))):
+            if not (match and entry.name.startswith(f".{name}.") and not _alive(int(match[1]))):
+                continue
+            if entry.is_symlink() or not entry.is_dir():
+                continue
+            if (entry / SENTINEL).is_file() and not (entry / SENTINEL).is_symlink():
                 shutil.rmtree(entry, ignore_errors=True)
+                continue
+            with contextlib.suppress(OSError):
+                remove(entry, survey(entry))
+                if is_marker(entry / MARKER):
+                    (entry / MARKER).unlink()
+                entry.rmdir()  # fails, and keeps it, if anything unproven is left
 
 
 def glob_escape(name: str) -> str:
@@ -167,8 +188,8 @@ def glob_escape(name: str) -> str:
     return re.sub(r"([*?\[])", r"[\1]", name)
 
 
-def _exchange(a: Path, b: Path) -> bool:
-    """Swap two paths atomically (Linux ``renameat2(RENAME_EXCHANGE)``); False when unavailable."""
+def _renameat2(a: Path, b: Path, flags: int) -> bool:
+    """Linux ``renameat2`` (flags 1: no replace, 2: exchange); False when unavailable or failed."""
     libc_name = ctypes.util.find_library("c")
     if libc_name is None:
         return False
@@ -176,127 +197,194 @@ def _exchange(a: Path, b: Path) -> bool:
     renameat2 = getattr(libc, "renameat2", None)
     if renameat2 is None:
         return False
-    at_fdcwd, rename_exchange = -100, 2
-    result = renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange)
-    return result == 0
+    at_fdcwd = -100
+    return renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), flags) == 0
 
 
-def _replace_whole(stage: Path, out: Path) -> None:
-    """Put ``stage`` in place of the folder ``out``; the old folder is deleted afterwards."""
-    if _exchange(stage, out):
-        shutil.rmtree(stage, ignore_errors=True)  # now holds the old output
+def _swap(new: Path, out: Path, aside: Path) -> Path:
+    """Put the folder ``new`` in place of the folder ``out`` (atomically where the kernel can);
+    returns where the old one now is (``new``, else ``aside``)."""
+    if _renameat2(new, out, 2):
+        return new
+    os.replace(out, aside)
+    os.replace(new, out)
+    return aside
+
+
+def _move_new(src: Path, dest: Path, shown: Path) -> None:
+    """Move ``src`` to the absent ``dest``, never over an entry that appeared meanwhile."""
+    if _renameat2(src, dest, 1):
         return
-    old = out.with_name(f".{out.name}.old-{os.getpid()}-{os.urandom(4).hex()}")
-    os.replace(out, old)
-    os.replace(stage, out)
-    shutil.rmtree(old, ignore_errors=True)
-
-
-def _merge(
-    stage: Path, out: Path, remove: list[Path], keep: list[Path], theirs: list[Path]
-) -> None:
-    """Put the staged entries beside ``out``'s other entries: ``remove`` (the tool's old entries)
-    go away, ``keep`` (the tool's) and ``theirs`` (the user's) stay; a clash with the user's is
-    refused before anything moves."""
-    taken = {e.name for e in theirs}
-    clash = sorted(e.name for e in stage.iterdir() if e.name in taken)
-    if clash:
+    if os.path.lexists(dest):
         raise ConfigError(
-            f"{out}: writing here would replace your {', '.join(clash)}; nothing was written "
-            "(choose another --out)"
+            f"{shown}: {dest.name} appeared while the output was placed; it is kept (rerun)"
         )
-    for entry in remove:
-        if entry.is_dir() and not entry.is_symlink():
-            shutil.rmtree(entry)
-        else:
-            entry.unlink()
-    names = sorted(e.name for e in stage.iterdir())
-    for name in names:
-        dest = out / name
-        if dest.is_dir() and not dest.is_symlink():  # the tool's own earlier folder of that name
-            shutil.rmtree(dest)
-        os.replace(stage / name, dest)
-    if theirs or (out / MARKER).is_file():
-        written = sorted({*names, *(e.name for e in keep)})
-        (out / MARKER).write_text(json.dumps({"entries": written}, indent=1) + "\n", "utf-8")
-    stage.rmdir()
+    os.rename(src, dest)
 
 
-def _check_target(out: Path, force: bool) -> tuple[list[Path], list[Path]]:
-    """Refuse a target that would lose the user's files; returns its (ours, theirs) entries."""
-    if out.exists() and not out.is_dir():
-        raise ConfigError(
-            f"{out}: output path exists and is not a directory (choose another --out)"
-        )
-    if not out.is_dir():
-        return [], []
-    ours, theirs = _split(out)
-    if theirs and not force:
-        sample = ", ".join(sorted(e.name for e in theirs)[:3])
-        raise ConfigError(
-            f"{out}: output folder holds files this tool did not write ({sample}"
-            f"{', ...' if len(theirs) > 3 else ''}); choose a new or empty folder, or pass "
-            "--force to add the output beside them (none of them is deleted or replaced)"
-        )
-    return ours, theirs
-
-
-def _make_stage(out: Path) -> Path:
+def _make_stage(out: Path, shown: Path) -> Path:
     anchor = out.parent
     while not anchor.is_dir():
         anchor = anchor.parent
     _remove_stale(anchor, out.name)
     try:
         stage = Path(tempfile.mkdtemp(prefix=f".{out.name}.stage-{os.getpid()}-", dir=anchor))
+        (stage / SENTINEL).write_text(f"{stage.name}\n", encoding="utf-8")
     except OSError as exc:
-        raise ConfigError(f"{out}: cannot write the output here: {exc.strerror or exc}") from exc
-    umask = os.umask(0)
-    os.umask(umask)
-    stage.chmod(0o777 & ~umask)  # mkdtemp makes it private; a release gets the usual permissions
+        raise ConfigError(f"{shown}: cannot write the output here: {exc.strerror or exc}") from exc
+    stage.chmod(0o777 & ~umask())  # mkdtemp makes it private; a release gets the usual permissions
     return stage
+
+
+def _seal(stage: Path) -> dict[str, Any]:
+    """Write the staged folder's marker and drop its sentinel; returns the listing."""
+    content = listing(stage)
+    write_marker(stage, content)
+    (stage / SENTINEL).unlink()  # after the marker: a killed run's stage stays removable
+    return content
+
+
+# -- the checks and the placing ---------------------------------------------------------------
+def _resolve(out_dir: str | os.PathLike[str]) -> tuple[Path, Path]:
+    """``(where to write, the name to show)``: a symlink ``--out`` is followed."""
+    if not str(out_dir).strip():
+        raise ConfigError("--out must not be empty (name an output folder)")
+    shown = Path(out_dir).absolute()
+    if shown.is_symlink() and not shown.exists():
+        raise ConfigError(
+            f"{shown}: a symlink to {os.readlink(shown)}, which does not exist (choose another "
+            "--out)"
+        )
+    return Path(os.path.realpath(shown)), shown
+
+
+def _check_target(out: Path, shown: Path, lenient: bool, add: bool) -> Survey | None:
+    """Refuse a target that would lose the user's files; returns the survey of an existing
+    folder (None when there is none yet)."""
+    if out.exists() and not out.is_dir():
+        raise ConfigError(
+            f"{shown}: output path exists and is not a directory (choose another --out)"
+        )
+    if not out.is_dir():
+        return None
+    found = survey(out, INPUTS.get(), add=add)
+    if (found.theirs or found.holds_input) and not lenient:
+        sample = ", ".join(found.theirs[:3]) + (", ..." if len(found.theirs) > 3 else "")
+        what = "the command's input" if found.holds_input else "files this tool cannot prove"
+        raise ConfigError(
+            f"{shown}: output folder holds {what}{' it wrote' * (not found.holds_input)}"
+            f"{f' ({sample})' if sample else ''}; "
+            "choose a new or empty folder, or pass --force to write the output beside them "
+            "(none of them is deleted or replaced)"
+        )
+    return found
+
+
+def _merge(stage: Path, out: Path, shown: Path, found: Survey, add: bool) -> None:
+    """Put the staged entries beside ``out``'s: the tool's same-named entries are replaced (with
+    ``add``, only those; else its other entries are removed too), the user's stay; a clash
+    with one of the user's is refused before anything moves."""
+    staged = sorted(n for n in os.listdir(stage) if n != MARKER)
+    theirs = set(found.theirs)
+    clash = [n for n in staged if n in theirs] + [MARKER] * (MARKER in theirs)
+    if clash:
+        raise ConfigError(
+            f"{shown}: writing here would replace your {', '.join(clash)}; nothing was written "
+            "(choose another --out)"
+        )
+    ours = [n for n in os.listdir(out) if n != MARKER and n not in theirs]
+    for name in ours:
+        if name not in staged and not add:
+            remove(out / name, found, name)
+    for name in staged:
+        _put(stage / name, out / name, found, shown)
+    new_files, new_dirs = claims(stage)
+    kept = [n for n in ours if n not in staged and add]
+    files = {r: m for r, m in claims(out)[0].items() if r in found.proven}
+    files = {r: m for r, m in files.items() if r.split("/")[0] in kept} | new_files
+    dirs = {d for d in found.dirs if d.split("/")[0] in kept} | new_dirs
+    write_marker(out, {"files": dict(sorted(files.items())), "dirs": sorted(dirs)})
+    _dispose(stage, None, shown)
+
+
+def _put(src: Path, dest: Path, found: Survey, shown: Path) -> None:
+    """Put the staged entry ``src`` at ``dest``, replacing the tool's entry there (if any)."""
+    name = dest.name
+    st = None
+    with contextlib.suppress(FileNotFoundError):
+        st = dest.lstat()
+    if st is not None and stat.S_ISDIR(st.st_mode) and src.is_dir():
+        remove(_swap(src, dest, src.with_name(f".old-{name}")), found, name)
+        return
+    if st is not None and stat.S_ISREG(st.st_mode) and found.proven.get(name) == identity(st):
+        if src.is_file():
+            os.replace(src, dest)  # the tool's unchanged file, replaced in one step
+            return
+    if st is not None:
+        remove(dest, found, name)
+    _move_new(src, dest, shown)
+
+
+def _place(stage: Path, out: Path, shown: Path, found: Survey | None, add: bool) -> None:
+    """Put the sealed ``stage`` in place at ``out`` (rules: module docstring)."""
+    if found is None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(stage, out)
+    elif not os.listdir(out):
+        os.replace(stage, out)  # an empty folder is replaced in one step
+    elif found.theirs or found.holds_input or add:
+        _merge(stage, out, shown, found, add)
+    else:
+        aside = out.with_name(f".{out.name}.old-{os.getpid()}-{os.urandom(4).hex()}")
+        _dispose(_swap(stage, out, aside), found, shown)
 
 
 @contextlib.contextmanager
 def release_dir(
-    out_dir: str | os.PathLike[str], *, force: bool | None = None, add: bool = False
+    out_dir: str | os.PathLike[str],
+    *,
+    force: bool | None = None,
+    add: bool = False,
+    inputs: Iterable[str | os.PathLike[str]] = (),
 ) -> Iterator[Path]:
     """Stage an output folder: yield an empty directory, put in place whole on success.
 
     See the module docstring for the rules; ``force=None`` takes the command line's ``--force``
     (:data:`FORCE`). ``add=True`` (``export`` or ``evaluate`` into a release folder) puts the
     staged entries beside the folder's entries instead of replacing it (the tool's same-named
-    entries are replaced; the user's files are kept, a clash with one is refused). On any exception
-    (``KeyboardInterrupt``, SIGTERM and SIGHUP included) the stage is deleted and ``out_dir`` is
-    left absent or unchanged.
+    entries are replaced; the user's files are kept, a clash with one is refused). ``inputs``:
+    files or folders the command reads (besides :data:`INPUTS`), never removed or replaced. On any
+    exception (``KeyboardInterrupt``, SIGTERM and SIGHUP included) the stage is deleted and
+    ``out_dir`` is left absent or unchanged.
     """
-    if not str(out_dir).strip():
-        raise ConfigError("--out must not be empty (name an output folder)")
-    out = Path(out_dir).absolute()
+    out, shown = _resolve(out_dir)
     force = FORCE.get() if force is None else force
     lenient = force or add  # adding beside never deletes or replaces the user's files
-    _check_target(out, lenient)  # fail before any work
-    stage = _make_stage(out)
-    try:
-        with terminate_on_signals():
-            yield stage
-            ours, theirs = _check_target(out, lenient)  # the folder may have changed meanwhile
-            if not out.exists() or not _entries(out):
-                out.parent.mkdir(parents=True, exist_ok=True)
-                if out.is_dir():
-                    with contextlib.suppress(FileNotFoundError):
-                        (out / MARKER).unlink()
-                os.replace(stage, out)
-            elif add:
-                staged = {e.name for e in stage.iterdir()}
-                remove = [e for e in ours if e.name in staged]
-                _merge(stage, out, remove, [e for e in ours if e not in remove], theirs)
-            elif not theirs:
-                _replace_whole(stage, out)
-            else:
-                _merge(stage, out, ours, [], theirs)
-    except BaseException:
-        shutil.rmtree(stage, ignore_errors=True)
-        raise
+    extra = input_paths(inputs)
+    with INPUTS.adding(extra):
+        _check_target(out, shown, lenient, add)  # fail before any work
+        stage = _make_stage(out, shown)
+        try:
+            with terminate_on_signals():
+                yield stage
+                found = _check_target(out, shown, lenient, add)  # it may have changed
+                _seal(stage)
+                with _signals_held():
+                    _place(stage, out, shown, found, add)
+        except BaseException:
+            shutil.rmtree(stage, ignore_errors=True)
+            raise
+
+
+def input_paths(values: Iterable[object]) -> list[Path]:
+    """The existing files and folders among ``values`` (paths, or lists of them), resolved."""
+    found = []
+    for value in values:
+        items = value if isinstance(value, list | tuple) else [value]
+        for item in items:
+            if isinstance(item, str | os.PathLike) and str(item) and os.path.exists(item):
+                found.append(Path(os.path.realpath(item)))
+    return found
 
 
 class _Flag:
@@ -312,5 +400,33 @@ class _Flag:
         self._value = bool(value)
 
 
+class _Paths:
+    """The command's input paths (the command line sets them once per command)."""
+
+    def __init__(self) -> None:
+        self._value: tuple[Path, ...] = ()
+
+    def get(self) -> tuple[Path, ...]:
+        return self._value
+
+    def set(self, values: Iterable[object]) -> None:
+        self._value = tuple(input_paths(values))
+
+    def of(self, args: object) -> None:
+        """Set from an ``argparse.Namespace``: its :data:`INPUT_OPTIONS`."""
+        self.set(getattr(args, name, None) for name in INPUT_OPTIONS)
+
+    @contextlib.contextmanager
+    def adding(self, paths: Iterable[Path]) -> Iterator[None]:
+        before = self._value
+        self._value = (*before, *paths)
+        try:
+            yield
+        finally:
+            self._value = before
+
+
 #: ``--force`` of the command being run (read by :func:`release_dir` when ``force`` is None).
 FORCE = _Flag()
+#: The input files and folders of the command being run (never removed or replaced).
+INPUTS = _Paths()

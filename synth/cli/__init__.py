@@ -20,7 +20,7 @@ from typing import Any, NoReturn
 from synth import __version__
 from synth.errors import TransitSynthError
 from synth.logs import private_logs
-from synth.outdir import FORCE, Terminated, terminate_on_signals
+from synth.outdir import FORCE, INPUTS, Terminated, terminate_on_signals
 
 #: Subcommand -> (module exposing ``register(subparsers)``, one-line help), in ``--help`` order.
 #: Only the module of the subcommand being run is imported, so ``--help`` and each command start
@@ -268,11 +268,13 @@ def _run(args: argparse.Namespace) -> int:
         warnings.showwarning = _show_warning
         FORCE.set(getattr(args, "force", False))
         show = getattr(args, "log_private", "show") == "show" and not getattr(args, "quiet", False)
+        INPUTS.of(args)  # an output folder never loses the command's input
         try:
             with terminate_on_signals(), private_logs(show):
                 return int(args.func(args) or 0)
         finally:
             FORCE.set(False)
+            INPUTS.set(())
 
 
 def main(argv: Sequence[str] | None = None) -> int:

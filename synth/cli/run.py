@@ -309,7 +309,8 @@ def run_config(
         )
     progress = Progress(quiet)
     summaries: list[str] = []
-    with release_dir(out) as stage:
+    inputs = [v for r in releases for v in r.io.values() if isinstance(v, str) and os.path.isabs(v)]
+    with release_dir(out, inputs=inputs) as stage:  # never over an input the config names
         (stage / "config.toml").write_text(redacted_config(config), encoding="utf-8")
         for i, planned in enumerate(progress.iterate(releases, "releases")):
             with _warnings_naming(stage, out):

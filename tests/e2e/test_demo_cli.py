@@ -17,6 +17,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from synth.outdir import MARKER
+
 RELEASES = {
     "sequences-sube": "sequences.csv",
     "sequences-sube-timed": "sequences.csv",
@@ -53,13 +55,15 @@ def test_demo_writes_the_release_directories(
     demo: tuple[Path, subprocess.CompletedProcess],
 ) -> None:
     out, done = demo
-    assert sorted(p.name for p in out.iterdir()) == ["evaluation-private", "releases"]
+    assert sorted(p.name for p in out.iterdir()) == [MARKER, "evaluation-private", "releases"]
     assert sorted(p.name for p in (out / "releases").iterdir()) == sorted(
         [*RELEASES, "manifest.json"]
     )
     combined = json.loads((out / "releases" / "manifest.json").read_text())
     assert sorted(r["name"] for r in combined["releases"]) == sorted(RELEASES)
-    assert sum(len(u["releases"]) for u in combined["guarantee_per_unit"].values()) == 5
+    assert sum(len(u["releases"]) for u in combined["guarantee_per_unit"].values()) == len(
+        RELEASES
+    )
     for name, data in RELEASES.items():
         folder = out / "releases" / name
         manifest = json.loads((folder / "manifest.json").read_text())

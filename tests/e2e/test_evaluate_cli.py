@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 
 from synth.cli import main
+from synth.outdir import MARKER
 
 
 class _Images(HTMLParser):
@@ -47,6 +48,7 @@ def test_evaluate_sequences_writes_json_and_report(
     argv = ["evaluate", str(original), str(release), str(other), "--out", str(out)]
     assert main([*argv, "--queries", "400", "--top-k", "20"]) == 0
     assert sorted(p.name for p in out.iterdir()) == [
+        MARKER,
         "private-evaluation.json",
         "private-report.html",
     ]

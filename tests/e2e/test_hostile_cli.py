@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from synth.cli import main
+from synth.outdir import MARKER
 
 ROOT = Path(__file__).resolve().parents[2]
 TAXONOMY = "child,parent\nA,line:1\nB,line:1\nC,line:2\nD,line:2\nline:1,root\nline:2,root\n"
@@ -191,9 +192,9 @@ def test_out_is_a_file(data, tmp_path, capsys) -> None:
 def test_rerun_with_another_format_leaves_no_stale_file(data, tmp_path) -> None:
     out = tmp_path / "release"
     assert main(_sequences(data, out)) == 0
-    assert sorted(p.name for p in out.iterdir()) == ["manifest.json", "sequences.csv"]
+    assert sorted(p.name for p in out.iterdir()) == [MARKER, "manifest.json", "sequences.csv"]
     assert main(_sequences(data, out, "--format", "parquet")) == 0
-    assert sorted(p.name for p in out.iterdir()) == ["manifest.json", "sequences.parquet"]
+    assert sorted(p.name for p in out.iterdir()) == [MARKER, "manifest.json", "sequences.parquet"]
     assert main(["export", str(out), "--to", "od", "--quiet"]) == 0  # readable, one data file
     _no_stage(tmp_path)
 
@@ -291,6 +292,7 @@ def slow(frames, path):
     return n
 cli.write_sequences = slow
 from synth.cli import main
+from synth.outdir import MARKER
 sys.exit(main(sys.argv[1:]))
 """
 

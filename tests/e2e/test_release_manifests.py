@@ -17,6 +17,7 @@ import pandas as pd
 import pytest
 
 from synth.cli import main
+from synth.outdir import MARKER
 from synth.provenance import ENV_VAR, SUFFIX, input_hmac
 
 TAXONOMY = "child,parent\ns1,north\ns2,north\ns3,south\ns4,south\nnorth,root\nsouth,root\n"
@@ -185,6 +186,7 @@ def test_run_config_outputs_are_identical_on_neighbouring_inputs(
     published = sorted(p.relative_to(outs[0]) for p in outs[0].rglob("*") if p.is_file())
     assert published == sorted(p.relative_to(outs[1]) for p in outs[1].rglob("*") if p.is_file())
     assert {p.parts[0] for p in published} == {
+        MARKER,
         "config.toml",
         "manifest.json",
         "sequences",
@@ -208,7 +210,11 @@ def test_provenance_record_is_beside_the_release_never_inside(
     assert main([*argv, "--seed", "1", "--provenance-key-file", str(key_file), "--quiet"]) == 0
     # the release directory is the same, byte for byte, with or without the record
     names = sorted(p.name for p in keyed.iterdir())
-    assert names == sorted(p.name for p in plain.iterdir()) == ["manifest.json", "sequences.csv"]
+    assert (
+        names
+        == sorted(p.name for p in plain.iterdir())
+        == [MARKER, "manifest.json", "sequences.csv"]
+    )
     for n in names:
         assert (keyed / n).read_bytes() == (plain / n).read_bytes()
     assert not (plain.parent / f"plain{SUFFIX}").exists()  # only when asked for

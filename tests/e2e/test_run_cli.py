@@ -15,6 +15,7 @@ import pytest
 from synth.cli import main
 from synth.cli.run import KINDS, plan
 from synth.config import load_config
+from synth.outdir import MARKER
 from synth.simulate import simulate_taps, write_simulated_sequences
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
@@ -99,7 +100,7 @@ def test_each_config_runs(config: str, inputs: Path, tmp_path: Path) -> None:
     assert main(["run", str(copied), "--out", str(out), "--seed", "0", "--quiet"]) == 0
     releases = plan(copied)
     assert sorted(p.name for p in out.iterdir()) == sorted(
-        [r.name for r in releases] + ["config.toml", "manifest.json"]
+        [r.name for r in releases] + ["config.toml", "manifest.json", MARKER]
     )
     for release in releases:
         folder = out / release.name

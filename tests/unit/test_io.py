@@ -147,8 +147,8 @@ def test_release_dir_error_keeps_existing(tmp_path: Path) -> None:
     """Issue 16: a previous release is replaced whole; a folder with the user's files is refused
     unless ``force``, which keeps them (the old merge-file-by-file rule is gone)."""
     out = tmp_path / "release"
-    out.mkdir()
-    (out / "manifest.json").write_text('{"old": 1}')
+    with release_dir(out) as stage:  # a genuine earlier output (issue 26: proven by its marker)
+        (stage / "manifest.json").write_text('{"old": 1}')
     (out / "keep.txt").write_text("mine")
     with pytest.raises(KeyboardInterrupt), release_dir(out, force=True) as stage:
         (stage / "manifest.json").write_text("new")

@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 
 from synth.errors import ConfigError, InputError
+from synth.outdir import MARKER
 from synth.privacy import threshold_delta
 from synth.sbh import (
     TABLES,
@@ -349,7 +350,7 @@ def test_save_writes_tables_and_manifest(tmp_path: Path) -> None:
     rel = OpalRelease(random_state=ZeroNoise()).fit(_trips())
     out = rel.write(tmp_path / "rel", format="parquet").path
     assert sorted(p.name for p in out.iterdir()) == sorted(
-        [f"{t}.parquet" for t in TABLES] + ["manifest.json"]
+        [f"{t}.parquet" for t in TABLES] + ["manifest.json", MARKER]
     )
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["parameters"]["tables"]["on_time"]["error_bound"] > 0
