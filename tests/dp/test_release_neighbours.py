@@ -102,15 +102,25 @@ def taps(added: tuple[str, ...] | None, quirk: str = "plain") -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["card_id", "time", "stop_id", "mode", "tap"])
 
 
-def trips(added: bool) -> pd.DataFrame:
+#: trips' card ids: ``plain`` (``k0``..``k89``, added ``new``) or ``ids`` (issue 25: zero-padded
+#: and plain numbers, ``001``..``050`` and ``1``..``50``, 100 cards; the added card ``x1`` is
+#: the one non-numeric id, which made a type-guessing reader take the column as text)
+TRIP_IDS = {
+    "plain": ([f"k{i}" for i in range(90)], "new"),
+    "ids": ([f"{i:03d}" for i in range(1, 51)] + [str(i) for i in range(1, 51)], "x1"),
+}
+
+
+def trips(added: bool, quirk: str = "plain") -> pd.DataFrame:
     """Trips for the archetypes (``card, hour, zone, mode``); the added card rides at night."""
+    cards, new = TRIP_IDS["ids" if quirk == "ids" else "plain"]
     rows = [
-        (f"k{i}", hour, "B" if i % 3 == 0 else "A", "rail" if i % 3 == 0 else "bus")
-        for i in range(90)
+        (card, hour, "B" if i % 3 == 0 else "A", "rail" if i % 3 == 0 else "bus")
+        for i, card in enumerate(cards)
         for hour in ((21, 22) if i % 3 == 0 else (7, 8, 9))
     ]
     if added:
-        rows += [("new", 21, "B", "rail"), ("new", 22, "B", "rail")]
+        rows += [(new, 21, "B", "rail"), (new, 22, "B", "rail")]
     return pd.DataFrame(rows, columns=["card", "hour", "zone", "mode"])
 
 
@@ -124,7 +134,10 @@ def _write_inputs(folder: Path, added: bool, path: tuple[str, ...], quirk: str) 
     long = frame.rename(columns={"card_id": "seq_id", "stop_id": "location"})
     long.insert(1, "pos", long.groupby("seq_id").cumcount())
     long[["seq_id", "pos", "location", "time"]].to_csv(folder / "long.csv", index=False)
-    trips(added).to_csv(folder / "trips.csv", index=False)
+    trips(added, quirk).to_csv(folder / "trips.csv", index=False)
+    # Parquet keeps its stored types; with ``ids`` the hours are stored as text ("7")
+    text = {"hour": str} if quirk == "ids" else {}
+    trips(added, quirk).astype(text).to_parquet(folder / "trips.parquet", index=False)
     trips(False).assign(card=lambda t: "p" + t["card"]).to_csv(folder / "public.csv", index=False)
 
 
@@ -192,9 +205,9 @@ CARD = ("--privacy-unit", "card_id", "--max-contributions", "2")
 TRIPS = ("--id-column", "card", "--key-columns", "hour,zone", "--category-column", "mode")
 
 
-def _trips(stand_in: bool) -> Argv:
+def _trips(stand_in: bool, source: str = "trips.csv") -> Argv:
     def argv(data: Path, pub: Path, out: Path) -> list[str]:
-        common = ["trips", str(data / "trips.csv"), "--delta", "1e-5", "--out", str(out), *TRIPS]
+        common = ["trips", str(data / source), "--delta", "1e-5", "--out", str(out), *TRIPS]
         common += ["--archetypes", "2", "--quiet"]
         if not stand_in:
             return [*common, "--epsilon", "2", "--public", str(data / "public.csv")]
@@ -220,6 +233,8 @@ COMMANDS: dict[str, tuple[Argv, tuple[str, ...]]] = {
     "marginals pure card": (_marginals(*PURE, *CARD), PATHS[0]),
     "trips": (_trips(False), ()),
     "trips stand-in": (_trips(True), ()),
+    "trips parquet": (_trips(False, "trips.parquet"), ()),
+    "trips stand-in parquet": (_trips(True, "trips.parquet"), ()),
 }
 
 
@@ -382,6 +397,69 @@ def test_per_record_rules_on_neighbours(
     d = _release(name, tmp_path, public, added=False, quirk=quirk)
     d_prime = _release(name, tmp_path, public, added=True, quirk=quirk)
     assert_one_card_apart(name, d, d_prime)
+
+
+# --------------------------------------------------- trips: zero noise, one individual's worth
+TRIPS_CASES = [n for n in COMMANDS if n.startswith("trips")]
+
+
+def _spy_trips_counts(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[object]]:
+    """Record what the trips release counts: each discrete Gaussian histogram (by label) and the
+    number of individuals in each stand-in SBH table."""
+    import numpy as np
+
+    import archetypes.standin
+    from synth.privacy import DiscreteGaussian
+
+    seen: dict[str, list[object]] = {}
+    release, sbh = DiscreteGaussian.release, archetypes.standin.stability_histogram
+
+    def released(self: DiscreteGaussian, counts: np.ndarray, **kwargs: object) -> np.ndarray:
+        seen.setdefault(str(kwargs["label"]), []).append(np.asarray(counts, dtype=np.int64))
+        return release(self, counts, **kwargs)  # type: ignore[arg-type]
+
+    def histogram(frame: pd.DataFrame, columns: list[str], **kwargs: object) -> pd.DataFrame:
+        unit = str(kwargs["privacy_unit"])
+        seen.setdefault(f"stand-in {columns}", []).append(frame[unit].nunique())
+        return sbh(frame, columns, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(DiscreteGaussian, "release", released)
+    monkeypatch.setattr(archetypes.standin, "stability_histogram", histogram)
+    return seen
+
+
+@pytest.mark.parametrize("quirk", ["plain", "ids"])
+@pytest.mark.parametrize("name", TRIPS_CASES)
+def test_zero_noise_trips_count_one_individual_more(
+    name: str,
+    quirk: str,
+    tmp_path: Path,
+    public: Path,
+    zero_noise: object,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 25: ``trips`` on D and D' = D plus one card, CSV or Parquet, with or without the
+    stand-in. Zero noise: the category histogram moves by exactly one individual (L1 = 1), the
+    archetype histogram's total by exactly one (and by L1 = 1 with public data: the model is the
+    same), every stand-in table counts exactly one more individual; the manifests are equal.
+    With ``ids`` (cards 001..050 and 1..50, then x1) a reader guessing the id column's type from
+    its values counted 50 individuals in D and 101 in D'."""
+    seen = _spy_trips_counts(monkeypatch)
+    d = _release(name, tmp_path, public, added=False, quirk=quirk)
+    d_prime = _release(name, tmp_path, public, added=True, quirk=quirk)
+    assert_public_bytes_equal(d, d_prime)
+    n_cards = len(TRIP_IDS[quirk][0])
+    category = seen.pop("mode histogram")
+    assert [int(h.sum()) for h in category] == [n_cards, n_cards + 1]
+    assert int(abs(category[1] - category[0]).sum()) == 1
+    archetypes = seen.pop("archetype histogram")
+    assert [int(h.sum()) for h in archetypes] == [n_cards, n_cards + 1]
+    if "stand-in" not in name:
+        assert int(abs(archetypes[1] - archetypes[0]).sum()) == 1
+    else:
+        assert seen, "no stand-in table was released"
+    for label, counts in seen.items():
+        assert counts == [n_cards, n_cards + 1], label
 
 
 # ------------------------------------------------------------------------------------ canaries
