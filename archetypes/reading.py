@@ -38,6 +38,7 @@ __all__ = [
     "read_private_trips",
     "read_public_trips",
     "read_trips",
+    "source_of",
     "trip_ids",
 ]
 
@@ -60,7 +61,15 @@ def read_private_trips(
     names = table_columns(path)
     ids = [id_column] if id_column is not None and id_column in names else []
     frame = read_table(path, dtype={c: str for c in ids}, text=[c for c in names if c not in ids])
-    return trip_ids(frame, id_column, source or str(path)) if id_column else frame
+    frame = trip_ids(frame, id_column, source or str(path)) if id_column else frame
+    frame.attrs["source"] = source or str(path)  # later messages name the file (its rows)
+    return frame
+
+
+def source_of(frame: pd.DataFrame, default: str = "private data") -> str:
+    """The file ``frame`` was read from by :func:`read_private_trips` (rows numbered as in it),
+    else ``default``."""
+    return str(frame.attrs.get("source", default))
 
 
 def read_public_trips(

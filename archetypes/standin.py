@@ -51,7 +51,7 @@ import pandas as pd
 from archetypes.budget import budget_shares
 from archetypes.completion import ColumnCompleter, Plan
 from archetypes.model import bound_individuals
-from archetypes.reading import measure, trip_ids
+from archetypes.reading import measure, source_of, trip_ids
 from archetypes.schema import TripSchema
 from synth.errors import ConfigError, InputError
 from synth.marginals import stability_histogram
@@ -289,9 +289,10 @@ class StandIn:
         missing = [c for c in dict.fromkeys(need) if c not in private.columns]
         if missing:
             raise InputError(f"private data: missing column(s) {', '.join(map(repr, missing))}")
-        private = trip_ids(private[list(dict.fromkeys(need))], self.id_column, "private data")
+        source = source_of(private)
+        private = trip_ids(private[list(dict.fromkeys(need))], self.id_column, source)
         private = self.schema.conform(
-            private, source="private data", columns=[c for c in columns if c in self.schema]
+            private, source=source, columns=[c for c in columns if c in self.schema]
         )
         k = self.spec.max_records_per_individual
         private = bound_individuals(private, self.id_column, k, order)

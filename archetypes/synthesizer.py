@@ -61,7 +61,7 @@ import pandas as pd
 from archetypes.budget import budget_shares
 from archetypes.completion import ColumnCompleter, Plan
 from archetypes.model import ArchetypeModel, bound_individuals, majority
-from archetypes.reading import read_trips, trip_ids
+from archetypes.reading import read_trips, source_of, trip_ids
 from archetypes.sampling import (
     PUBLIC_STREAM,
     SAMPLING_STREAM,
@@ -465,8 +465,9 @@ class ArchetypeSynthesizer(ArchetypeSampling):
         if missing:
             raise InputError(f"private data: missing column(s) {', '.join(map(repr, missing))}")
         private = private[list(dict.fromkeys([self.id_column, *columns, *order]))]
-        private = trip_ids(private, self.id_column, "private data")  # per value (issue 25)
-        private = self.schema_.conform(private, source="private data", columns=columns)
+        source = source_of(private)  # per value (issue 25), messages name the file
+        private = trip_ids(private, self.id_column, source)
+        private = self.schema_.conform(private, source=source, columns=columns)
         private = bound_individuals(
             private, self.id_column, self.max_records_per_individual, self._order(private)
         )

@@ -444,6 +444,14 @@ def test_zero_noise_trips_count_one_individual_more(
     same), every stand-in table counts exactly one more individual; the manifests are equal.
     With ``ids`` (cards 001..050 and 1..50, then x1) a reader guessing the id column's type from
     its values counted 50 individuals in D and 101 in D'."""
+    assert_one_individual_more(name, quirk, tmp_path, public, monkeypatch)
+
+
+def assert_one_individual_more(
+    name: str, quirk: str, root: Path, public: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The checks of :func:`test_zero_noise_trips_count_one_individual_more`."""
+    tmp_path = root
     seen = _spy_trips_counts(monkeypatch)
     d = _release(name, tmp_path, public, added=False, quirk=quirk)
     d_prime = _release(name, tmp_path, public, added=True, quirk=quirk)
@@ -526,6 +534,26 @@ def column_wide_id_rule(monkeypatch: pytest.MonkeyPatch) -> None:
         if name.split(".")[0] in ("synth", "prefixtree", "archetypes"):
             if getattr(module, "id_strings", None) is rule:
                 monkeypatch.setattr(module, "id_strings", column_wide_ids)
+
+
+def type_guessing_trips_reader(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Canary: the private trips read with each column's type guessed from its values (the
+    reader before issue 25: ``read_table`` without dtypes)."""
+    import archetypes.release
+    from synth.io import read_table
+
+    monkeypatch.setattr(
+        archetypes.release, "read_private_trips", lambda path, **_: read_table(path)
+    )
+
+
+def test_canary_type_guessing_trips_reader_is_caught(
+    tmp_path: Path, public: Path, zero_noise: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert_one_individual_more("trips", "ids", tmp_path / "control", public, monkeypatch)
+    type_guessing_trips_reader(monkeypatch)
+    with pytest.raises(AssertionError, match=r"\[50, 101\]"):
+        assert_one_individual_more("trips", "ids", tmp_path / "canary", public, monkeypatch)
 
 
 def test_canary_exact_count_in_manifest_is_caught(
