@@ -144,7 +144,11 @@ def _write_inputs(folder: Path, added: bool, path: tuple[str, ...], quirk: str) 
 @pytest.fixture
 def public(tmp_path: Path) -> Path:
     """Public inputs shared by D and D': the stop taxonomy and the trips' schema."""
-    folder = tmp_path / "public"
+    return write_public(tmp_path / "public")
+
+
+def write_public(folder: Path) -> Path:
+    """The files of the :func:`public` fixture, in ``folder``."""
     folder.mkdir()
     edges = [("1", "g1"), ("2", "g1"), ("3", "g2"), ("4", "g2"), ("g1", "r"), ("g2", "r")]
     pd.DataFrame(edges, columns=["child", "parent"]).to_csv(folder / "tax.csv", index=False)
@@ -399,77 +403,6 @@ def test_per_record_rules_on_neighbours(
     assert_one_card_apart(name, d, d_prime)
 
 
-# --------------------------------------------------- trips: zero noise, one individual's worth
-TRIPS_CASES = [n for n in COMMANDS if n.startswith("trips")]
-
-
-def _spy_trips_counts(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[object]]:
-    """Record what the trips release counts: each discrete Gaussian histogram (by label) and the
-    number of individuals in each stand-in SBH table."""
-    import numpy as np
-
-    import archetypes.standin
-    from synth.privacy import DiscreteGaussian
-
-    seen: dict[str, list[object]] = {}
-    release, sbh = DiscreteGaussian.release, archetypes.standin.stability_histogram
-
-    def released(self: DiscreteGaussian, counts: np.ndarray, **kwargs: object) -> np.ndarray:
-        seen.setdefault(str(kwargs["label"]), []).append(np.asarray(counts, dtype=np.int64))
-        return release(self, counts, **kwargs)  # type: ignore[arg-type]
-
-    def histogram(frame: pd.DataFrame, columns: list[str], **kwargs: object) -> pd.DataFrame:
-        unit = str(kwargs["privacy_unit"])
-        seen.setdefault(f"stand-in {columns}", []).append(frame[unit].nunique())
-        return sbh(frame, columns, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(DiscreteGaussian, "release", released)
-    monkeypatch.setattr(archetypes.standin, "stability_histogram", histogram)
-    return seen
-
-
-@pytest.mark.parametrize("quirk", ["plain", "ids"])
-@pytest.mark.parametrize("name", TRIPS_CASES)
-def test_zero_noise_trips_count_one_individual_more(
-    name: str,
-    quirk: str,
-    tmp_path: Path,
-    public: Path,
-    zero_noise: object,
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """Issue 25: ``trips`` on D and D' = D plus one card, CSV or Parquet, with or without the
-    stand-in. Zero noise: the category histogram moves by exactly one individual (L1 = 1), the
-    archetype histogram's total by exactly one (and by L1 = 1 with public data: the model is the
-    same), every stand-in table counts exactly one more individual; the manifests are equal.
-    With ``ids`` (cards 001..050 and 1..50, then x1) a reader guessing the id column's type from
-    its values counted 50 individuals in D and 101 in D'."""
-    assert_one_individual_more(name, quirk, tmp_path, public, monkeypatch)
-
-
-def assert_one_individual_more(
-    name: str, quirk: str, root: Path, public: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The checks of :func:`test_zero_noise_trips_count_one_individual_more`."""
-    tmp_path = root
-    seen = _spy_trips_counts(monkeypatch)
-    d = _release(name, tmp_path, public, added=False, quirk=quirk)
-    d_prime = _release(name, tmp_path, public, added=True, quirk=quirk)
-    assert_public_bytes_equal(d, d_prime)
-    n_cards = len(TRIP_IDS[quirk][0])
-    category = seen.pop("mode histogram")
-    assert [int(h.sum()) for h in category] == [n_cards, n_cards + 1]
-    assert int(abs(category[1] - category[0]).sum()) == 1
-    archetypes = seen.pop("archetype histogram")
-    assert [int(h.sum()) for h in archetypes] == [n_cards, n_cards + 1]
-    if "stand-in" not in name:
-        assert int(abs(archetypes[1] - archetypes[0]).sum()) == 1
-    else:
-        assert seen, "no stand-in table was released"
-    for label, counts in seen.items():
-        assert counts == [n_cards, n_cards + 1], label
-
-
 # ------------------------------------------------------------------------------------ canaries
 def _public_fingerprint(monkeypatch: pytest.MonkeyPatch) -> None:
     """The fingerprint of finding 1 made constant (a no-op once it is gone from the manifest), so
@@ -534,26 +467,6 @@ def column_wide_id_rule(monkeypatch: pytest.MonkeyPatch) -> None:
         if name.split(".")[0] in ("synth", "prefixtree", "archetypes"):
             if getattr(module, "id_strings", None) is rule:
                 monkeypatch.setattr(module, "id_strings", column_wide_ids)
-
-
-def type_guessing_trips_reader(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Canary: the private trips read with each column's type guessed from its values (the
-    reader before issue 25: ``read_table`` without dtypes)."""
-    import archetypes.release
-    from synth.io import read_table
-
-    monkeypatch.setattr(
-        archetypes.release, "read_private_trips", lambda path, **_: read_table(path)
-    )
-
-
-def test_canary_type_guessing_trips_reader_is_caught(
-    tmp_path: Path, public: Path, zero_noise: object, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    assert_one_individual_more("trips", "ids", tmp_path / "control", public, monkeypatch)
-    type_guessing_trips_reader(monkeypatch)
-    with pytest.raises(AssertionError, match=r"\[50, 101\]"):
-        assert_one_individual_more("trips", "ids", tmp_path / "canary", public, monkeypatch)
 
 
 def test_canary_exact_count_in_manifest_is_caught(
