@@ -269,7 +269,7 @@ def value_text(values: pd.Series, *, column: str = "value", source: str = "input
         if odd.any():
             series = series.astype(object)
             series[odd] = [repr(float(v)) for v in fraction[odd]]
-    elif pd.api.types.is_object_dtype(series):
+    elif pd.api.types.is_object_dtype(series) and pd.api.types.infer_dtype(series) != "string":
         odd = series.map(_fractional).to_numpy(dtype=bool)
         if odd.any():
             series = series.copy()
@@ -291,11 +291,24 @@ def _domain_keys(values: Sequence[Any], column: str) -> list[str]:
     return [str(v) for v in text]
 
 
+#: object columns whose distinct values may be hashed together (no bools: ``True == 1``)
+_HASHABLE = frozenset({"string", "integer", "floating", "mixed-integer-float", "empty"})
+
+
 def _positions(series: pd.Series, col: Column, source: str) -> np.ndarray:
-    """Index of each value's domain value (-1: outside the domain, or missing), value by value."""
-    keys = value_text(series, column=col.name, source=source)
+    """Index of each value's domain value (-1: outside the domain, or missing), value by value
+    (:func:`value_text` of each distinct value once)."""
     index = pd.Index(_domain_keys(col.values, col.name), dtype=object)
-    return np.asarray(index.get_indexer(pd.Index(keys, dtype=object)), dtype=np.int64)
+    series = series.reset_index(drop=True)
+    if pd.api.types.is_object_dtype(series) and pd.api.types.infer_dtype(series) not in _HASHABLE:
+        keys = value_text(series, column=col.name, source=source)
+        return np.asarray(index.get_indexer(pd.Index(keys, dtype=object)), dtype=np.int64)
+    codes, uniques = pd.factorize(series)
+    keys = value_text(pd.Series(uniques), column=col.name, source=source)
+    found = np.asarray(index.get_indexer(pd.Index(keys, dtype=object)), dtype=np.int64)
+    if len(found) == 0:  # every value missing
+        return np.full(len(codes), -1, dtype=np.int64)
+    return np.where(codes >= 0, found[np.maximum(codes, 0)], -1)
 
 
 def _require(df: pd.DataFrame, names: Iterable[str], source: str) -> None:

@@ -45,6 +45,10 @@ def test_conform_matches_domain_values_as_text_whatever_the_column_type() -> Non
         assert out["hour"].tolist() == [7, 8, 21] and out["hour"].dtype == np.int64
     with pytest.raises(InputError, match=r"column 'hour', row 2: value '07' is not in"):
         schema.conform(pd.DataFrame({"hour": ["7", "07"]}))
+    # distinct values are read once, but True is not 1 (hash-equal in Python)
+    odd = TripSchema({"v": Column("v", "categorical", (1, "True", "o"), other="o")})
+    mixed = pd.Series([True, 1, 1.0, " 1.0 ", None, 1.5], dtype=object)
+    assert odd.conform(pd.DataFrame({"v": mixed}))["v"].tolist() == ["True", 1, 1, 1, "o", "o"]
 
 
 def test_conform_of_one_row_does_not_depend_on_the_others() -> None:
