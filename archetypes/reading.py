@@ -13,9 +13,9 @@ cards ``001`` .. ``050`` and ``1`` .. ``50`` are 50 integers, but add one card `
   (:meth:`archetypes.schema.TripSchema.conform`), numeric columns parsed value by value
   (:func:`measure`), the order column read per value as a time or a number
   (:func:`order_key`, :func:`synth.times.wall_clock_times`).
-- :func:`read_public_trips`: the public file's id and order columns are read by the same rules;
-  its other column types are read off the PUBLIC values (a public fact: which columns are numeric
-  features).
+- :func:`read_public_trips`: the public file's id column is read by the same rule; its other
+  column types are read off the PUBLIC values (a public fact: which columns are numeric features),
+  and its values meet the domain, and the order column is read, value by value as above.
 """
 
 from __future__ import annotations
@@ -86,17 +86,15 @@ def read_public_trips(
     return trip_ids(frame, id_column, source or str(path)) if id_column else frame
 
 
-def read_trips(
-    data: object, what: str, *, id_column: str | None, order_column: str | None = None
-) -> pd.DataFrame:
+def read_trips(data: object, what: str, id_column: str | None) -> pd.DataFrame:
     """A frame as given (:func:`synth.generator.read_data`); a path read by
     :func:`read_private_trips` when ``what`` is ``"private data"``, else by
-    :func:`read_public_trips` (``order_column`` as text)."""
+    :func:`read_public_trips`."""
     if not isinstance(data, str | os.PathLike) or str(data) == "":
         return read_data(data, what)
     if what == "private data":
         return read_private_trips(data, id_column=id_column)
-    return read_public_trips(data, id_column=id_column, text=[order_column])
+    return read_public_trips(data, id_column=id_column)
 
 
 def measure(values: pd.Series, column: str, source: str) -> np.ndarray:

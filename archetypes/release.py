@@ -90,12 +90,11 @@ def load_inputs(
     schema_file: str | os.PathLike[str] | None = None,
     *,
     id_column: str | None = None,
-    order_column: str | None = None,
 ) -> tuple[pd.DataFrame | None, pd.DataFrame, TripSchema | None]:
     """Public (None without ``public_path``: the domains then come from the schema), private
     trips and schema, every format read value by value (:mod:`archetypes.reading`: no column's
-    type guessed from the private values; ``id_column`` by the identifier rule, the public
-    ``order_column`` as text)."""
+    type guessed from the private values; ``id_column`` by the identifier rule, in the public
+    trips too)."""
     fmt = inputs.get("format", "trips")
     if fmt not in INPUT_FORMATS:
         raise ConfigError(f"[input] format must be one of {', '.join(INPUT_FORMATS)}, got {fmt!r}")
@@ -116,9 +115,7 @@ def load_inputs(
     else:
         private = read_private_trips(private_path, id_column=id_column)
         public = (
-            None
-            if public_path is None
-            else read_public_trips(public_path, id_column=id_column, text=[order_column])
+            None if public_path is None else read_public_trips(public_path, id_column=id_column)
         )
     schema_path = schema_file or (
         None if inputs.get("schema") is None else resolve_path(inputs["schema"], base)
@@ -191,7 +188,6 @@ def release_trips(
             base,
             schema,
             id_column=params.get("id_column", "individual_id"),
-            order_column=params.get("order_column"),
         )
         step("fit")
         synthesizer = ArchetypeSynthesizer(**params, schema=trip_schema, random_state=seed).fit(

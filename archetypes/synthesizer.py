@@ -276,9 +276,8 @@ class ArchetypeSynthesizer(ArchetypeSampling):
                 "no public data: give public trips, or enable public_stand_in (an SBH release of "
                 "the private trips standing in for them, with its own budget share)"
             )
-        read = {"id_column": self.id_column, "order_column": self.order_column}
-        private = read_trips(data, "private data", **read)  # value by value (issue 25)
-        public_trips = None if public is None else read_trips(public, "public data", **read)
+        private = read_trips(data, "private data", id_column=self.id_column)  # issue 25
+        public_trips = None if public is None else read_trips(public, "public data", self.id_column)
         used = self._used_columns(public_trips)
         if len(private) == 0:
             raise InputError("private data: no trips")

@@ -179,8 +179,10 @@ def test_fit_on_a_path_counts_one_individual_more(tmp_path: Path, zero_noise: ob
             category_column="mode",
             id_column="card",
             n_archetypes=2,
+            order_column="hour",
             random_state=3,
         ).fit(path, public)
+        assert model.features_ == ["hour"]  # the public hours are numbers
         totals.append(
             (int(model.noisy_category_counts_.sum()), int(model.noisy_archetype_counts_.sum()))
         )
