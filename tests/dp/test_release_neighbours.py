@@ -367,6 +367,7 @@ def assert_one_card_apart(name: str, d: Path, d_prime: Path) -> None:
         assert sum(abs(v) for v in changed.values()) <= l1, f"{table}: {changed}"
 
 
+#: trips: zero noise and quirky ids in tests/dp/test_trips_neighbours.py (counts, not tables)
 ZERO_CASES = [n for n in COMMANDS if not n.startswith("trips")]
 
 
