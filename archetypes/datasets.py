@@ -13,19 +13,29 @@ alightings and are dropped; taps without a card id cannot be attributed and are 
 = card (``card_id`` = ``id_tarjeta``), hour of day, mode, line and branch (as strings), fare product
 (``id_tarifa``), stage in the SUBE network (``etapa_red_sube``) and a 0.05-degree grid zone of the
 tap's rounded coordinates ("unknown" when missing); ``lat``/``lon`` are kept for clustering.
+
+Both read a file (or a frame) value by value (README "Data formats", :mod:`archetypes.reading`):
+CSV columns as text, identifiers (card, line, branch) by the identifier rule of
+:mod:`synth.records`, times by :mod:`synth.times`, integers by :func:`synth.records.common.
+int_column` and measures by :func:`archetypes.reading.measure` (a value that is not a number is
+an error naming the file, column and row; a missing one is -1 for Chicago, "unknown" zone for SUBE).
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from archetypes.reading import measure
 from archetypes.schema import Column, TripSchema
 from synth.errors import InputError
-from synth.io import read_table
+from synth.io import id_strings, read_table
+from synth.records.common import int_column
+from synth.times import parse_times
 
 __all__ = [
     "NIST_PAYMENT_TYPES",
@@ -73,43 +83,49 @@ ZONE_SIZE = 0.05
 STAGES = 10
 
 
+CHICAGO_COLUMNS = [
+    "trip_start_timestamp",
+    "pickup_community_area",
+    "dropoff_community_area",
+    "company",
+    "payment_type",
+    "fare",
+    "tips",
+    "trip_seconds",
+    "trip_miles",
+]
+
+
 def chicago_taxi_trips(
-    raw: pd.DataFrame | str | Path, *, years: Iterable[int] | None = None
+    raw: pd.DataFrame | str | os.PathLike[str],
+    *,
+    years: Iterable[int] | None = None,
+    source: str = "Chicago taxi data",
 ) -> pd.DataFrame:
-    """The TFX Chicago sample (a frame or a CSV path) on the challenge schema, optionally keeping
-    only the given years of ``trip_start_timestamp``."""
+    """The TFX Chicago sample (a frame or a CSV/Parquet path, its columns read as text) on the
+    challenge schema, optionally keeping only the given years of ``trip_start_timestamp`` (unix
+    seconds or ISO 8601, per value). Community areas and the measures: a missing value is -1,
+    a value that is not a number an ``InputError`` naming ``source`` (the path when given)."""
     if not isinstance(raw, pd.DataFrame):
-        raw = read_table(raw)
-    need = [
-        "trip_start_timestamp",
-        "pickup_community_area",
-        "dropoff_community_area",
-        "company",
-        "payment_type",
-        "fare",
-        "tips",
-        "trip_seconds",
-        "trip_miles",
-    ]
-    missing = [c for c in need if c not in raw.columns]
+        source = str(raw)
+        raw = read_table(raw, columns=CHICAGO_COLUMNS, text=CHICAGO_COLUMNS)
+    missing = [c for c in CHICAGO_COLUMNS if c not in raw.columns]
     if missing:
-        raise InputError(f"Chicago taxi data: missing column(s) {', '.join(map(repr, missing))}")
-    start = pd.to_datetime(pd.to_numeric(raw["trip_start_timestamp"], errors="coerce"), unit="s")
-    if start.isna().any():
-        row = int(np.flatnonzero(start.isna().to_numpy())[0])
-        raise InputError(
-            f"Chicago taxi data: column 'trip_start_timestamp', row {row + 1}: bad time"
-        )
+        raise InputError(f"{source}: missing column(s) {', '.join(map(repr, missing))}")
+    raw = raw.reset_index(drop=True)
+    start = parse_times(raw["trip_start_timestamp"], column="trip_start_timestamp", source=source)
     out = pd.DataFrame({"taxi_id": np.arange(len(raw), dtype=np.int64)})
     out["shift"] = (start.dt.day_of_week * 3 + start.dt.hour // 8).to_numpy(dtype=np.int64)
-    out["company"] = raw["company"].fillna(UNKNOWN_COMPANY).astype(str).to_numpy()
+    company = raw["company"].astype(object)
+    out["company"] = company.where(company.notna(), UNKNOWN_COMPANY).astype(str).to_numpy()
     for col in ("pickup_community_area", "dropoff_community_area"):
-        out[col] = pd.to_numeric(raw[col], errors="coerce").fillna(-1).to_numpy(dtype=np.int64)
+        area = measure(raw[col], col, source)
+        out[col] = np.where(np.isnan(area), -1, np.rint(area)).astype(np.int64)
     out["payment_type"] = (
         raw["payment_type"].map(NIST_PAYMENT_TYPES).fillna(-1).to_numpy(dtype=np.int64)
     )
     for col, (lo, hi) in NIST_RANGES.items():
-        value = pd.to_numeric(raw[col], errors="coerce").to_numpy(dtype=float)
+        value = measure(raw[col], col, source)
         out[col] = np.clip(np.where(np.isnan(value), -1, np.rint(value)), lo, hi).astype(np.int64)
     if years is not None:
         out = out[start.dt.year.isin(list(years)).to_numpy()].reset_index(drop=True)
@@ -135,38 +151,48 @@ def chicago_taxi_schema(public: pd.DataFrame) -> TripSchema:
     return TripSchema({c.name: c for c in columns}).replace(company["company"])
 
 
-def sube_trips(taps: pd.DataFrame | str | Path) -> pd.DataFrame:
-    """SUBE taps (a frame or a CSV path) as trips, one per boarding tap."""
+SUBE_IDS = ("id_tarjeta", "id_linea", "id_ramal")
+SUBE_TEXT = ("modo", "lat", "lon", "id_tarifa", "hora", "etapa_red_sube", "tipo_trx_tren")
+
+
+def sube_trips(
+    taps: pd.DataFrame | str | os.PathLike[str], *, source: str = "SUBE taps"
+) -> pd.DataFrame:
+    """SUBE taps (a frame or a CSV/Parquet path, read value by value) as trips, one per boarding
+    tap; a tap whose card id is missing or empty is dropped (it cannot be attributed)."""
     if not isinstance(taps, pd.DataFrame):
-        taps = read_table(taps, dtype={"id_tarjeta": str})
+        source = str(taps)
+        taps = read_table(taps, dtype={c: str for c in SUBE_IDS}, text=SUBE_TEXT)
     need = ["id_tarjeta", "modo", "lat", "lon", "id_linea", "id_ramal", "id_tarifa", "hora"]
     missing = [c for c in need if c not in taps.columns]
     if missing:
-        raise InputError(f"SUBE taps: missing column(s) {', '.join(map(repr, missing))}")
-    keep = taps["id_tarjeta"].notna().to_numpy().copy()
+        raise InputError(f"{source}: missing column(s) {', '.join(map(repr, missing))}")
+    taps = taps.reset_index(drop=True)  # messages name the row of the file
+    card = id_strings(taps["id_tarjeta"], column="id_tarjeta", source=source)
+    keep = (card.notna() & (card != "")).to_numpy().copy()
     if "tipo_trx_tren" in taps.columns:
         keep &= ~taps["tipo_trx_tren"].isin(["CHECK OUT", "CHECK OUT SIN CHECKIN"]).to_numpy()
-    taps = taps[keep]
-    lat = pd.to_numeric(taps["lat"], errors="coerce").to_numpy(dtype=float)
-    lon = pd.to_numeric(taps["lon"], errors="coerce").to_numpy(dtype=float)
+    lat = measure(taps["lat"], "lat", source)
+    lon = measure(taps["lon"], "lon", source)
     zone = pd.Series(
         [f"{a:.2f},{b:.2f}" for a, b in zip(_grid(lat), _grid(lon), strict=True)], dtype=object
     ).where(~(np.isnan(lat) | np.isnan(lon)), "unknown")
     stage = taps["etapa_red_sube"] if "etapa_red_sube" in taps.columns else pd.Series(0, taps.index)
-    return pd.DataFrame(
+    trips = pd.DataFrame(
         {
-            "card_id": taps["id_tarjeta"].map(_card_id).to_numpy(),
-            "hour": pd.to_numeric(taps["hora"]).to_numpy(dtype=np.int64),
-            "mode": taps["modo"].astype(str).to_numpy(),
-            "line": taps["id_linea"].map(_card_id).to_numpy(),
-            "branch": taps["id_ramal"].map(_card_id).to_numpy(),
+            "card_id": card.to_numpy(dtype=object),
+            "hour": int_column(taps["hora"], "hora", source, 0, 23),
+            "mode": taps["modo"].to_numpy(dtype=object),
+            "line": id_strings(taps["id_linea"], column="id_linea", source=source).to_numpy(),
+            "branch": id_strings(taps["id_ramal"], column="id_ramal", source=source).to_numpy(),
             "zone": zone.to_numpy(),
-            "fare_type": pd.to_numeric(taps["id_tarifa"]).to_numpy(dtype=np.int64),
-            "stage": pd.to_numeric(stage).to_numpy(dtype=np.int64),
+            "fare_type": int_column(taps["id_tarifa"], "id_tarifa", source, 0, None),
+            "stage": int_column(stage, "etapa_red_sube", source, 0, None),
             "lat": lat,
             "lon": lon,
         }
     )
+    return trips[keep].reset_index(drop=True)
 
 
 def sube_schema(
@@ -177,9 +203,13 @@ def sube_schema(
     products, and stages 0..9; "unknown" catches lines, branches and zones outside the domain."""
     lines, branches = _public_values(public, "line"), _public_values(public, "branch")
     if metadata is not None:
-        meta = metadata if isinstance(metadata, pd.DataFrame) else read_table(metadata)
-        lines = sorted(set(meta["id_linea"].map(_card_id)))
-        branches = sorted(set(meta["id_ramal"].map(_card_id)))
+        meta = (
+            metadata
+            if isinstance(metadata, pd.DataFrame)
+            else read_table(metadata, dtype={"id_linea": str, "id_ramal": str})
+        )
+        lines = sorted(set(id_strings(meta["id_linea"], column="id_linea").dropna()))
+        branches = sorted(set(id_strings(meta["id_ramal"], column="id_ramal").dropna()))
     columns = [
         Column("card_id", "id"),
         Column("hour", "categorical", tuple(range(24))),
@@ -202,11 +232,3 @@ def _public_values(public: pd.DataFrame, column: str, extra: str | None = None) 
 
 def _grid(values: np.ndarray) -> np.ndarray:
     return np.round(np.nan_to_num(values) / ZONE_SIZE) * ZONE_SIZE + 0.0
-
-
-def _card_id(value: object) -> str:
-    """``37031563.0`` / ``37031563`` / ``"37031563"`` -> ``"37031563"``."""
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    text = str(value)
-    return text[:-2] if text.endswith(".0") else text

@@ -22,6 +22,7 @@ from sklearn.mixture import GaussianMixture
 from sklearn.preprocessing import StandardScaler
 from threadpoolctl import threadpool_limits
 
+from archetypes.reading import order_key
 from synth.errors import ConfigError, InputError
 
 __all__ = ["ArchetypeModel", "TieBreaker", "bound_individuals", "majority"]
@@ -77,11 +78,14 @@ def bound_individuals(
     trips: pd.DataFrame, id_column: str, k: int, order_column: str | None = None
 ) -> pd.DataFrame:
     """At most ``k`` trips per individual: the first ``k`` by ``order_column`` (input order when
-    None, ties by input order). Deterministic, so a retried run bounds the same way."""
+    None, ties by input order). Deterministic, so a retried run bounds the same way. The order is
+    read value by value (:func:`archetypes.reading.order_key`: numbers, or times as
+    :mod:`synth.times` reads them; missing last), never by the column's type alone."""
     if order_column is None:
         ranked = trips
     else:
-        ranked = trips.sort_values(order_column, kind="stable")
+        key = order_key(trips[order_column], order_column, "trips")
+        ranked = trips.iloc[np.argsort(key, kind="stable")]
     keep = ranked.groupby(id_column, sort=False).cumcount().to_numpy() < k
     return trips.loc[ranked.index[keep].sort_values()]
 

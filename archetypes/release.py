@@ -12,10 +12,10 @@ from typing import Any
 import pandas as pd
 
 from archetypes.datasets import chicago_taxi_schema, chicago_taxi_trips, sube_schema, sube_trips
+from archetypes.reading import read_private_trips, read_public_trips
 from archetypes.schema import TripSchema
 from archetypes.synthesizer import ArchetypeSynthesizer
 from synth.errors import ConfigError
-from synth.io import read_table
 from synth.privacy import check_budget
 from synth.progress import Progress
 from synth.provenance import private_inputs, write_provenance
@@ -88,29 +88,35 @@ def load_inputs(
     inputs: Mapping[str, Any],
     base: Path | None,
     schema_file: str | os.PathLike[str] | None = None,
+    *,
+    id_column: str | None = None,
 ) -> tuple[pd.DataFrame | None, pd.DataFrame, TripSchema | None]:
     """Public (None without ``public_path``: the domains then come from the schema), private
-    trips and schema."""
+    trips and schema, every format read value by value (:mod:`archetypes.reading`: no column's
+    type guessed from the private values; ``id_column`` by the identifier rule, in the public
+    trips too)."""
     fmt = inputs.get("format", "trips")
     if fmt not in INPUT_FORMATS:
         raise ConfigError(f"[input] format must be one of {', '.join(INPUT_FORMATS)}, got {fmt!r}")
     schema: TripSchema | None = None
     public: pd.DataFrame | None = None
     if fmt == "chicago-taxi":
-        private = chicago_taxi_trips(read_table(private_path), years=inputs.get("private_years"))
+        private = chicago_taxi_trips(private_path, years=inputs.get("private_years"))
         if public_path is not None:
-            public = chicago_taxi_trips(read_table(public_path), years=inputs.get("public_years"))
+            public = chicago_taxi_trips(public_path, years=inputs.get("public_years"))
         # no public trips: the companies' domain is "Unknown" only unless a schema lists them
         schema = chicago_taxi_schema(private.iloc[:0] if public is None else public)
     elif fmt == "sube-taps":
-        private = sube_trips(read_table(private_path, dtype={"id_tarjeta": str}))
+        private = sube_trips(private_path)
         if public_path is not None:  # without: the schema file must give the domains
-            public = sube_trips(read_table(public_path, dtype={"id_tarjeta": str}))
+            public = sube_trips(public_path)
             metadata = inputs.get("metadata")
             schema = sube_schema(public, None if metadata is None else resolve_path(metadata, base))
     else:
-        private = read_table(private_path)
-        public = None if public_path is None else read_table(public_path)
+        private = read_private_trips(private_path, id_column=id_column)
+        public = (
+            None if public_path is None else read_public_trips(public_path, id_column=id_column)
+        )
     schema_path = schema_file or (
         None if inputs.get("schema") is None else resolve_path(inputs["schema"], base)
     )
@@ -176,7 +182,12 @@ def release_trips(
     with progress.steps("trips", 3) as step:
         step("load")
         public_trips, private_trips, trip_schema = load_inputs(
-            private, public, dict(inputs or {}), base, schema
+            private,
+            public,
+            dict(inputs or {}),
+            base,
+            schema,
+            id_column=params.get("id_column", "individual_id"),
         )
         step("fit")
         synthesizer = ArchetypeSynthesizer(**params, schema=trip_schema, random_state=seed).fit(

@@ -5,6 +5,11 @@ has its full list of values (including values no record shows, so that private c
 each numeric column a closed integer range. :meth:`TripSchema.conform` maps a table onto the schema
 (out-of-domain categories go to the column's declared ``other`` value, numbers are rounded and
 clipped) and :meth:`TripSchema.validate` checks that a table lies in the domain.
+
+Values are matched to the domain one by one, never by a column's type (issue 25): a value and a
+domain value are the same when their texts are, both read by the identifier rule of README "Data
+formats" (:func:`value_text`: ``" 7.0 "``, ``7.0`` and ``7`` are ``"7"``; ``"07"`` is not). A
+conformed column holds the domain's own values (ints stay ints).
 """
 
 from __future__ import annotations
@@ -18,9 +23,11 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from archetypes.reading import measure
 from synth.errors import ConfigError, InputError
+from synth.io import id_strings
 
-__all__ = ["Column", "TripSchema"]
+__all__ = ["Column", "TripSchema", "value_text"]
 
 Kind = Literal["categorical", "numeric", "id"]
 
@@ -46,6 +53,16 @@ class Column:
                 raise ConfigError(f"schema column '{self.name}': a categorical column needs values")
             if len(set(self.values)) != len(self.values):
                 raise ConfigError(f"schema column '{self.name}': duplicate values")
+            keys = _domain_keys(self.values, self.name)
+            if len(set(keys)) != len(keys):
+                seen: dict[str, Any] = {}
+                for key, value in zip(keys, self.values, strict=True):
+                    if key in seen:
+                        raise ConfigError(
+                            f"schema column '{self.name}': values {seen[key]!r} and {value!r} "
+                            "are the same value (compared as text)"
+                        )
+                    seen[key] = value
             if self.other is not None and self.other not in self.values:
                 raise ConfigError(
                     f"schema column '{self.name}': other value {self.other!r} not in its values"
@@ -188,30 +205,29 @@ class TripSchema:
         for name in names:
             col = self.columns[name]
             if col.kind == "categorical":
-                series = _align_dtype(out[name], col.values)
-                bad = ~series.isin(list(col.values))
+                pos = _positions(out[name], col, source)
+                bad = pos < 0
                 if bad.any():
                     if col.other is None:
-                        row = int(np.flatnonzero(bad.to_numpy())[0])
+                        row = int(np.flatnonzero(bad)[0])
                         raise InputError(
                             f"{source}: column '{name}', row {row + 1}: value "
-                            f"{series.iloc[row]!r} is not in the schema domain"
+                            f"{out[name].iloc[row]!r} is not in the schema domain"
                         )
-                    series = series.where(~bad, col.other)
-                out[name] = series
+                    pos[bad] = col.values.index(col.other)
+                domain = pd.Series(np.asarray(col.values, dtype=object)).infer_objects()
+                out[name] = domain.to_numpy()[pos]
             elif col.kind == "numeric":
-                num = pd.to_numeric(out[name], errors="coerce")
-                bad = num.isna() & out[name].notna()
-                if bad.any() or num.isna().any():
-                    row = int(np.flatnonzero((bad | num.isna()).to_numpy())[0])
+                num = measure(out[name], name, source)
+                if np.isnan(num).any():
+                    row = int(np.flatnonzero(np.isnan(num))[0])
                     raise InputError(
                         f"{source}: column '{name}', row {row + 1}: {out[name].iloc[row]!r} "
                         "is not a number"
                     )
-                out[name] = np.clip(np.rint(num.to_numpy(dtype=float)), col.minimum, col.maximum)
-                out[name] = out[name].astype(np.int64)
+                out[name] = np.clip(np.rint(num), col.minimum, col.maximum).astype(np.int64)
             else:
-                out[name] = out[name].astype(str)
+                out[name] = id_strings(out[name], column=name, source=source).to_numpy()
         return out
 
     def validate(self, df: pd.DataFrame, *, source: str = "table") -> None:
@@ -221,7 +237,7 @@ class TripSchema:
                 continue
             series = df[name]
             if col.kind == "categorical":
-                bad = ~_align_dtype(series, col.values).isin(list(col.values))
+                bad = pd.Series(_positions(series, col, source) < 0, index=series.index)
             elif col.kind == "numeric":
                 num = pd.to_numeric(series, errors="coerce")
                 bad = num.isna() | (num < col.minimum) | (num > col.maximum) | (num != np.rint(num))
@@ -239,13 +255,60 @@ def _sort_key(value: Any) -> tuple[int, Any]:
     return (0, value) if isinstance(value, int | float) else (1, str(value))
 
 
-def _align_dtype(series: pd.Series, values: Sequence[Any]) -> pd.Series:
-    """Compare strings with strings: a column read as numbers against a string domain is cast."""
-    if values and all(isinstance(v, str) for v in values) and series.dtype.kind in "iuf":
-        return series.map(
-            lambda v: v if pd.isna(v) else str(int(v) if float(v).is_integer() else v)
-        )
-    return series
+def value_text(values: pd.Series, *, column: str = "value", source: str = "input") -> pd.Series:
+    """Each value as text by the identifier rule (:func:`synth.io.id_strings`: white space
+    stripped, ``-?digits.0+`` -> ``-?digits``, integral numbers as their integer text), a number
+    that is not an integer as Python writes it (``7.5``); missing values stay missing. Per value:
+    what one value becomes never depends on the others."""
+    series = pd.Series(values).reset_index(drop=True)
+    if pd.api.types.is_bool_dtype(series):
+        return id_strings(series, column=column, source=source)
+    if pd.api.types.is_numeric_dtype(series):
+        fraction = series.to_numpy(dtype=float, na_value=np.nan)
+        odd = ~np.isnan(fraction) & (fraction != np.round(fraction))
+        if odd.any():
+            series = series.astype(object)
+            series[odd] = [repr(float(v)) for v in fraction[odd]]
+    elif pd.api.types.is_object_dtype(series) and pd.api.types.infer_dtype(series) != "string":
+        odd = series.map(_fractional).to_numpy(dtype=bool)
+        if odd.any():
+            series = series.copy()
+            series[odd] = [repr(float(v)) for v in series[odd]]
+    return id_strings(series, column=column, source=source)
+
+
+def _fractional(value: object) -> bool:
+    """A number that is not an integer (NaN is missing, not a number here)."""
+    if isinstance(value, bool | np.bool_) or not isinstance(value, int | float | np.number):
+        return False
+    v = float(value)
+    return not np.isnan(v) and v != round(v) if np.isfinite(v) else True
+
+
+def _domain_keys(values: Sequence[Any], column: str) -> list[str]:
+    """:func:`value_text` of each domain value."""
+    text = value_text(pd.Series(list(values), dtype=object), column=column, source="schema")
+    return [str(v) for v in text]
+
+
+#: object columns whose distinct values may be hashed together (no bools: ``True == 1``)
+_HASHABLE = frozenset({"string", "integer", "floating", "mixed-integer-float", "empty"})
+
+
+def _positions(series: pd.Series, col: Column, source: str) -> np.ndarray:
+    """Index of each value's domain value (-1: outside the domain, or missing), value by value
+    (:func:`value_text` of each distinct value once)."""
+    index = pd.Index(_domain_keys(col.values, col.name), dtype=object)
+    series = series.reset_index(drop=True)
+    if pd.api.types.is_object_dtype(series) and pd.api.types.infer_dtype(series) not in _HASHABLE:
+        keys = value_text(series, column=col.name, source=source)
+        return np.asarray(index.get_indexer(pd.Index(keys, dtype=object)), dtype=np.int64)
+    codes, uniques = pd.factorize(series)
+    keys = value_text(pd.Series(uniques), column=col.name, source=source)
+    found = np.asarray(index.get_indexer(pd.Index(keys, dtype=object)), dtype=np.int64)
+    if len(found) == 0:  # every value missing
+        return np.full(len(codes), -1, dtype=np.int64)
+    return np.where(codes >= 0, found[np.maximum(codes, 0)], -1)
 
 
 def _require(df: pd.DataFrame, names: Iterable[str], source: str) -> None:

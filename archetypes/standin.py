@@ -51,6 +51,7 @@ import pandas as pd
 from archetypes.budget import budget_shares
 from archetypes.completion import ColumnCompleter, Plan
 from archetypes.model import bound_individuals
+from archetypes.reading import measure, source_of, trip_ids
 from archetypes.schema import TripSchema
 from synth.errors import ConfigError, InputError
 from synth.marginals import stability_histogram
@@ -226,7 +227,7 @@ class StandIn:
         for column in columns:
             if column in self.spec.precision:
                 step = float(self.spec.precision[column])
-                values = pd.to_numeric(out[column], errors="coerce").to_numpy(dtype=float)
+                values = measure(out[column], column, "private data")  # per value
                 codes = np.full(len(values), _MISSING, dtype=np.int64)
                 ok = ~np.isnan(values)
                 codes[ok] = np.floor(values[ok] / step + 0.5).astype(np.int64)
@@ -288,9 +289,10 @@ class StandIn:
         missing = [c for c in dict.fromkeys(need) if c not in private.columns]
         if missing:
             raise InputError(f"private data: missing column(s) {', '.join(map(repr, missing))}")
-        private = private[list(dict.fromkeys(need))]
+        source = source_of(private)
+        private = trip_ids(private[list(dict.fromkeys(need))], self.id_column, source)
         private = self.schema.conform(
-            private, source="private data", columns=[c for c in columns if c in self.schema]
+            private, source=source, columns=[c for c in columns if c in self.schema]
         )
         k = self.spec.max_records_per_individual
         private = bound_individuals(private, self.id_column, k, order)

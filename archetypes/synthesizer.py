@@ -61,6 +61,7 @@ import pandas as pd
 from archetypes.budget import budget_shares
 from archetypes.completion import ColumnCompleter, Plan
 from archetypes.model import ArchetypeModel, bound_individuals, majority
+from archetypes.reading import read_trips, source_of, trip_ids
 from archetypes.sampling import (
     PUBLIC_STREAM,
     SAMPLING_STREAM,
@@ -73,7 +74,7 @@ from archetypes.sampling import (
 from archetypes.schema import TripSchema
 from archetypes.standin import StandIn, StandInSpec, stand_in_spec
 from synth.errors import ConfigError, InputError
-from synth.generator import COLUMNS, SEQUENCE, STRING, Constraint, InstanceOf, Interval, read_data
+from synth.generator import COLUMNS, SEQUENCE, STRING, Constraint, InstanceOf, Interval
 from synth.privacy import (
     DiscreteGaussian,
     PrivacyLedger,
@@ -278,8 +279,8 @@ class ArchetypeSynthesizer(ArchetypeSampling):
                 "no public data: give public trips, or enable public_stand_in (an SBH release of "
                 "the private trips standing in for them, with its own budget share)"
             )
-        private = read_data(data, "private data")
-        public_trips = None if public is None else read_data(public, "public data")
+        private = read_trips(data, "private data", id_column=self.id_column)  # issue 25
+        public_trips = None if public is None else read_trips(public, "public data", self.id_column)
         used = self._used_columns(public_trips)
         if len(private) == 0:
             raise InputError("private data: no trips")
@@ -466,10 +467,9 @@ class ArchetypeSynthesizer(ArchetypeSampling):
         if missing:
             raise InputError(f"private data: missing column(s) {', '.join(map(repr, missing))}")
         private = private[list(dict.fromkeys([self.id_column, *columns, *order]))]
-        private = self.schema_.conform(private, source="private data", columns=columns)
-        if private[self.id_column].isna().any():
-            row = int(np.flatnonzero(private[self.id_column].isna().to_numpy())[0])
-            raise InputError(f"private data: column '{self.id_column}', row {row + 1}: missing id")
+        source = source_of(private)  # per value (issue 25), messages name the file
+        private = trip_ids(private, self.id_column, source)
+        private = self.schema_.conform(private, source=source, columns=columns)
         private = bound_individuals(
             private, self.id_column, self.max_records_per_individual, self._order(private)
         )
