@@ -11,15 +11,17 @@ class InputError(TransitSynthError):
     """Bad input data: missing columns, unparsable values, unknown locations, empty input."""
 
 
-class ConfigError(TransitSynthError):
-    """Bad parameters or configuration (epsilon <= 0, delta >= 1, unknown config key, ...)."""
+class ConfigError(TransitSynthError, ValueError):
+    """Bad parameters or configuration (epsilon <= 0, delta >= 1, unknown config key, ...).
+
+    A ``ValueError`` too: scikit-learn's convention for invalid estimator parameters."""
 
 
 class BudgetExceededError(TransitSynthError):
     """A spend would take the privacy ledger past its cap; raised before any noise is drawn."""
 
 
-class NotFittedError(ConfigError, ValueError):
+class NotFittedError(ConfigError):
     """A method that needs a fitted model was called before ``fit`` (one message for every
     generator; a ``ValueError`` as in scikit-learn, and a :class:`ConfigError` for the CLI)."""
 

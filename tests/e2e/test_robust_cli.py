@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from synth.cli import main
@@ -43,3 +44,55 @@ def test_large_epsilon_releases_the_data(data, tmp_path, capsys, epsilon) -> Non
     assert "Warning" not in err and "encountered" not in err, err
     lines = (out / "sequences.csv").read_text().splitlines()
     assert len(lines) == 1 + 80  # header, then the 40 two-tap sequences: noise is below one count
+
+
+def test_run_config_with_a_byte_order_mark(data, tmp_path, capsys) -> None:
+    # issue 26: README says a UTF-8 BOM is accepted; the run config was refused as "not valid TOML"
+    config = data["folder"] / "bom.toml"
+    text = (
+        "[sequences]\ninput = 'taps.csv'\ntaxonomy = 'taxonomy.csv'\n"
+        "[sequences.parameters]\nepsilon = 2.0\nheight = 3\n"
+    )
+    config.write_bytes(b"\xef\xbb\xbf" + text.encode())
+    out = tmp_path / "out"
+    assert main(["run", str(config), "--out", str(out), "--seed", "1", "--quiet"]) == 0, (
+        capsys.readouterr().err
+    )
+    assert [p.name for p in out.rglob("sequences.csv")] == ["sequences.csv"]
+
+
+def test_budget_split_level_given_twice(data, tmp_path, capsys) -> None:
+    # issue 26: "1=0.6,1=0.6" was accepted and the last value silently won
+    out = tmp_path / "out"
+    args = ["sequences", str(data["taps"]), "--taxonomy", str(data["taxonomy"])]
+    args += ["--epsilon", "1", "--height", "3", "--out", str(out), "--variant", "hybrid"]
+    with pytest.raises(SystemExit) as stop:
+        main([*args, "--budget-split", "1=0.6,1=0.6"])
+    assert stop.value.code == 2
+    assert "level 1 is given twice" in _one_error_line(capsys.readouterr().err)
+    assert not out.exists()
+
+
+def test_run_config_budget_split_level_given_twice(data, tmp_path, capsys) -> None:
+    config = data["folder"] / "twice.toml"
+    config.write_text(
+        "[sequences]\ninput = 'taps.csv'\ntaxonomy = 'taxonomy.csv'\n"
+        "[sequences.parameters]\nepsilon = 2.0\nheight = 3\nvariant = 'hybrid'\n"
+        "budget_split = { 1 = 0.5, 01 = 0.6 }\n"
+    )
+    out = tmp_path / "out"
+    assert main(["run", str(config), "--out", str(out), "--quiet"]) == 2
+    assert "level 1 is given twice" in _one_error_line(capsys.readouterr().err)
+    assert not out.exists()
+
+
+def test_invalid_parameters_raise_value_error() -> None:
+    # issue 26: scikit-learn's convention; ConfigError was not a ValueError
+    from prefixtree import PrefixTreeSynthesizer
+    from synth.errors import ConfigError, TransitSynthError
+    from tests.conftest import flat_taxonomy
+
+    assert issubclass(ConfigError, ValueError) and issubclass(ConfigError, TransitSynthError)
+    frame = pd.DataFrame({"seq_id": [1], "pos": [0], "location": ["s0"]})
+    with pytest.raises(ValueError, match="epsilon"):
+        PrefixTreeSynthesizer(epsilon=-1.0, height=2, taxonomy=flat_taxonomy(2)).fit(frame)
