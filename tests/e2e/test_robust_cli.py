@@ -96,3 +96,38 @@ def test_invalid_parameters_raise_value_error() -> None:
     frame = pd.DataFrame({"seq_id": [1], "pos": [0], "location": ["s0"]})
     with pytest.raises(ValueError, match="epsilon"):
         PrefixTreeSynthesizer(epsilon=-1.0, height=2, taxonomy=flat_taxonomy(2)).fit(frame)
+
+
+OUT_OF_RANGE = [
+    ("1500-05-01T09:00:00", "csv"),
+    ("2300-05-01T09:00:00", "csv"),
+    ("2300-05-01T09:00:00+05:00", "csv"),
+    ("100000000000000000000", "csv"),
+    (1e20, "parquet"),
+]
+
+
+@pytest.mark.parametrize("timezone", [None, "Europe/Paris"])
+@pytest.mark.parametrize("command", ["sequences", "marginals"])
+@pytest.mark.parametrize(("value", "fmt"), OUT_OF_RANGE)
+def test_time_out_of_range_is_one_line(data, tmp_path, capsys, value, fmt, command, timezone):
+    # issue 26: "internal error: OutOfBoundsDatetime" (exit 1) for years 1500 / 2300, 1e20 s
+    taps = pd.read_csv(data["taps"], dtype=str)
+    if isinstance(value, float):
+        taps["time"] = 1.7e9 + 60.0 * taps.index.to_numpy()
+    taps.loc[5, "time"] = value
+    path = tmp_path / f"taps.{fmt}"
+    taps.to_parquet(path, index=False) if fmt == "parquet" else taps.to_csv(path, index=False)
+    out = tmp_path / "out"
+    args = [command, str(path), "--epsilon", "1", "--out", str(out)]
+    args += (
+        ["--taxonomy", str(data["taxonomy"]), "--height", "3"]
+        if command == "sequences"
+        else ["--delta", "1e-6", "--bin", "60"]
+    )
+    args += [] if timezone is None else ["--timezone", timezone]
+    assert main(args) == 2
+    line = _one_error_line(capsys.readouterr().err)
+    assert str(path) in line and "row 6" in line and repr(value) in line, line
+    assert "outside the supported time range 1677-09-22 .. 2262-04-10" in line, line
+    assert not out.exists()
