@@ -29,7 +29,7 @@ import pandas as pd
 
 from synth.audit.manifest import validate_manifest
 from synth.errors import ConfigError, InputError
-from synth.io import atomic_path, table_format, write_table
+from synth.io import atomic_path, read_json, table_format, write_table
 from synth.outdir import release_dir
 
 __all__ = [
@@ -159,7 +159,7 @@ def read_manifest(directory: str | os.PathLike[str], *, required: bool = True) -
             f"{root}: no manifest.json (not a release directory; every release has one)"
         )
     try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
+        manifest = read_json(path)
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise InputError(f"{path}: not a readable JSON manifest ({exc})") from exc
     validate_manifest(manifest, str(path))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pandas as pd
@@ -131,3 +132,40 @@ def test_time_out_of_range_is_one_line(data, tmp_path, capsys, value, fmt, comma
     assert str(path) in line and "row 6" in line and repr(value) in line, line
     assert "outside the supported time range 1677-09-22 .. 2262-04-10" in line, line
     assert not out.exists()
+
+
+@pytest.fixture(scope="module")
+def release(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("release")
+    (folder / "taxonomy.csv").write_text(TAXONOMY)
+    (folder / "taps.csv").write_text(TAPS)
+    out = folder / "release"
+    args = ["sequences", str(folder / "taps.csv"), "--taxonomy", str(folder / "taxonomy.csv")]
+    assert main([*args, "--epsilon", "2", "--height", "3", "--out", str(out), "--quiet"]) == 0
+    return out
+
+
+@pytest.mark.parametrize("command", ["audit", "export"])
+@pytest.mark.parametrize("shape", ["deep", "huge"])
+def test_deep_or_huge_manifest_is_one_line(release, tmp_path, capsys, monkeypatch, command, shape):
+    # issue 26: a manifest nested 100,000 levels was "internal error: RecursionError"
+    import shutil
+
+    import synth.io
+
+    copy = tmp_path / "release"
+    shutil.copytree(release, copy)
+    manifest = json.loads((copy / "manifest.json").read_text())
+    if shape == "deep":
+        (copy / "manifest.json").write_text("[" * 100_000 + "]" * 100_000)
+        expected = "JSON nested 100000 levels deep, above the limit of 100"
+    else:  # the limit lowered to the real manifest's size: its size check, not a 64 MiB file
+        monkeypatch.setattr(synth.io, "JSON_SIZE_LIMIT", len(json.dumps(manifest)) // 2)
+        expected = "MiB of JSON, above the limit of"
+    args = [command, str(copy)] + (
+        ["--to", "od", "--out", str(tmp_path / "x")] * (command == "export")
+    )
+    assert main(args) == 2
+    line = _one_error_line(capsys.readouterr().err)
+    assert str(copy / "manifest.json") in line and expected in line, line
+    assert not (tmp_path / "x").exists()
