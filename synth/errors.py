@@ -28,3 +28,16 @@ class NotFittedError(ConfigError):
     def __init__(self, estimator: object) -> None:
         self.estimator_name = type(estimator).__name__
         super().__init__(f"this {self.estimator_name} is not fitted yet: call fit(data) first")
+
+
+class TransitSynthWarning(UserWarning):
+    """Base class of the tool's own warnings (the CLI prints each as one ``warning:`` line)."""
+
+
+class UnderspendWarning(TransitSynthWarning):
+    """A release spent less than its cap because a mechanism stopped early (nothing left to
+    count); its guarantee stays the cap."""
+
+
+class SeededWarning(TransitSynthWarning):
+    """A seed makes the noise reproducible: the release is not differentially private."""

@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 import pandas as pd
 
-from synth.errors import ConfigError
+from synth.errors import ConfigError, TransitSynthWarning
 from synth.marginals import TABLES, OpalRelease
 from synth.marginals import load_input as load_marginal_input
 from synth.progress import Progress
@@ -37,7 +37,7 @@ def warn_if_few_locations(release: OpalRelease, where: str) -> None:
             f"{where}: the release keeps {len(kept)} of {domain} locations; the others' counts "
             "fell under the stability threshold and were suppressed (raise --epsilon, use "
             "coarser --bin, or collapse the locations with --taxonomy and --level)",
-            UserWarning,
+            TransitSynthWarning,
             stacklevel=2,
         )
 

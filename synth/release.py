@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from synth.audit.manifest import validate_manifest
-from synth.errors import ConfigError, InputError
+from synth.errors import ConfigError, InputError, UnderspendWarning
 from synth.io import atomic_path, read_json, table_format, write_table
 from synth.outdir import release_dir
 
@@ -250,4 +250,4 @@ def warn_if_underspent(ledger: Any, what: str) -> None:
     """Warn when a release's ledger spent less than its cap (the guarantee stays the cap)."""
     note = ledger.underspent_note()
     if note is not None:
-        warnings.warn(f"{what}: {note}", UserWarning, stacklevel=2)
+        warnings.warn(f"{what}: {note}", UnderspendWarning, stacklevel=2)
