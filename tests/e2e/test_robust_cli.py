@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -169,3 +170,31 @@ def test_deep_or_huge_manifest_is_one_line(release, tmp_path, capsys, monkeypatc
     line = _one_error_line(capsys.readouterr().err)
     assert str(copy / "manifest.json") in line and expected in line, line
     assert not (tmp_path / "x").exists()
+
+
+def test_a_release_that_spends_its_shares_does_not_cry_underspend(data, tmp_path, capsys) -> None:
+    # issue 26: a calibrated delta below the one asked (the discrete Gaussian's) and float
+    # budget shares summing a hair below the cap warned "it stopped early" on almost every release
+    rng = np.random.default_rng(1)
+    cards = np.repeat(np.arange(300), 2)
+    trips = pd.DataFrame(
+        {"card": [f"k{c}" for c in cards], "hour": rng.integers(6, 10, cards.size)}
+    )
+    trips["zone"] = np.where(trips["hour"] < 8, "A", "B")
+    trips["mode"] = np.where(rng.random(cards.size) < 0.5, "bus", "rail")
+    private, public = tmp_path / "private.csv", tmp_path / "public.csv"
+    trips.to_csv(private, index=False)
+    trips.sample(frac=0.5, random_state=0).to_csv(public, index=False)
+    out = tmp_path / "release"
+    args = ["trips", str(private), "--public", str(public), "--epsilon", "1", "--delta", "1e-5"]
+    args += ["--id-column", "card", "--key-columns", "hour,zone", "--category-column", "mode"]
+    config = tmp_path / "split.toml"
+    config.write_text(
+        "[trips]\n[trips.parameters]\nbudget_split = [0.3333333333333333, 0.6666666666666666]\n"
+    )
+    assert main([*args, "--config", str(config), "--out", str(out), "--seed", "1"]) == 0
+    err = capsys.readouterr().err
+    assert "spent epsilon" not in err and "stopped early" not in err, err
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["spent_below_budget"] is False
+    assert manifest["spent"]["epsilon_exact"] == "1"  # the shares sum to the cap exactly
