@@ -162,13 +162,14 @@ def file_layout(
     return kind, loc, id_col
 
 
-def bad_time_error(p: Path, location_column: str, count: int) -> InputError:
-    """The error :func:`~synth.records.load_taps` raises for the file's first time that is not
-    one (row and value; read on this error path only), else ``count`` such values."""
-    try:
-        load_taps(p, location_column=location_column)
-    except InputError as err:
-        return err
+def bad_time_error(p: Path, location_column: str, count: int, *, taps: bool) -> InputError:
+    """For taps, the error :func:`~synth.records.load_taps` raises for the file's first time that
+    is not one (row and value; read on this error path only); else ``count`` such values."""
+    if taps:
+        try:
+            load_taps(p, location_column=location_column)
+        except InputError as err:
+            return err
     return InputError(f"{p}: column 'time': {count} value(s) that are not a time")
 
 
@@ -195,7 +196,7 @@ def check_file_values(
     if n_no_location:
         raise InputError(f"{p}: column '{loc}': {n_no_location} empty value(s)")
     if n_no_time:
-        raise bad_time_error(p, loc, n_no_time)
+        raise bad_time_error(p, loc, n_no_time, taps=id_col == "card_id")
     known_names = set(locations)
     unknown = sorted((str(r[0]), int(r[1])) for r in per_location if r[0] not in known_names)
     if unknown:

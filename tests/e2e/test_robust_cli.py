@@ -198,3 +198,25 @@ def test_a_release_that_spends_its_shares_does_not_cry_underspend(data, tmp_path
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["spent_below_budget"] is False
     assert manifest["spent"]["epsilon_exact"] == "1"  # the shares sum to the cap exactly
+
+
+@pytest.mark.parametrize("engine", ["memory", "duckdb"])
+def test_long_format_time_out_of_range_is_one_line(data, tmp_path, capsys, engine) -> None:
+    # a long-format time column (--time-bin) outside the range: one line about 'time' (DuckDB
+    # must not read the file as taps to word the error)
+    rows = [
+        (f"s{i}", k, "ABCD"[(i + k) % 4], f"2024-05-01T0{8 + k}:00:00")
+        for i in range(40)
+        for k in range(2)
+    ]
+    frame = pd.DataFrame(rows, columns=["seq_id", "pos", "location", "time"])
+    frame.loc[5, "time"] = "1500-01-01T08:00:00"
+    path = tmp_path / "seqs.parquet"
+    frame.to_parquet(path, index=False)
+    out = tmp_path / "out"
+    args = ["sequences", str(path), "--taxonomy", str(data["taxonomy"]), "--epsilon", "1"]
+    args += ["--height", "2", "--time-bin", "60", "--out", str(out), "--engine", engine]
+    assert main(args) == 2
+    line = _one_error_line(capsys.readouterr().err)
+    assert "column 'time'" in line and "card_id" not in line, line
+    assert not out.exists()
