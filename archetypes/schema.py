@@ -25,7 +25,7 @@ import pandas as pd
 
 from archetypes.reading import measure
 from synth.errors import ConfigError, InputError
-from synth.io import id_strings
+from synth.io import id_strings, read_json
 
 __all__ = ["Column", "TripSchema", "value_text"]
 
@@ -125,13 +125,15 @@ class TripSchema:
         """Read :meth:`from_dict`'s layout from a JSON file (``ConfigError`` if unreadable)."""
         p = Path(path)
         try:
-            spec = json.loads(p.read_text(encoding="utf-8"))
+            spec = read_json(p)
         except FileNotFoundError:
             raise ConfigError(f"{p}: schema file not found") from None
         except (OSError, UnicodeDecodeError) as exc:
             raise ConfigError(f"{p}: cannot read the schema (UTF-8 JSON): {exc}") from None
         except json.JSONDecodeError as exc:
             raise ConfigError(f"{p}: not valid JSON: {exc}") from None
+        except InputError as exc:  # beyond the size or nesting limit of synth.io.read_json
+            raise ConfigError(str(exc)) from None
         return cls.from_dict(spec, source=str(p))
 
     @classmethod

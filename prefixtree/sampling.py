@@ -13,12 +13,25 @@ import numpy as np
 import pandas as pd
 
 from prefixtree.completion import complete_sequences
-from prefixtree.consistency import consistent_counts, release_counts
+from prefixtree.consistency import WEIGHT_FLOOR, consistent_counts, release_counts
 from prefixtree.tree import BuiltTree
 from synth.errors import ConfigError
 from synth.generator import Generator
 
 __all__ = ["PrefixTreeSampling"]
+
+
+def _relative_inverse_variances(scales: list[float]) -> np.ndarray:
+    """Inverse noise variances of discrete Laplace noise at ``scales``, divided by the largest.
+
+    The variance is ``2 p / (1 - p)**2`` with ``p = exp(-1/scale)``; its inverse is computed in the
+    log domain, ``2 log(1 - p) + 1/scale - log 2``, so that a tiny scale (a huge epsilon: about
+    ``exp(1/scale)``) neither overflows nor a huge one underflows before the ratio is taken; ratios
+    are floored at :data:`~prefixtree.consistency.WEIGHT_FLOOR`, as the fit itself does.
+    """
+    inv = 1.0 / np.asarray(scales, dtype=np.float64)
+    log_w = 2.0 * np.log(-np.expm1(-inv)) + inv
+    return np.exp(np.maximum(log_w - log_w.max(), math.log(WEIGHT_FLOOR)))
 
 
 class PrefixTreeSampling(Generator):
@@ -191,16 +204,16 @@ class PrefixTreeSampling(Generator):
             noisy = np.concatenate([noisy, built.end_noisy[shallow]])
             depth = np.concatenate([depth, built.depth[shallow] + 1])
         weights = None
-        root = built.root_noisy is not None and self._root_scale is not None
-        if len(set(level_scale)) > 1 or root:
-            p = np.maximum(np.exp(-1 / np.asarray(level_scale)), 1e-300)
-            weights = ((1 - p) ** 2 / (2 * p))[depth - 1]
+        root_scale = self._root_scale if built.root_noisy is not None else None
+        root = root_scale is not None
+        if len(set(level_scale)) > 1 or root_scale is not None:
+            scales = list(level_scale) + ([] if root_scale is None else [float(root_scale)])
+            inverse_variance = _relative_inverse_variances(scales)
+            weights = inverse_variance[depth - 1]
         if root:  # the root is node 0 of the consistency: depth-1 nodes hang under it
-            p_root = math.exp(-1 / float(self._root_scale))  # type: ignore[arg-type]
             parent = np.concatenate([[-1], np.where(parent >= 0, parent + 1, 0)])
             noisy = np.concatenate([[built.root_noisy], noisy])
-            p_root = max(p_root, 1e-300)  # no noise at all (huge epsilon): the heaviest weight
-            weights = np.concatenate([[(1 - p_root) ** 2 / (2 * p_root)], weights])
+            weights = np.concatenate([inverse_variance[-1:], weights])
         all_counts = consistent_counts(parent, noisy, weights)
         if root:
             root_count = int(all_counts[0])

@@ -77,7 +77,7 @@ from prefixtree.presets import PRESETS
 from prefixtree.sampling import PrefixTreeSampling
 from prefixtree.tree import SubLevel, TaxonomyIndex, build_noisy_tree_counted
 from synth.engines import check_engine, get_engine
-from synth.errors import ConfigError, InputError
+from synth.errors import ConfigError, InputError, TransitSynthWarning
 from synth.generator import STRING, Constraint, InstanceOf, Options, Satisfies
 from synth.privacy import PrivacyLedger, check_budget, exact, noise_source
 from synth.records import encode_sequences
@@ -308,7 +308,7 @@ class PrefixTreeSynthesizer(TreePlanning, PrefixTreeSampling):
                 "itself on this taxonomy (each would starve locations the simple tree keeps), so "
                 "none is used and the tree is the simple one; give --budget-split LEVEL=SHARE "
                 "(budget_split) to force a generalized level",
-                UserWarning,
+                TransitSynthWarning,
                 stacklevel=2,
             )
         self._false_children(int(h))
@@ -392,6 +392,11 @@ class PrefixTreeSynthesizer(TreePlanning, PrefixTreeSampling):
                 )
             finally:
                 counter.close()
+        built_levels = sum(s.label.startswith("prefix tree level") for s in ledger.spends)
+        if built_levels < h * len(index.levels):  # the builder ran out of nodes
+            ledger.stop_early(
+                f"no node left to count after level {built_levels // len(index.levels)}"
+            )
         if opts["progress"] is not None:
             opts["progress"](h * len(index.levels), h * len(index.levels))
         self.locations_ = index.locations

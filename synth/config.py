@@ -40,8 +40,8 @@ def load_config(path: str | Path) -> dict[str, Any]:
     """Read a TOML file; a missing file or a syntax error is a ``ConfigError``."""
     path = Path(path)
     try:
-        with path.open("rb") as handle:
-            return tomllib.load(handle)
+        # utf-8-sig: a leading byte order mark is accepted, as for every other text input
+        return tomllib.loads(path.read_text(encoding="utf-8-sig"))
     except FileNotFoundError:
         raise ConfigError(f"{path}: configuration file not found") from None
     except tomllib.TOMLDecodeError as exc:

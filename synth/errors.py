@@ -11,18 +11,33 @@ class InputError(TransitSynthError):
     """Bad input data: missing columns, unparsable values, unknown locations, empty input."""
 
 
-class ConfigError(TransitSynthError):
-    """Bad parameters or configuration (epsilon <= 0, delta >= 1, unknown config key, ...)."""
+class ConfigError(TransitSynthError, ValueError):
+    """Bad parameters or configuration (epsilon <= 0, delta >= 1, unknown config key, ...).
+
+    A ``ValueError`` too: scikit-learn's convention for invalid estimator parameters."""
 
 
 class BudgetExceededError(TransitSynthError):
     """A spend would take the privacy ledger past its cap; raised before any noise is drawn."""
 
 
-class NotFittedError(ConfigError, ValueError):
+class NotFittedError(ConfigError):
     """A method that needs a fitted model was called before ``fit`` (one message for every
     generator; a ``ValueError`` as in scikit-learn, and a :class:`ConfigError` for the CLI)."""
 
     def __init__(self, estimator: object) -> None:
         self.estimator_name = type(estimator).__name__
         super().__init__(f"this {self.estimator_name} is not fitted yet: call fit(data) first")
+
+
+class TransitSynthWarning(UserWarning):
+    """Base class of the tool's own warnings (the CLI prints each as one ``warning:`` line)."""
+
+
+class UnderspendWarning(TransitSynthWarning):
+    """A release spent less than its cap because a mechanism stopped early (nothing left to
+    count); its guarantee stays the cap."""
+
+
+class SeededWarning(TransitSynthWarning):
+    """A seed makes the noise reproducible: the release is not differentially private."""

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import os
+import re
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
@@ -31,11 +33,14 @@ __all__ = [
     "CSV_SUFFIXES",
     "DOT_ZERO",
     "ID_SPACE",
+    "JSON_DEPTH_LIMIT",
+    "JSON_SIZE_LIMIT",
     "PARQUET_SUFFIXES",
     "atomic_path",
     "fingerprint",
     "id_strings",
     "read_arrow",
+    "read_json",
     "read_table",
     "release_dir",
     "table_columns",
@@ -395,3 +400,40 @@ def fingerprint(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]]
         for f in files:
             outer.update(_file_digest(f))
     return f"sha256:{outer.hexdigest()}"
+
+
+#: Largest JSON file read (a release manifest, a schema: a few KB; 64 MiB) and deepest nesting
+#: of arrays and objects (a manifest nests about 8 deep; Python's parser recurses per level and
+#: fails past about 1000). Checked before parsing, as the GTFS zip members' sizes are.
+JSON_SIZE_LIMIT = 64 << 20
+JSON_DEPTH_LIMIT = 100
+_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
+
+
+def read_json(path: str | os.PathLike[str]) -> Any:
+    """The JSON value of a UTF-8 file, refused (InputError) beyond :data:`JSON_SIZE_LIMIT` bytes
+    or :data:`JSON_DEPTH_LIMIT` levels of nesting; unreadable or invalid files raise what
+    :func:`json.loads` and :meth:`Path.read_text` raise (OSError, UnicodeDecodeError,
+    json.JSONDecodeError)."""
+    p = Path(path)
+    size = p.stat().st_size
+    if size > JSON_SIZE_LIMIT:
+        raise InputError(
+            f"{p}: {size / 2**20:.0f} MiB of JSON, above the limit of {JSON_SIZE_LIMIT >> 20} MiB"
+        )
+    text = p.read_text(encoding="utf-8")
+    depth = json_depth(text)
+    if depth > JSON_DEPTH_LIMIT:
+        raise InputError(
+            f"{p}: JSON nested {depth} levels deep, above the limit of {JSON_DEPTH_LIMIT}"
+        )
+    return json.loads(text)
+
+
+def json_depth(text: str) -> int:
+    """The deepest nesting of arrays and objects in JSON ``text`` (brackets inside strings do
+    not count), by one vectorised pass over its bytes."""
+    body = np.frombuffer(_JSON_STRING.sub('""', text).encode("utf-8"), dtype=np.uint8)
+    step = np.isin(body, (ord("["), ord("{"))).astype(np.int64)
+    step -= np.isin(body, (ord("]"), ord("}")))
+    return int(np.cumsum(step).max(initial=0))

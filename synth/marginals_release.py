@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 import pandas as pd
 
-from synth.errors import ConfigError
+from synth.errors import ConfigError, TransitSynthWarning
 from synth.logs import private_message
 from synth.marginals import TABLES, OpalRelease
 from synth.marginals import load_input as load_marginal_input
@@ -39,7 +39,7 @@ def warn_if_few_locations(release: OpalRelease, where: str) -> None:
         "coarser --bin, or collapse the locations with --taxonomy and --level)"
     )
     if domain >= 4 and len(kept) < domain / 2 and text is not None:
-        warnings.warn(text, UserWarning, stacklevel=2)
+        warnings.warn(text, TransitSynthWarning, stacklevel=2)
 
 
 def release_marginals(

@@ -40,8 +40,8 @@ import numpy as np
 import pandas as pd
 
 from synth.audit.manifest import validate_manifest
-from synth.errors import ConfigError, InputError
-from synth.io import atomic_path, table_format, write_table
+from synth.errors import ConfigError, InputError, UnderspendWarning
+from synth.io import atomic_path, read_json, table_format, write_table
 from synth.outdir import release_dir
 
 __all__ = [
@@ -329,7 +329,7 @@ def read_manifest(directory: str | os.PathLike[str], *, required: bool = True) -
             f"{root}: no manifest.json (not a release directory; every release has one)"
         )
     try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
+        manifest = read_json(path)
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise InputError(f"{path}: not a readable JSON manifest ({exc})") from exc
     if isinstance(manifest, dict) and manifest.get("kind") == COMBINED:
@@ -426,4 +426,4 @@ def warn_if_underspent(ledger: Any, what: str) -> None:
     """Warn when a release's ledger spent less than its cap (the guarantee stays the cap)."""
     note = ledger.underspent_note()
     if note is not None:
-        warnings.warn(f"{what}: {note}", UserWarning, stacklevel=2)
+        warnings.warn(f"{what}: {note}", UnderspendWarning, stacklevel=2)

@@ -12,6 +12,10 @@ Rules (the same in every engine; README "Data formats"):
 * Datetime columns (Parquet, pandas): naive ones as stored; zoned ones at their own zone's wall
   clock, or converted to ``timezone``.
 * :func:`times_of_day` also takes a clock time ``HH:MM[:SS[.f]]`` (no date) per value.
+* A time must lie in [:data:`FIRST_TIME`, :data:`END_TIME`) = 1677-09-22 .. 2262-04-10, the
+  range of nanosecond timestamps with a day to spare for any time zone: its wall clock as written
+  (its own offset's, or UTC for unix seconds; before any conversion to ``timezone``). A value
+  outside is an error naming it, as an unparsable one is.
 
 Times come back naive (``datetime64[ns]``), as wall-clock times.
 """
@@ -27,6 +31,8 @@ from synth.errors import ConfigError, InputError
 
 __all__ = [
     "CLOCK",
+    "END_TIME",
+    "FIRST_TIME",
     "NO_DAY",
     "OFFSET",
     "SECONDS",
@@ -43,6 +49,12 @@ CLOCK = r"^\s*(\d{1,2}):(\d{2})(?::(\d{2}(?:\.\d+)?))?\s*$"
 OFFSET = r"^(.*[T ]\d[^+-]*?)\s*(?:[Zz]|[+-]\d{2}(?::?\d{2})?)\s*$"
 #: unix seconds written as text (as a CSV file holds them)
 SECONDS = r"^\s*-?[0-9]+(?:\.[0-9]+)?\s*$"
+#: the first supported time and the first after the supported range (wall clock as written)
+FIRST_TIME = pd.Timestamp("1677-09-22")
+END_TIME = pd.Timestamp("2262-04-11")
+#: the same range in unix seconds
+FIRST_SECONDS = int((FIRST_TIME - pd.Timestamp(0)) // pd.Timedelta(seconds=1))
+END_SECONDS = int((END_TIME - pd.Timestamp(0)) // pd.Timedelta(seconds=1))
 #: "no date in the input" (a clock time alone)
 NO_DAY = np.int64(np.iinfo(np.int64).min)
 
@@ -89,10 +101,42 @@ def parse_times(
     if out.isna().any():
         row = _row(out.isna())
         raise InputError(
-            f"{source}: column '{column}', row {row + 1}: cannot parse {raw.iloc[row]!r} as a "
-            "time (ISO 8601 expected, e.g. 2019-11-27T08:15:00)"
+            f"{source}: column '{column}', row {row + 1}: "
+            + _unparsable(raw.iloc[row], "ISO 8601 expected, e.g. 2019-11-27T08:15:00")
         )
     return out
+
+
+def _unparsable(value: object, expected: str) -> str:
+    """Why ``value`` is no time: outside the supported range, or not parsable (``expected``)."""
+    if isinstance(value, pd.Timestamp | np.datetime64):
+        value = str(pd.Timestamp(value))
+    elif isinstance(value, np.generic):
+        value = value.item()
+    if _out_of_range(value):
+        return (
+            f"{value!r} is outside the supported time range {FIRST_TIME:%Y-%m-%d} .. "
+            f"{END_TIME - pd.Timedelta(days=1):%Y-%m-%d}"
+        )
+    return f"cannot parse {value!r} as a time ({expected})"
+
+
+def _out_of_range(value: object) -> bool:
+    """Whether ``value`` reads as a time (or unix seconds) outside the supported range."""
+    if isinstance(value, pd.Timestamp | np.datetime64):
+        stamp = pd.Timestamp(value)
+        stamp = stamp.tz_localize(None) if stamp.tz is not None else stamp
+        return not FIRST_TIME <= stamp < END_TIME
+    text = str(value).strip()
+    if isinstance(value, int | float | np.number) or pd.Series([text]).str.match(SECONDS)[0]:
+        seconds = float(text)
+        return bool(np.isfinite(seconds)) and not FIRST_SECONDS <= seconds < END_SECONDS
+    wall = pd.Series([text]).str.replace(OFFSET, r"\1", regex=True)[0]
+    try:
+        stamp = pd.to_datetime(wall, format="ISO8601")
+    except (ValueError, TypeError, OverflowError):
+        return False
+    return not pd.isna(stamp) and not FIRST_TIME <= stamp < END_TIME
 
 
 def clock_parts(values: pd.Series) -> pd.DataFrame:
@@ -120,9 +164,11 @@ def _stamps(raw: pd.Series, timezone: str | None) -> pd.Series:
     """:func:`parse_times` without the checks: unparsable values are NaT."""
     if pd.api.types.is_datetime64_any_dtype(raw):
         zone = getattr(raw.dt, "tz", None)
+        wall = raw.dt.tz_localize(None) if zone is not None else raw
+        ok = _in_range(wall)
         if zone is not None and timezone is not None:
-            raw = raw.dt.tz_convert(timezone)
-        return (raw.dt.tz_localize(None) if zone is not None else raw).astype("datetime64[ns]")
+            wall = raw.where(ok).dt.tz_convert(timezone).dt.tz_localize(None)
+        return wall.where(ok).astype("datetime64[ns]")
     if pd.api.types.is_numeric_dtype(raw) and not pd.api.types.is_bool_dtype(raw):
         return _unix(raw, timezone)
     text = raw.astype(str).str.strip()
@@ -137,20 +183,35 @@ def _stamps(raw: pd.Series, timezone: str | None) -> pd.Series:
         out[seconds] = _unix(pd.to_numeric(text[seconds]), timezone)
     naive = ~zoned & ~seconds
     if naive.any():
-        out[naive] = _iso(text[naive], utc=False).astype("datetime64[ns]")
+        out[naive] = _ranged(_iso(text[naive], utc=False))
     if zoned.any():
         given = text[zoned]
-        if timezone is None:  # the wall clock as written: the offset is dropped
-            wall = _iso(given.str.replace(OFFSET, r"\1", regex=True), utc=False)
-        else:
-            wall = _iso(given, utc=True).dt.tz_convert(timezone).dt.tz_localize(None)
-        out[zoned] = wall.astype("datetime64[ns]")
+        # the wall clock as written (the offset dropped): the release's time without a time zone,
+        # and the one the range rule reads in every case
+        wall = _iso(given.str.replace(OFFSET, r"\1", regex=True), utc=False)
+        if timezone is not None:
+            fits = _in_range(wall).to_numpy(dtype=bool)
+            instant = _iso(given, utc=True)[fits]
+            wall = wall.where(fits)
+            wall[fits] = instant.dt.tz_convert(timezone).dt.tz_localize(None).astype(wall.dtype)
+        out[zoned] = _ranged(wall)
     return out
 
 
+def _in_range(stamps: pd.Series) -> pd.Series:
+    """Which naive timestamps (any resolution) lie in [FIRST_TIME, END_TIME) (NaT: False)."""
+    return (stamps >= FIRST_TIME) & (stamps < END_TIME)
+
+
+def _ranged(stamps: pd.Series) -> pd.Series:
+    """Naive timestamps of any resolution as ``datetime64[ns]``, NaT outside the range."""
+    return stamps.where(_in_range(stamps)).astype("datetime64[ns]")
+
+
 def _unix(seconds: pd.Series, timezone: str | None) -> pd.Series:
-    """Unix seconds as the UTC wall clock, or ``timezone``'s."""
-    stamps = pd.to_datetime(seconds, unit="s")
+    """Unix seconds as the UTC wall clock, or ``timezone``'s; NaT outside the range."""
+    ok = (seconds >= FIRST_SECONDS) & (seconds < END_SECONDS)
+    stamps = pd.to_datetime(seconds if ok.all() else seconds.where(ok), unit="s")
     if timezone is not None:
         stamps = stamps.dt.tz_localize("UTC").dt.tz_convert(timezone).dt.tz_localize(None)
     return stamps.astype("datetime64[ns]")
@@ -170,7 +231,7 @@ def _iso(text: pd.Series, *, utc: bool) -> pd.Series:
         return pd.Series(
             [pd.to_datetime(v, format="ISO8601", errors="coerce", utc=utc) for v in text],
             index=text.index,
-            dtype="datetime64[ns, UTC]" if utc else "datetime64[ns]",
+            dtype="datetime64[us, UTC]" if utc else "datetime64[us]",
         )
 
 
@@ -226,7 +287,7 @@ def times_of_day(
                 column,
                 rows,
                 row,
-                f"cannot parse {raw.iloc[row]!r} as a time (ISO 8601 timestamp or HH:MM expected)",
+                _unparsable(raw.iloc[row], "ISO 8601 timestamp or HH:MM expected"),
             )
         values = stamps.to_numpy(dtype="datetime64[ns]")
         days = values.astype("datetime64[D]")

@@ -19,6 +19,7 @@ import sys
 import warnings
 
 from synth.cli.options import add_quiet_option
+from synth.errors import TransitSynthWarning
 
 __all__ = ["register", "run"]
 
@@ -123,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
             f"{args.release} has no times: every person's first activity ends at "
             f"{info['times'].removeprefix('defaults: first end ')} (made up, an artificial "
             "peak; export a release with times, e.g. sequences --time-bin, for real ones)",
-            UserWarning,
+            TransitSynthWarning,
             stacklevel=1,
         )
     if not args.quiet:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import warnings
 
-from synth.errors import ConfigError
+from synth.errors import ConfigError, SeededWarning
 from synth.provenance import ENV_VAR, SUFFIX
 
 __all__ = [
@@ -58,7 +58,7 @@ def add_quiet_option(parser: argparse.ArgumentParser) -> None:
 def warn_if_seeded(seed: int | None) -> None:
     """Warn (on stderr, as ``warning: ...``; silenced by ``--quiet``) when a seed was given."""
     if seed is not None:
-        warnings.warn(SEEDED_WARNING, UserWarning, stacklevel=2)
+        warnings.warn(SEEDED_WARNING, SeededWarning, stacklevel=2)
 
 
 def add_engine_options(parser: argparse.ArgumentParser) -> None:

@@ -130,6 +130,11 @@ def _check_parameters(kind: str, params: Any, *, source: Path, section: str) -> 
                             f"{source}: key '{key}.{level}' in [{section}] has the wrong type "
                             f"({type(value).__name__} {value!r}; expected float)"
                         )
+                    if number in levels:
+                        raise ConfigError(
+                            f"{source}: key '{key}.{level}' in [{section}]: level {number} is "
+                            "given twice"
+                        )
                     levels[number] = value
                 checked[key] = levels
     return checked

@@ -181,11 +181,15 @@ def _budget_split(text: str) -> dict[int, float]:
         try:
             if not sep:
                 raise ValueError(part)
-            out[int(level)] = float(share)
+            number = int(level)
+            value = float(share)
         except ValueError:
             raise argparse.ArgumentTypeError(
                 f"expected LEVEL=SHARE[,...] (e.g. 1=0.3), got {text!r}"
             ) from None
+        if number in out:
+            raise argparse.ArgumentTypeError(f"level {number} is given twice in {text!r}")
+        out[number] = value
     return out
 
 

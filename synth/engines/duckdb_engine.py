@@ -56,6 +56,7 @@ from synth.engines.duckdb_sql import (
     per_location_sql,
     pos_sql,
     quote,
+    ranged_sql,
     rows_sql,
     stamp_expr,
     warn_dropped,
@@ -381,7 +382,7 @@ class DuckDBEngine(Engine):
         ``clock`` (long-format sequences), a clock time ``HH:MM[:SS]`` (hours past 23 wrap)."""
         col = ident(column)
         if sql_type.upper().startswith(("TIMESTAMP", "DATE")):
-            stamp = f"CAST({col} AS TIMESTAMP)"
+            stamp = ranged_sql(f"CAST({col} AS TIMESTAMP)")
             return f"(hour({stamp}) * 60 + minute({stamp}))", stamp
         if sql_type.upper().startswith("TIME"):
             return f"(hour({col}) * 60 + minute({col}))", col

@@ -28,11 +28,13 @@ from synth.engines.duckdb_sql import (
     off_sql,
     plain_id,
     quote,
+    ranged_sql,
     stamp_expr,
 )
 from synth.errors import InputError
 from synth.io import CSV_NA_VALUES, DOT_ZERO, ID_SPACE
 from synth.records import OFF_VALUES
+from synth.times import END_SECONDS, FIRST_SECONDS
 
 
 class NotGrouped(Exception):
@@ -108,6 +110,11 @@ class GroupedScan:
             if not pa.types.is_timestamp(t) or t.tz is not None:
                 raise NotGrouped
             self.per_minute = 60 * TICKS_PER_SECOND[t.unit]
+            # the supported range (synth.times) in ticks: a time outside goes the SQL way (error)
+            self.tick_range = (
+                FIRST_SECONDS * TICKS_PER_SECOND[t.unit],
+                END_SECONDS * TICKS_PER_SECOND[t.unit],
+            )
         self.codes = {str(name): code for code, name in enumerate(locations)}
         self.code_type = "SMALLINT" if len(locations) < 2**15 else "INTEGER"
         self.code_dtype = np.int16 if len(locations) < 2**15 else np.int32
@@ -254,7 +261,11 @@ class GroupedScan:
         if col.null_count:
             raise NotGrouped
         if pa.types.is_timestamp(col.type):
-            col = col.cast(pa.int64())
+            ticks = np.asarray(col.cast(pa.int64()).to_numpy(), dtype=np.int64)
+            first, end = self.tick_range
+            if ticks.size and (ticks.min() < first or ticks.max() >= end):
+                raise NotGrouped  # outside the supported range: the SQL path names the value
+            return ticks
         return np.asarray(col.to_numpy(), dtype=np.int64)
 
     def _codes(
@@ -403,7 +414,7 @@ def scan_events(
     selects = []
     for side, tcol, lcol, cond in sides:
         col = ident(tcol)
-        stamp, day = f"CAST({col} AS TIMESTAMP)", None
+        stamp, day = ranged_sql(f"CAST({col} AS TIMESTAMP)"), None
         minute = f"hour({stamp}) * 60 + minute({stamp})"
         if not types[tcol].startswith(("TIMESTAMP", "DATE")):
             # each value on its own (synth.times): a clock time HH:MM has no day (the times of
@@ -439,7 +450,7 @@ def scan_events(
     if bad[3] == 0:
         raise InputError(f"{path}: no records")
     if bad[0]:
-        raise InputError(f"{path}: {bad[0]} event(s) without a parsable time or date")
+        raise _time_error(path, location_column, unit_column, int(bad[0]))
     if bad[1]:
         raise InputError(f"{path}: {bad[1]} event(s) without a location")
     if bad[2]:
@@ -481,3 +492,18 @@ def _event_sides(
     else:
         return None
     return kind, sides
+
+
+def _time_error(
+    path: Path, location_column: str, unit_column: str | None, count: int
+) -> InputError:
+    """The error the memory engine raises for the file's first time that is not one (its row and
+    value, as :mod:`synth.records` reads the file: on this error path only); ``count`` events
+    without a time when that reading finds none (a rule the engines read differently)."""
+    from synth.marginals.events import load_input, read_events
+
+    try:
+        read_events(load_input(path, location_column), unit_column=unit_column)
+    except InputError as err:
+        return err
+    return InputError(f"{path}: {count} event(s) without a parsable time or date")

@@ -14,8 +14,8 @@ from synth.engines.base import Counts
 from synth.errors import InputError
 from synth.io import DOT_ZERO, ID_SPACE
 from synth.logs import private_message
-from synth.records import OFF_VALUES, UnknownLocationWarning
-from synth.times import CLOCK, OFFSET, SECONDS
+from synth.records import OFF_VALUES, UnknownLocationWarning, load_taps
+from synth.times import CLOCK, END_SECONDS, END_TIME, FIRST_SECONDS, FIRST_TIME, OFFSET, SECONDS
 
 
 def quote(text: str) -> str:
@@ -45,10 +45,18 @@ def id_sql(expr: str) -> str:
     return f"CASE WHEN {dot_zero} THEN regexp_replace({t}, {quote(DOT_ZERO)}, '\\1') ELSE {t} END"
 
 
+def ranged_sql(stamp: str) -> str:
+    """``stamp`` (a TIMESTAMP) when it lies in the supported range of :mod:`synth.times`
+    (``FIRST_TIME`` <= t < ``END_TIME``), else NULL: the per-value rule of every engine."""
+    first, end = (f"TIMESTAMP '{t:%Y-%m-%d %H:%M:%S}'" for t in (FIRST_TIME, END_TIME))
+    return f"CASE WHEN {stamp} >= {first} AND {stamp} < {end} THEN {stamp} END"
+
+
 def stamp_expr(text: str) -> str:
     """A timestamp per value, as :func:`synth.times.parse_times` without a time zone: unix
     seconds (UTC), else ISO 8601 at the wall clock as written (a UTC offset is dropped); NULL
-    when it does not parse. Regular expressions only run on the values that may need them."""
+    when it does not parse or lies outside the supported range (:func:`ranged_sql`). Regular
+    expressions only run on the values that may need them."""
     t = _trimmed(text)
     after_date = f"substr({t}, 11)"
     zoned = (
@@ -59,9 +67,14 @@ def stamp_expr(text: str) -> str:
         f"CASE WHEN {zoned} THEN TRY_CAST(regexp_replace({t}, {quote(OFFSET)}, '\\1') AS "
         f"TIMESTAMP) ELSE TRY_CAST({t} AS TIMESTAMP) END"
     )
-    micros = f"CAST(round(TRY_CAST({t} AS DOUBLE) * 1000000) AS BIGINT)"
+    seconds = f"TRY_CAST({t} AS DOUBLE)"
+    micros = f"CAST(round({seconds} * 1000000) AS BIGINT)"
     unix = f"NOT contains({t}, ':') AND regexp_full_match({t}, {quote(SECONDS)})"
-    return f"CASE WHEN {unix} THEN make_timestamp({micros}) ELSE {iso} END"
+    in_range = f"{seconds} >= {FIRST_SECONDS} AND {seconds} < {END_SECONDS}"
+    return (
+        f"CASE WHEN {unix} THEN (CASE WHEN {in_range} THEN make_timestamp({micros}) END) "
+        f"ELSE {ranged_sql(iso)} END"
+    )
 
 
 def clock_sql(text: str) -> tuple[str, str]:
@@ -150,6 +163,17 @@ def file_layout(
     return kind, loc, id_col
 
 
+def bad_time_error(p: Path, location_column: str, count: int, *, taps: bool) -> InputError:
+    """For taps, the error :func:`~synth.records.load_taps` raises for the file's first time that
+    is not one (row and value; read on this error path only); else ``count`` such values."""
+    if taps:
+        try:
+            load_taps(p, location_column=location_column)
+        except InputError as err:
+            return err
+    return InputError(f"{p}: column 'time': {count} value(s) that are not a time")
+
+
 def check_file_values(
     p: Path,
     per_location: list[tuple[Any, ...]],
@@ -173,7 +197,7 @@ def check_file_values(
     if n_no_location:
         raise InputError(f"{p}: column '{loc}': {n_no_location} empty value(s)")
     if n_no_time:
-        raise InputError(f"{p}: column 'time': {n_no_time} value(s) that are not a time")
+        raise bad_time_error(p, loc, n_no_time, taps=id_col == "card_id")
     known_names = set(locations)
     unknown = sorted((str(r[0]), int(r[1])) for r in per_location if r[0] not in known_names)
     if unknown:

@@ -9,7 +9,6 @@ disagrees with the private data there (up to the ``beta`` chance that the releas
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any
@@ -18,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from synth.errors import ConfigError, InputError
-from synth.io import read_table
+from synth.io import read_json, read_table
 from synth.marginals import TABLES, OpalRelease, SBHCalibration, marginal_tables
 from synth.taxonomy import Taxonomy
 
@@ -38,7 +37,11 @@ def _load(
     manifest = path / "manifest.json"
     if not manifest.is_file():
         raise InputError(f"{path}: not a release directory (no manifest.json)")
-    params = json.loads(manifest.read_text(encoding="utf-8")).get("parameters", {})
+    try:
+        content = read_json(manifest)
+    except (OSError, ValueError) as exc:
+        raise InputError(f"{manifest}: not a readable JSON manifest ({exc})") from exc
+    params = content.get("parameters", {}) if isinstance(content, dict) else {}
     if (params.get("generator") or params.get("release")) != "opal-marginals":
         raise InputError(f"{manifest}: not a marginals release")
     tables = {}

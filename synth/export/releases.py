@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -13,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from synth.errors import ConfigError, InputError
-from synth.io import id_strings, read_table
+from synth.io import id_strings, read_json, read_table
 from synth.release import open_release
 from synth.times import clock_parts, wall_clock_times
 
@@ -239,7 +238,7 @@ def _schema_id(path: Path) -> str | None:
     if not schema.is_file():
         return None
     try:
-        spec = json.loads(schema.read_text(encoding="utf-8"))
+        spec = read_json(schema)
     except (ValueError, OSError) as exc:
         raise InputError(f"{schema}: cannot read ({exc})") from exc
     ids = [name for name, col in spec.items() if isinstance(col, dict) and col.get("kind") == "id"]

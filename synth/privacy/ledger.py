@@ -33,6 +33,11 @@ ACCOUNTING = (
     "each branch's total (epsilon and delta separately); floats enter through their shortest repr"
 )
 NORMS = ("l1", "l2")
+#: A spend this close to the cap counts as the cap in :meth:`PrivacyLedger.underspent`: a relative
+#: 1e-9. Budget shares are exact fractions (archetypes.budget), but a float epsilon or delta
+#: computed outside (a calibrated delta, a share typed as 0.333) may miss the cap by a few units in
+#: its 16th digit; a mechanism that stopped early leaves whole shares, far above this.
+UNDERSPEND_TOLERANCE = Fraction(1, 10**9)
 #: what the manifest says of the private input (no name, size, hash or count of it is published)
 PRIVATE_INPUT_NOTE = (
     "not recorded: no name, size, hash or count of the private input is published; the data "
@@ -305,6 +310,7 @@ class PrivacyLedger(LedgerBranch):
         self.cap_epsilon, self.cap_delta = check_budget(epsilon, delta)
         self.unit = unit
         self.neighbouring = neighbouring or f"add or remove all records of one {unit}"
+        self.stopped_early: str | None = None  # what a mechanism that stopped early ran out of
 
     @property
     def spent_epsilon(self) -> float:
@@ -316,11 +322,27 @@ class PrivacyLedger(LedgerBranch):
         """Total delta spent (float of the exact total)."""
         return float(self.cost()[1])
 
-    def underspent_note(self) -> str | None:
-        """A sentence for the user when the release spent less than its cap, else ``None``."""
+    def stop_early(self, reason: str) -> None:
+        """Record that a mechanism stopped before spending its whole share (``reason``: what
+        it ran out of, e.g. "no node left to count after level 2"): only then does the release
+        warn and its manifest say ``spent_below_budget``."""
+        self.stopped_early = reason
+
+    def underspent(self) -> bool:
+        """Whether a mechanism stopped early (:meth:`stop_early`) and the total spent is below
+        the cap by more than :data:`UNDERSPEND_TOLERANCE` of it, in epsilon or delta."""
+        if self.stopped_early is None:
+            return False
         eps, delta = self.cost()
-        if eps >= self.cap_epsilon and delta >= self.cap_delta:
+        keep = 1 - UNDERSPEND_TOLERANCE
+        return eps < self.cap_epsilon * keep or delta < self.cap_delta * keep
+
+    def underspent_note(self) -> str | None:
+        """A sentence for the user when a mechanism stopped early and the release spent less
+        than its cap (:meth:`underspent`), else ``None``."""
+        if not self.underspent():
             return None
+        eps, delta = self.cost()
         spent = f"epsilon {float(eps):g} of the {float(self.cap_epsilon):g} asked" + (
             f", delta {float(delta):g} of {float(self.cap_delta):g}" if self.cap_delta else ""
         )
@@ -328,7 +350,7 @@ class PrivacyLedger(LedgerBranch):
             f", delta {float(self.cap_delta):g}" if self.cap_delta else ""
         )
         return (
-            f"the release spent {spent} (it stopped early: nothing left to count); its guarantee "
+            f"the release spent {spent} (it stopped early: {self.stopped_early}); its guarantee "
             f"is the budget asked ({cap}), since where it stops depends on noisy counts "
             "(manifest: spent_below_budget)"
         )
@@ -379,7 +401,7 @@ class PrivacyLedger(LedgerBranch):
             # what the release guarantees is the cap: whether it stops short of it (e.g. a tree
             # with no node left to count) depends on the data through noisy decisions
             "guarantee": _amount(self.cap_epsilon, self.cap_delta),
-            "spent_below_budget": bool(eps < self.cap_epsilon or delta < self.cap_delta),
+            "spent_below_budget": self.underspent(),
             "composition": self.to_list(),
             "spends": [s.to_dict() for s in self.spends],
             # as given: synth.release.build_manifest makes the manifest JSON-ready (one encoder)

@@ -12,7 +12,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from synth.errors import ConfigError, InputError
+from synth.errors import ConfigError, InputError, TransitSynthWarning
 from synth.io import id_strings, read_table
 from synth.logs import private_message
 from synth.times import parse_times
@@ -50,7 +50,7 @@ TAP_OPTIONS = (
 PathOrFrame = str | os.PathLike[str] | pd.DataFrame
 
 
-class UnknownLocationWarning(UserWarning):
+class UnknownLocationWarning(TransitSynthWarning):
     """Rows whose location is not in the taxonomy were dropped (``on_unknown="drop"``)."""
 
 

@@ -96,8 +96,14 @@ def test_budget_shares_never_exceed_the_total() -> None:
     for total in (0.3, 1.0, 0.7, 1e-5, 2.5e-5, 10.0):
         for split in ((0.1, 0.9), (0.1, 0.3, 0.6), (1 / 3, 1 / 3, 1 / 3)):
             parts = budget_shares(total, split)
-            assert sum(Fraction(repr(p)) for p in parts) <= Fraction(str(total))
+            # issue 26: exact shares that sum to the total (float shares summed below it, and
+            # every release that spent them all warned that it had stopped early)
+            spent = sum(Fraction(repr(p)) for p in parts)
+            assert Fraction(str(total)) * (1 - Fraction(1, 10**15)) <= spent <= Fraction(str(total))
             assert parts == pytest.approx([total * s for s in split])
+    for total, split in ((1.0, (1 / 3, 2 / 3)), (0.3, (0.1, 0.3, 0.6)), (1.0, (1 / 3,) * 3)):
+        assert sum(Fraction(repr(p)) for p in budget_shares(total, split)) == Fraction(str(total))
+    assert budget_shares(1.0, [0.5, 0.25, 0.0]) == [0.5, 0.25, 0.0]  # not summing to 1: as given
 
 
 def test_fit_and_sample_are_reproducible_under_random_state() -> None:

@@ -144,6 +144,16 @@ def _write_parquet(frame: pd.DataFrame, path: Path) -> Path:
     return path
 
 
+#: one value outside the supported time range (1677-09-22 .. 2262-04-10) per file
+_OUT_OF_RANGE: dict[str, Any] = {
+    "time_1500": "1500-05-01T09:00:00",
+    "time_2300": "2300-05-01T09:00:00+02:00",
+    "unix_1e20": "100000000000000000000",
+    "unix_1e20_float": 1e20,
+    "stamp_1500": "1500-05-01T09:00:00",
+}
+
+
 # ---------------------------------------------------------------------------- cases
 @dataclass(frozen=True)
 class Case:
@@ -221,6 +231,18 @@ CASES: dict[str, Case] = {
     "edge-seq-fractional-pos": Case("seq_pos15.csv", "sequences", SEQ_EDGE, error=True),
     "edge-seq-parquet-fractional-pos": Case("seq_pos15.parquet", "sequences", SEQ_EDGE, error=True),
     "edge-seq-duplicate-rows": Case("seq_dup.csv", "sequences", SEQ_EDGE, error=True),
+    # times outside the supported range (issue 26): one line naming file, row and value
+    **{
+        f"edge-{command}-{name}": Case(f"{name}.{ext}", command, args, error=True)
+        for command, args in (("sequences", SEQ_EDGE), ("marginals", MARG))
+        for name, ext in (
+            ("time_1500", "csv"),
+            ("time_2300", "parquet"),
+            ("unix_1e20", "csv"),
+            ("unix_1e20_float", "parquet"),
+            ("stamp_1500", "parquet"),
+        )
+    },
 }
 
 
@@ -266,6 +288,20 @@ def _build_inputs(root: Path, shared: Path | None) -> dict[str, Path]:
     files["seq_padded.parquet"] = _write_parquet(
         _padded(_clean_sequences(), ["seq_id", "location"]), root / "seq_padded.parquet"
     )
+    for name, value in _OUT_OF_RANGE.items():
+        column = pd.Series(clean["time"], dtype=object)
+        column.iloc[len(clean) // 2] = value
+        frame = clean.assign(time=column)
+        if name == "unix_1e20_float":
+            frame = clean.assign(time=1.7e9).astype({"time": float})
+            frame.loc[len(clean) // 2, "time"] = value
+        elif name == "stamp_1500":
+            stamps = pd.to_datetime(clean["time"]).astype("datetime64[us]")
+            stamps.iloc[len(clean) // 2] = pd.Timestamp(value)
+            frame = clean.assign(time=stamps)
+        ext = "parquet" if name in ("time_2300", "unix_1e20_float", "stamp_1500") else "csv"
+        write = _write_parquet if ext == "parquet" else _write_csv
+        files[f"{name}.{ext}"] = write(frame, root / f"{name}.{ext}")
     files["seq_pos15.parquet"] = _write_parquet(
         _pos_fraction(_clean_sequences()).astype({"pos": float}), root / "seq_pos15.parquet"
     )

@@ -41,8 +41,9 @@ def _tree(
         time_bins=time_bins,
         random_state=ZeroNoise() if random_state is None else random_state,
         engine=engine,
+        **fit,  # type: ignore[arg-type]
     )
-    return synth.fit(source, **fit)  # type: ignore[arg-type]
+    return synth.fit(source)
 
 
 @pytest.fixture(scope="module")

@@ -196,3 +196,18 @@ def test_id_strings() -> None:
     assert id_strings(pd.Series([" a ", "007"])).tolist() == ["a", "007"]
     with pytest.raises(InputError, match=r"column 'id', row 1: 1\.5 is not an identifier"):
         id_strings(pd.Series([1.5, 2.0]))
+
+
+def test_json_depth_and_read_json_limits(tmp_path: Path) -> None:
+    # issue 26: deep JSON made the parser recurse past Python's limit (RecursionError)
+    from synth.io import JSON_DEPTH_LIMIT, json_depth, read_json
+
+    assert json_depth("") == 0 and json_depth("3") == 0 and json_depth("[]") == 1
+    assert json_depth('{"a": [1, {"b": "[[[\\" {{"}], "c": "]]]"}') == 3  # strings do not count
+    ok = tmp_path / "ok.json"
+    ok.write_text("[" * JSON_DEPTH_LIMIT + "]" * JSON_DEPTH_LIMIT)
+    assert isinstance(read_json(ok), list)
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * (JSON_DEPTH_LIMIT + 1) + "]" * (JSON_DEPTH_LIMIT + 1))
+    with pytest.raises(InputError, match=f"nested {JSON_DEPTH_LIMIT + 1} levels deep"):
+        read_json(deep)

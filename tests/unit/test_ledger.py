@@ -267,3 +267,27 @@ def test_check_budget_errors(epsilon: Any, delta: Any, need_delta: bool, message
 
 def test_check_budget_is_exact() -> None:
     assert check_budget(0.1, 1e-6) == (Fraction("0.1"), Fraction("1e-6"))
+
+
+def test_underspend_only_when_a_mechanism_stopped_early() -> None:
+    # issue 26: float shares summing a hair below the cap, or a calibrated delta below the one
+    # asked, warned "it stopped early" on almost every release
+    from synth.privacy.ledger import UNDERSPEND_TOLERANCE
+
+    ledger = PrivacyLedger(epsilon=1.0, delta=0.05)
+    ledger.spend(label="a", mechanism="m", epsilon=1 / 3, delta=0.01)
+    ledger.spend(label="b", mechanism="m", epsilon=2 / 3, delta=0.02)
+    assert ledger.spent_epsilon < 1  # 0.3333333333333333 + 0.6666666666666666
+    assert ledger.underspent_note() is None and not ledger.to_dict()["spent_below_budget"]
+    ledger.stop_early("no node left to count after level 1")
+    note = ledger.underspent_note()  # delta 0.03 of 0.05: really below, and a mechanism stopped
+    assert note is not None and "stopped early: no node left to count after level 1" in note
+    assert ledger.to_dict()["spent_below_budget"] is True
+    near = PrivacyLedger(epsilon=1.0)
+    near.spend(label="a", mechanism="m", epsilon=1 - float(UNDERSPEND_TOLERANCE) / 2)
+    near.stop_early("nothing left")
+    assert near.underspent_note() is None  # within the tolerance: the cap
+    far = PrivacyLedger(epsilon=1.0)
+    far.spend(label="a", mechanism="m", epsilon=1 - 2 * float(UNDERSPEND_TOLERANCE))
+    far.stop_early("nothing left")
+    assert far.underspent_note() is not None

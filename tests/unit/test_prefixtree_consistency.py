@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import itertools
+import warnings
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from prefixtree.consistency import (
@@ -175,3 +177,51 @@ def test_small_exhaustive_two_level_trees() -> None:
         counts = consistent_counts(np.array([-1, 0, 0]), np.array([a, b, c]))
         assert counts[1] + counts[2] <= counts[0]
         assert (counts >= 0).all()
+
+
+def test_weights_spanning_any_magnitude_stay_finite_and_exact() -> None:
+    # issue 26: inverse variances from a huge epsilon (1e300 next to 1) overflowed the weighted
+    # sums to inf and the fit to NaN; the fit is invariant to scaling all weights of a row
+    rng = np.random.default_rng(3)
+    values = rng.normal(20, 10, size=(50, 4))
+    lengths = np.full(50, 4)
+    base = rng.uniform(0.5, 2.0, size=(50, 4))
+    huge = base * np.array([1e300, 1.0, 1e-300, 1e150])
+    with np.errstate(all="raise"):
+        fit = isotonic_paths(values, lengths, huge)
+    assert np.isfinite(fit).all()
+    rel = huge / huge.max(axis=1, keepdims=True)
+    for row in range(50):
+        w = np.maximum(rel[row], 2.0**-60)
+        expected = _weighted_pava(list(values[row]), list(w))
+        np.testing.assert_allclose(fit[row], expected, rtol=1e-9, atol=1e-9)
+    # a heavy node pins the fit; light ones behind it are still fitted, not cancelled away
+    fit = isotonic_paths(np.array([[5.0, 3.0, 100.0]]), np.array([3]), np.array([[1, 1, 1e200]]))
+    np.testing.assert_allclose(fit[0], [4.0, 4.0, 100.0])
+
+
+@pytest.mark.parametrize("epsilon", [1e-3, 1e-2, 0.1, 1.0, 10.0, 90.0, 1e3, 1e4, 1e5, 1e6])
+def test_prefix_tree_is_consistent_and_non_empty_for_any_epsilon(epsilon: float) -> None:
+    # issue 26: from epsilon ~90 the weighted fit returned NaN and the release was empty
+    from prefixtree import PrefixTreeSynthesizer
+    from tests.conftest import flat_taxonomy
+
+    rows = [(f"c{i}", k, f"s{(i + k) % 2}") for i in range(40000) for k in range(3)]
+    data = pd.DataFrame(rows, columns=["seq_id", "pos", "location"])
+    syn = PrefixTreeSynthesizer(
+        epsilon=epsilon, height=3, taxonomy=flat_taxonomy(4), random_state=1
+    )
+    with warnings.catch_warnings(), np.errstate(all="raise"):
+        warnings.simplefilter("error", RuntimeWarning)
+        syn.fit(data)
+    tree = syn.tree_
+    assert syn.n_sequences() > 0
+    count = tree["count"].to_numpy()
+    parent = tree["parent"].to_numpy()
+    inner = parent >= 0
+    assert (count[inner] <= count[parent[inner]]).all()
+    child_sum = np.bincount(parent[inner], weights=count[inner], minlength=count.size)
+    assert (child_sum <= count).all()
+    assert (tree["ending"] >= 0).all()
+    if epsilon >= 90:  # noise far below one count: the release is the data
+        assert syn.n_sequences() == 40000

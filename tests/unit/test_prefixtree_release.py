@@ -13,7 +13,7 @@ import pytest
 from prefixtree import PrefixTreeSynthesizer
 from prefixtree.output import write_sequences as write_release
 from prefixtree.release import release_sequences
-from synth.errors import ConfigError
+from synth.errors import ConfigError, UnderspendWarning
 from synth.taxonomy import Taxonomy
 
 
@@ -146,9 +146,10 @@ def test_release_sequences_streams_the_same_release(tmp_path: Path, fmt: str) ->
     tax = tmp_path / "tax.csv"
     _taxonomy().to_csv(tax)
     params = {"epsilon": 3.0, "height": 5}
-    summary = release_sequences(
-        seqs, tmp_path / "out", taxonomy=str(tax), params=params, format=fmt, seed=4
-    )
+    with pytest.warns(UnderspendWarning, match="stopped early: no node left to count"):
+        summary = release_sequences(
+            seqs, tmp_path / "out", taxonomy=str(tax), params=params, format=fmt, seed=4
+        )
     expected = (
         PrefixTreeSynthesizer(**params, taxonomy=Taxonomy.from_spec(str(tax)), random_state=4)
         .fit(seqs)

@@ -47,9 +47,13 @@ def test_bars_on_a_terminal() -> None:
 def test_prefix_tree_reports_its_levels() -> None:
     calls: list[tuple[int, int]] = []
     seqs = simulate_sequences(500, seed=1)
-    PrefixTreeSynthesizer(epsilon=1.0, height=4, taxonomy=montreal_taxonomy(), random_state=0).fit(
-        seqs, progress=lambda done, total: calls.append((done, total))
-    )
+    PrefixTreeSynthesizer(
+        epsilon=1.0,
+        height=4,
+        taxonomy=montreal_taxonomy(),
+        random_state=0,
+        progress=lambda done, total: calls.append((done, total)),
+    ).fit(seqs)
     assert calls and calls[0][0] == 0 and calls[-1][0] == calls[-1][1]
     assert len({total for _, total in calls}) == 1
     assert [d for d, _ in calls] == sorted(d for d, _ in calls)

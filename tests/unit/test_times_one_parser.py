@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from synth.errors import InputError
 from synth.evaluate import marginals as ev
 from synth.export import read_release
 from synth.times import clock_parts, times_of_day, wall_clock_times
@@ -54,3 +55,21 @@ def test_evaluate_reads_clock_times_and_timestamps_alike() -> None:
     frame = pd.DataFrame({"on_time": a})
     res = ev.time_of_day(frame, frame)
     assert res["values"] == [8, 9, 23] and res["tv"] == 0.0
+
+
+def test_supported_time_range_is_a_per_value_rule() -> None:
+    # issue 26: outside pandas' nanosecond range was an internal OutOfBoundsDatetime
+    from synth.times import parse_times as parse
+
+    inside = ["1677-09-22T00:00:00", "2262-04-10T23:59:59", "2262-04-10T23:59:59+14:00"]
+    assert parse(pd.Series(inside), timezone="Pacific/Kiritimati").notna().all()
+    assert parse(pd.Series(inside)).notna().all()
+    for bad in ["1677-09-21T23:59:59", "2262-04-11T00:00:00", "-9300000000", "9300000000"]:
+        for zone in (None, "UTC"):
+            with pytest.raises(InputError, match="outside the supported time range"):
+                parse(pd.Series(["2024-01-01T00:00:00", bad]), timezone=zone, source="f.csv")
+    stored = pd.Series(pd.to_datetime(["2024-01-01", "1500-01-01"]).astype("datetime64[us]"))
+    with pytest.raises(InputError, match=r"row 2: '1500-01-01 00:00:00' is outside"):
+        parse(stored, source="f.parquet")
+    with pytest.raises(InputError, match="row 1: 1e\\+20 is outside"):
+        parse(pd.Series([1e20, 0.0]), source="f.parquet")
