@@ -37,6 +37,21 @@ class PrefixTreeSampling(Generator):
     _root_scale: float | None
     _completed: Any
 
+    def _tree_time_bins(self) -> int | None:
+        return self.time_bins
+
+    def _post_active(self) -> bool:  # overridden by prefixtree.factorised
+        return False
+
+    def _coupling(self, depth: np.ndarray, ending: np.ndarray) -> np.ndarray | None:
+        return None
+
+    def _post_rng(self) -> np.random.Generator:
+        return np.random.default_rng()
+
+    def _post_chunk(self, *args: Any) -> pd.DataFrame:
+        raise NotImplementedError
+
     def n_sequences(self) -> int:
         """Number of released sequences (tree endings and completions)."""
         return int(self._release_entries()[3].sum())
@@ -146,6 +161,9 @@ class PrefixTreeSampling(Generator):
         n_seq = int(seq_end[-1]) if seq_end.size else 0
         n_rows = int(row_end[-1]) if row_end.size else 0
         start = row = 0
+        post = self._post_active()  # the length fix and the factorised times (post-processing)
+        coupling = self._coupling(depth, ending) if post else None
+        rng = self._post_rng() if post else None
         while True:
             target = row + int(chunk_rows)
             if target >= n_rows:
@@ -158,6 +176,13 @@ class PrefixTreeSampling(Generator):
             seq = np.arange(start, stop, dtype=np.int64)
             node = np.searchsorted(seq_end, seq, side="right")
             lengths = depth[node]
+            if post:
+                out = self._post_chunk(seq, loc_path[node], lengths, coupling, rng, locations)
+                yield out
+                start, row = stop, row + len(out)
+                if start >= n_seq:
+                    return
+                continue
             row_seq = np.repeat(seq, lengths)
             offsets = np.cumsum(lengths) - lengths
             pos = np.arange(row_seq.size, dtype=np.int64) - np.repeat(offsets, lengths)
@@ -279,7 +304,7 @@ class PrefixTreeSampling(Generator):
             end_noisy[built.depth >= height] = pd.NA
             tree.insert(6, "end_noisy", end_noisy)
             tree["continued"] = continued
-        if self.time_bins is not None:
+        if self._tree_time_bins() is not None:
             tree.insert(4, "time_bin", built.time_bin)
         return tree
 

@@ -71,18 +71,19 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
+from prefixtree.factorised import TIME_MODELS, FactorisedTiming
 from prefixtree.inputs import INPUT_FORMATS, detect_input_format, read_sequences
-from prefixtree.plan import MAX_HEIGHT, MINUTES_PER_DAY, PRESET_KEYS, TreePlanning, scale_for
+from prefixtree.plan import MAX_HEIGHT, PRESET_KEYS, TreePlanning, scale_for
 from prefixtree.presets import PRESETS
 from prefixtree.sampling import PrefixTreeSampling
 from prefixtree.tree import SubLevel, TaxonomyIndex, build_noisy_tree_counted
 from synth.engines import check_engine, get_engine
-from synth.errors import ConfigError, InputError
+from synth.errors import ConfigError
 from synth.generator import STRING, Constraint, InstanceOf, Options, Satisfies
 from synth.privacy import PrivacyLedger, check_budget, exact, noise_source
 from synth.records import encode_sequences
 from synth.taxonomy import Taxonomy
-from synth.times import check_timezone, times_of_day
+from synth.times import check_timezone
 
 __all__ = [
     "COMPLETIONS",
@@ -100,7 +101,7 @@ NOISE_METHODS = ("discrete_laplace", "empty_cells_passing", "choice")
 DEFAULT_MAX_NODES = 5_000_000
 
 
-class PrefixTreeSynthesizer(TreePlanning, PrefixTreeSampling):
+class PrefixTreeSynthesizer(FactorisedTiming, TreePlanning, PrefixTreeSampling):
     """Hybrid-granularity noisy prefix tree for station sequences (KDD 2012, Algorithm 1).
 
     Parameters (keyword-only, stored as given; validated in :meth:`fit`):
@@ -179,6 +180,7 @@ class PrefixTreeSynthesizer(TreePlanning, PrefixTreeSampling):
         "on_unknown": [Options(("error", "drop"))],
         "timezone": [None, STRING],
         "per_day": [InstanceOf(bool, "true or false")],
+        "time_model": [Options(TIME_MODELS)],
         "progress": [None, Satisfies(callable, "a callable progress(done, total)")],
     }
     #: set last in fit: its presence means "fitted"
@@ -202,6 +204,8 @@ class PrefixTreeSynthesizer(TreePlanning, PrefixTreeSampling):
         completion_hints: float | None = None,
         time_bins: int | None = None,
         coarse_time_bins: int | None = None,
+        time_model: str = "auto",
+        length_share: float | None = None,
         random_state: int | object | None = None,
         max_nodes: int = DEFAULT_MAX_NODES,
         engine: str = "auto",
@@ -228,6 +232,8 @@ class PrefixTreeSynthesizer(TreePlanning, PrefixTreeSampling):
         self.completion_hints = completion_hints
         self.time_bins = time_bins
         self.coarse_time_bins = coarse_time_bins
+        self.time_model = time_model
+        self.length_share = length_share
         self.random_state = random_state
         self.max_nodes = max_nodes
         self.engine = engine
@@ -315,28 +321,11 @@ class PrefixTreeSynthesizer(TreePlanning, PrefixTreeSampling):
         if isinstance(mn, bool) or not isinstance(mn, int | np.integer) or mn < 1:
             raise ConfigError(f"max_nodes must be a positive integer, got {mn!r}")
         check_engine(self.engine, self.engine_options)
-        self._prepare(eps, int(h))
+        self._table_shares()  # validates time_model and length_share
+        self._prepare(self._tree_epsilon(eps), int(h))
         return eps, int(h)
 
     # ------------------------------------------------------------------ fit
-    def _time_matrix(
-        self, seqs: pd.DataFrame, n_rows: int, height: int, timezone: str | None = None
-    ) -> np.ndarray:
-        width = int(self.time_bins)  # type: ignore[arg-type]
-        if "time" not in seqs.columns:
-            raise InputError("sequences: time_bins needs a 'time' column")
-        raw = seqs["time"]
-        if pd.api.types.is_timedelta64_dtype(raw):
-            minutes = (raw.dt.total_seconds() // 60).to_numpy(dtype=np.int64) % MINUTES_PER_DAY
-        else:  # each value on its own: a timestamp (wall clock) or a clock time HH:MM
-            minutes = times_of_day(raw, timezone=timezone, source="sequences")[0] % MINUTES_PER_DAY
-        row, _ = pd.factorize(seqs["seq_id"], sort=True)
-        pos = seqs["pos"].to_numpy(dtype=np.int64)
-        keep = pos < height
-        mat = np.zeros((n_rows, height), dtype=np.int64)
-        mat[row[keep], pos[keep]] = minutes[keep] // width
-        return np.maximum.accumulate(mat, axis=1)
-
     def fit(
         self,
         data: pd.DataFrame | str | os.PathLike[str],
@@ -373,7 +362,8 @@ class PrefixTreeSynthesizer(TreePlanning, PrefixTreeSampling):
             counter, unit = self._counter(engine, data, opts, index, h, n_bins)
             try:
                 ledger = self._new_ledger(eps, unit)
-                root_scale = self._spend_root(ledger, eps)
+                root_scale = self._spend_root(ledger, self._tree_epsilon(eps))
+                self._spend_tables(ledger, eps, noise, *self._table_inputs(counter))
                 record = self._recorder(ledger, opts["progress"], levels, index, plan, eps_plan)
                 built = build_noisy_tree_counted(
                     counter,
@@ -417,12 +407,13 @@ class PrefixTreeSynthesizer(TreePlanning, PrefixTreeSampling):
             and opts["timezone"] is None
             and fmt in ("auto", "sequences", "taps")
             and not self.per_day
+            and self.resolved_time_model() != "factorised"  # the time tables read the times
         ):
             counter = engine.prefix_counter_from_file(
                 data,
                 locations=index.locations,
                 height=h,
-                time_bin_minutes=self.time_bins,
+                time_bin_minutes=self._tree_time_bins(),
                 on_unknown=opts["on_unknown"],
                 location_column=opts["location_column"],
             )
@@ -453,6 +444,9 @@ class PrefixTreeSynthesizer(TreePlanning, PrefixTreeSampling):
             if self.time_bins is None
             else self._time_matrix(sequences, len(codes), h, opts["timezone"])
         )
+        self._card_times = None if times is None else ((codes >= 0).sum(axis=1), times, codes)
+        if self._tree_time_bins() is None:
+            times = None
         counter = engine.prefix_counter(codes, times, n_bins=n_bins, n_locations=index.n_locations)
         return counter, unit
 
@@ -585,6 +579,7 @@ class PrefixTreeSynthesizer(TreePlanning, PrefixTreeSampling):
         out["root_share"] = cfg["root_share"]
         out["completion_hints"] = cfg["completion_hints"]
         out["max_nodes"] = int(self.max_nodes)
+        out.update(self.time_parameters())
         out["chosen_by_preset"] = sorted(k for k in PRESET_KEYS if getattr(self, k) is None)
         out["tightened"] = cfg.get("tightened", 0)
         out["expected_nodes"] = round(self.estimate_.total)
