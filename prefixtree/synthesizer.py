@@ -56,7 +56,10 @@ is reduced to the time of day; within a sequence bins are made non-decreasing by
 taxonomy generalizes locations: the generalized sub-levels count (line, coarse bin) cells, and the
 locations sub-level refines a surviving one into (station, fine bin) cells within its coarse bin
 (and not before the node's own bin), so a level's first histogram has ``coarse / fine`` times
-fewer candidates per node.
+fewer candidates per node. That is ``time_model="tree"``; the default with ``time_bins`` is
+``"factorised"``: an untimed tree, and clock times sampled per sequence from two small noisy
+tables (:mod:`prefixtree.factorised`, :mod:`prefixtree.timing`). ``length_share``: the released
+lengths follow a noisy length histogram (:mod:`prefixtree.lengths`).
 """
 
 from __future__ import annotations
@@ -131,6 +134,8 @@ class PrefixTreeSynthesizer(FactorisedTiming, TreePlanning, PrefixTreeSampling):
     - ``time_bins``: minutes per time bin for trajectories (section 4.4), or ``None``.
     - ``coarse_time_bins``: minutes per time bin of the generalized sub-levels (a multiple of
       ``time_bins``; hybrid trajectories only), or ``None``: the same bins as the locations.
+    - ``time_model``: ``"auto"``, ``"factorised"`` or ``"tree"``; ``length_share``: share of
+      epsilon for the length histogram (``None``: auto), :mod:`prefixtree.factorised`.
     - ``random_state``: ``None`` (secure noise), an ``int`` (seeded, NOT private: tests only), or an
       object with ``SecureNoise``'s ``discrete_laplace``/``empty_cells_passing``/``choice``. The
       completion's draws (post-processing) use ``numpy.random.default_rng(random_state)`` for an

@@ -160,10 +160,37 @@ def _draw_rows(
     return np.minimum(drawn, limit)
 
 
+def gap_classes_of_pairs(
+    tables: TimeTables, lengths: IntArray, locs: IntArray, rng: np.random.Generator
+) -> npt.NDArray[np.bool_]:
+    """Per pair of consecutive taps: which row class (repeat or not) its gap is drawn from.
+
+    A pair at the same location is a repeat. When the released sequences hold a share ``s`` of
+    repeats other than the table's ``r`` (its noisy row totals, clamped), pairs are moved at
+    random to the other class (a repeat with probability ``1 - r / s`` when ``s > r``, a
+    non-repeat with ``(r - s) / (1 - s)`` otherwise), so the gap distribution over all pairs is
+    the table's mixture; the pairs keep their class wherever the two shares allow. Post-processing.
+    """
+    width = locs.shape[1]
+    valid = np.arange(1, width)[None, :] < lengths[:, None]
+    repeat = (locs[:, 1:] == locs[:, :-1]) & valid
+    n_pairs = int(valid.sum())
+    rows = np.maximum(tables.gap_noisy, 0).sum(axis=1).astype(np.float64)
+    total = rows.sum()
+    if not n_pairs or total <= 0:
+        return repeat
+    r = rows[PERIODS:].sum() / total
+    s = repeat.sum() / n_pairs
+    u = rng.random(repeat.shape)
+    if s > r:
+        return repeat & (u < r / s)
+    return repeat | (valid & (u < (r - s) / (1 - s)))
+
+
 def _sample_bins(
     tables: TimeTables,
     lengths: IntArray,
-    locs: IntArray,
+    repeat: npt.NDArray[np.bool_],
     rng: np.random.Generator,
     *,
     fit: bool,
@@ -172,7 +199,7 @@ def _sample_bins(
     ``gap`` given the period of the tap before; ``fit``: each gap truncated to the bins left in
     the day, else drawn freely (the result may pass the last bin)."""
     n, n_bins = lengths.size, tables.n_bins
-    width = locs.shape[1]
+    width = repeat.shape[1] + 1
     bins = np.zeros((n, width), dtype=np.int64)
     cls = np.minimum(np.maximum(lengths, 1), LENGTH_CLASSES) - 1
     bins[:, 0] = _draw_rows(tables.first(), cls, np.full(n, n_bins - 1), rng)
@@ -186,7 +213,7 @@ def _sample_bins(
         left = np.maximum(n_bins - 1 - prev, 0) if fit else np.full(rows.size, n_bins - 1)
         g = _draw_rows(
             gap_p,
-            gap_row(np.minimum(prev, n_bins - 1), locs[rows, k] == locs[rows, k - 1], n_bins),
+            gap_row(np.minimum(prev, n_bins - 1), repeat[rows, k - 1], n_bins),
             np.minimum(left, g_span),
             rng,
         )
@@ -210,16 +237,17 @@ def sample_minutes(
     lengths = np.asarray(lengths, dtype=np.int64)
     n_bins, w = tables.n_bins, tables.bin_minutes
     width = locs.shape[1]
-    bins = _sample_bins(tables, lengths, locs, rng, fit=False)
+    repeat = gap_classes_of_pairs(tables, lengths, locs, rng)
+    bins = _sample_bins(tables, lengths, repeat, rng, fit=False)
     last = np.maximum(lengths - 1, 0)
     over = np.flatnonzero(bins[np.arange(lengths.size), last] >= n_bins)
     for _ in range(REDRAWS):
         if not over.size:
             break
-        bins[over] = _sample_bins(tables, lengths[over], locs[over], rng, fit=False)
+        bins[over] = _sample_bins(tables, lengths[over], repeat[over], rng, fit=False)
         over = over[bins[over, last[over]] >= n_bins]
     if over.size:
-        bins[over] = _sample_bins(tables, lengths[over], locs[over], rng, fit=True)
+        bins[over] = _sample_bins(tables, lengths[over], repeat[over], rng, fit=True)
     span = np.minimum((np.arange(n_bins) + 1) * w, 1440) - np.arange(n_bins) * w
     minutes = bins * w + np.floor(rng.random(bins.shape) * span[bins]).astype(np.int64)
     valid = np.arange(width)[None, :] < lengths[:, None]

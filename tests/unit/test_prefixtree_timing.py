@@ -127,8 +127,8 @@ def test_factorised_fit_ledger_lines_and_release() -> None:
     first = spends["time: first tap's bin by length class"]
     gap = spends["time: gap to the next tap by period of the tap before"]
     assert float(lengths.epsilon) == pytest.approx(0.02) and lengths.scale >= 50
-    assert float(first.epsilon) == pytest.approx(0.05) and first.scale >= 20
-    assert gap.sensitivity == MAX_GAPS and gap.scale >= MAX_GAPS / 0.1
+    assert float(first.epsilon) == pytest.approx(0.04) and first.scale >= 25
+    assert gap.sensitivity == MAX_GAPS and gap.scale >= MAX_GAPS / 0.08
     assert float(sum(s.epsilon for s in syn.ledger_.spends)) <= 1.0 + 1e-12
     assert "time_bin" not in syn.tree_.columns  # the tree counts locations only
     out = syn.sample()
@@ -165,3 +165,19 @@ def test_time_model_options() -> None:
     tree.fit(_cards())
     assert "time_bin" in tree.tree_.columns
     assert tree.parameters()["length_share"] == 0
+
+
+def test_gap_classes_match_the_tables_repeat_share() -> None:
+    """Released sequences with too many repeats: pairs move to the non-repeat rows so that the
+    share drawn from the repeat rows is the table's."""
+    from prefixtree.timing import PERIODS, gap_classes_of_pairs
+
+    gap = np.zeros((2 * PERIODS, 13), dtype=np.int64)
+    gap[:PERIODS, 0], gap[PERIODS:, 9] = 300, 100  # the table: a quarter of the gaps repeat
+    tables = TimeTables(60, 24, np.ones((3, 24), dtype=np.int64), gap)
+    lengths = np.full(20000, 2)
+    locs = np.zeros((20000, 2), dtype=np.int64)
+    locs[:5000, 1] = 1  # three quarters of the released pairs repeat
+    repeat = gap_classes_of_pairs(tables, lengths, locs, np.random.default_rng(6))
+    assert repeat[:, 0].mean() == pytest.approx(0.25, abs=0.02)
+    assert not repeat[:5000, 0].any()  # a pair at two locations stays a non-repeat
