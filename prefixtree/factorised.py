@@ -36,6 +36,7 @@ import numpy as np
 import pandas as pd
 
 from prefixtree.lengths import (
+    Donors,
     LocationChain,
     consistent_distribution,
     length_coupling,
@@ -229,9 +230,12 @@ class FactorisedTiming:
             getattr(self, "time_tables_", None) is not None
         )
 
-    def _coupling(self, depth: np.ndarray, ending: np.ndarray) -> np.ndarray | None:
+    def _coupling(
+        self, loc_path: np.ndarray, depth: np.ndarray, ending: np.ndarray
+    ) -> np.ndarray | None:
         if getattr(self, "lengths_noisy_", None) is None:
             return None
+        self._donors = Donors(loc_path.astype(np.int64), depth.astype(np.int64), ending)
         h = int(self.height)
         current = np.bincount(depth - 1, weights=ending, minlength=h)[:h]
         target = consistent_distribution(self.lengths_noisy_)  # type: ignore[arg-type]
@@ -256,7 +260,7 @@ class FactorisedTiming:
             chain = getattr(self, "_chain", None)
             if chain is None:
                 chain = self._chain = LocationChain.from_tree(self.tree_, len(self.locations_))
-            mat, lengths = retarget_lengths(mat, lengths, coupling, chain, rng)
+            mat, lengths = retarget_lengths(mat, lengths, coupling, chain, rng, self._donors)
         lengths = np.asarray(lengths, dtype=np.int64)
         valid = np.arange(h)[None, :] < lengths[:, None]
         out = pd.DataFrame(

@@ -43,7 +43,9 @@ class PrefixTreeSampling(Generator):
     def _post_active(self) -> bool:  # overridden by prefixtree.factorised
         return False
 
-    def _coupling(self, depth: np.ndarray, ending: np.ndarray) -> np.ndarray | None:
+    def _coupling(
+        self, loc_path: np.ndarray, depth: np.ndarray, ending: np.ndarray
+    ) -> np.ndarray | None:
         return None
 
     def _post_rng(self) -> np.random.Generator:
@@ -162,7 +164,7 @@ class PrefixTreeSampling(Generator):
         n_rows = int(row_end[-1]) if row_end.size else 0
         start = row = 0
         post = self._post_active()  # the length fix and the factorised times (post-processing)
-        coupling = self._coupling(depth, ending) if post else None
+        coupling = self._coupling(loc_path, depth, ending) if post else None
         rng = self._post_rng() if post else None
         while True:
             target = row + int(chunk_rows)

@@ -181,3 +181,29 @@ def test_gap_classes_match_the_tables_repeat_share() -> None:
     repeat = gap_classes_of_pairs(tables, lengths, locs, np.random.default_rng(6))
     assert repeat[:, 0].mean() == pytest.approx(0.25, abs=0.02)
     assert not repeat[:5000, 0].any()  # a pair at two locations stays a non-repeat
+
+
+def test_sequences_made_longer_are_copies_of_released_ones() -> None:
+    from prefixtree.lengths import Donors, LocationChain
+
+    tree = pd.DataFrame(
+        {
+            "parent": [-1],
+            "depth": [1],
+            "location": pd.Categorical.from_codes([0], categories=["a", "b", "c"]),
+            "count": [10],
+        }
+    )
+    chain = LocationChain.from_tree(tree, 3)
+    donors = Donors(
+        paths=np.array([[0, -1, -1], [1, 2, -1], [2, 2, 1]]),
+        lengths=np.array([1, 2, 3]),
+        copies=np.array([5, 3, 0]),  # no released sequence of length 3
+    )
+    locs = np.array([[0, -1, -1]] * 400)
+    lengths = np.ones(400, dtype=np.int64)
+    coupling = length_coupling([400, 0, 0], [0.5, 0.25, 0.25])
+    out, target = retarget_lengths(locs, lengths, coupling, chain, np.random.default_rng(7), donors)
+    assert ((out >= 0).sum(axis=1) == target).all()
+    assert (out[target == 2] == [1, 2, -1]).all()  # the only released sequence of length 2
+    assert (out[target == 3, 0] == 0).all()  # no donor: the sequence is continued (chain)
