@@ -125,10 +125,10 @@ def test_factorised_fit_ledger_lines_and_release() -> None:
     spends = {s.label: s for s in syn.ledger_.spends}
     lengths = spends["sequence lengths: cards by truncated length 1..h"]
     first = spends["time: first tap's bin by length class"]
-    gap = spends["time: gap to the next tap by period of the tap before"]
+    gap = spends["time: gap to the next tap by repeat and period of the tap before"]
     assert float(lengths.epsilon) == pytest.approx(0.02) and lengths.scale >= 50
-    assert float(first.epsilon) == pytest.approx(0.04) and first.scale >= 25
-    assert gap.sensitivity == MAX_GAPS and gap.scale >= MAX_GAPS / 0.08
+    assert float(first.epsilon) == pytest.approx(0.06) and first.scale >= 1 / 0.06
+    assert gap.sensitivity == MAX_GAPS and gap.scale >= MAX_GAPS / 0.06
     assert float(sum(s.epsilon for s in syn.ledger_.spends)) <= 1.0 + 1e-12
     assert "time_bin" not in syn.tree_.columns  # the tree counts locations only
     out = syn.sample()
