@@ -66,10 +66,12 @@ class PrefixTreeSampling(Generator):
         """The release (section 4.2): n(v) copies of prefix(v) for every node, in long format
         (with ``completion="markov"``: ``ending`` copies, plus the completed sequences).
 
-        Post-processing of the fitted tree only. Columns ``seq_id`` (int, 0..), ``pos``,
-        ``location`` (categorical) and, for trajectories, ``time`` (the bin's start, ``HH:MM``).
-        Rows are ordered by sequence length, then by the taxonomy order of their (time bin,
-        location) steps: a function of the release alone, never of input order. The concatenation
+        Post-processing of the fitted tree (and, :mod:`prefixtree.factorised`, of the length
+        histogram and the time tables) only. Columns ``seq_id`` (int, 0..), ``pos``, ``location``
+        (categorical) and, for trajectories, ``time`` (``HH:MM``: the bin's start under
+        ``time_model="tree"``, a sampled clock time under ``"factorised"``). Rows are ordered by
+        the tree's sequence length, then by the taxonomy order of their (time bin, location)
+        steps: a function of the release alone, never of input order. The concatenation
         of :meth:`iter_sample`'s chunks (use that for releases larger than memory).
         """
         return pd.concat(self.iter_sample(chunk_rows=1 << 22), ignore_index=True)
