@@ -66,6 +66,7 @@ def tree_parameters(model: Any) -> dict[str, Any]:
     out["root_share"] = cfg["root_share"]
     out["completion_hints"] = cfg["completion_hints"]
     out["max_nodes"] = int(model.max_nodes)
+    out.update(model.time_parameters())  # the time model and its tables (prefixtree.factorised)
     out["chosen_by_preset"] = sorted(k for k in PRESET_KEYS if getattr(model, k) is None)
     out["tightened"] = cfg.get("tightened", 0)
     out["expected_nodes"] = round(model.estimate_.total)

@@ -72,6 +72,10 @@ class TreePlanning(Generator):
     config_: dict[str, Any]
     estimate_: TreeEstimate
 
+    def _tree_time_bins(self) -> int | None:
+        """Minutes per time bin of the tree's nodes (the factorised time model has none)."""
+        return self.time_bins
+
     def resolved(self) -> dict[str, Any]:
         """The configuration the fit uses: the preset's values (``auto``: computed from public
         facts only, :mod:`prefixtree.presets`), overridden by every explicit parameter."""
@@ -88,7 +92,7 @@ class TreePlanning(Generator):
         if self.preset == "kdd12":
             cfg = kdd12()
         else:
-            cfg = auto_config(self.taxonomy, int(h), self.time_bins)
+            cfg = auto_config(self.taxonomy, int(h), self._tree_time_bins())
         explicit = {key: getattr(self, key) for key in PRESET_KEYS}
         wants_hybrid = explicit["variant"] == "hybrid" or (
             explicit["variant"] is None and self.coarse_time_bins is not None
@@ -333,7 +337,8 @@ class TreePlanning(Generator):
             raise ConfigError(
                 f"thresholds: level {bad[0]!r} is not a sub-level in use ({sorted(allowed)})"
             )
-        n_bins = 1 if self.time_bins is None else math.ceil(MINUTES_PER_DAY / self.time_bins)
+        tree_bins = self._tree_time_bins()
+        n_bins = 1 if tree_bins is None else math.ceil(MINUTES_PER_DAY / tree_bins)
         if self.coarse_time_bins is not None and not levels:
             raise ConfigError(
                 "coarse_time_bins: the hybrid tree uses no generalized level here (see "
@@ -365,6 +370,7 @@ class TreePlanning(Generator):
         self, layout: dict[str, Any], eps: Fraction, h: int, false_children: list[float]
     ) -> tuple[Any, ...]:
         """Per tree level and sub-level: budget, noise scale, threshold (public only)."""
+        tree_bins = self._tree_time_bins()
         levels, shares, fanout = layout["levels"], layout["shares"], layout["fanout"]
         index, custom, widths, spans = (
             layout["index"],
@@ -414,9 +420,7 @@ class TreePlanning(Generator):
                         "scale": scale,
                         "threshold": math.ceil(theta),
                         "hint_threshold": hint,
-                        "time_bin_minutes": (
-                            None if self.time_bins is None else self.time_bins * widths[j]
-                        ),
+                        "time_bin_minutes": (None if tree_bins is None else tree_bins * widths[j]),
                     }
                 )
             plan.append(subs)

@@ -50,6 +50,23 @@ class PrefixTreeSampling(Generator):
     _root_scale: float | None
     _completed: Any
 
+    def _tree_time_bins(self) -> int | None:
+        return self.time_bins
+
+    def _post_active(self) -> bool:  # overridden by prefixtree.factorised
+        return False
+
+    def _coupling(
+        self, loc_path: np.ndarray, depth: np.ndarray, ending: np.ndarray
+    ) -> np.ndarray | None:
+        return None
+
+    def _post_rng(self) -> np.random.Generator:
+        return np.random.default_rng()
+
+    def _post_chunk(self, *args: Any) -> pd.DataFrame:
+        raise NotImplementedError
+
     def n_sequences(self) -> int:
         """Number of released sequences (tree endings and completions)."""
         return int(self._release_entries()[3].sum())
@@ -62,10 +79,12 @@ class PrefixTreeSampling(Generator):
         """The release (section 4.2): n(v) copies of prefix(v) for every node, in long format
         (with ``completion="markov"``: ``ending`` copies, plus the completed sequences).
 
-        Post-processing of the fitted tree only. Columns ``seq_id`` (int, 0..), ``pos``,
-        ``location`` (categorical) and, for trajectories, ``time`` (the bin's start, ``HH:MM``).
-        Rows are ordered by sequence length, then by the taxonomy order of their (time bin,
-        location) steps: a function of the release alone, never of input order. The concatenation
+        Post-processing of the fitted tree (and, :mod:`prefixtree.factorised`, of the length
+        histogram and the time tables) only. Columns ``seq_id`` (int, 0..), ``pos``, ``location``
+        (categorical) and, for trajectories, ``time`` (``HH:MM``: the bin's start under
+        ``time_model="tree"``, a sampled clock time under ``"factorised"``). Rows are ordered by
+        the tree's sequence length, then by the taxonomy order of their (time bin, location)
+        steps: a function of the release alone, never of input order. The concatenation
         of :meth:`iter_sample`'s chunks (use that for releases larger than memory).
         """
         return pd.concat(self.iter_sample(chunk_rows=1 << 22), ignore_index=True)
@@ -159,6 +178,9 @@ class PrefixTreeSampling(Generator):
         n_seq = int(seq_end[-1]) if seq_end.size else 0
         n_rows = int(row_end[-1]) if row_end.size else 0
         start = row = 0
+        post = self._post_active()  # the length fix and the factorised times (post-processing)
+        coupling = self._coupling(loc_path, depth, ending) if post else None
+        rng = self._post_rng() if post else None
         while True:
             target = row + int(chunk_rows)
             if target >= n_rows:
@@ -171,6 +193,13 @@ class PrefixTreeSampling(Generator):
             seq = np.arange(start, stop, dtype=np.int64)
             node = np.searchsorted(seq_end, seq, side="right")
             lengths = depth[node]
+            if post:
+                out = self._post_chunk(seq, loc_path[node], lengths, coupling, rng, locations)
+                yield out
+                start, row = stop, row + len(out)
+                if start >= n_seq:
+                    return
+                continue
             row_seq = np.repeat(seq, lengths)
             offsets = np.cumsum(lengths) - lengths
             pos = np.arange(row_seq.size, dtype=np.int64) - np.repeat(offsets, lengths)
@@ -292,7 +321,7 @@ class PrefixTreeSampling(Generator):
             end_noisy[built.depth >= height] = pd.NA
             tree.insert(6, "end_noisy", end_noisy)
             tree["continued"] = continued
-        if self.time_bins is not None:
+        if self._tree_time_bins() is not None:
             tree.insert(4, "time_bin", built.time_bin)
         return tree
 

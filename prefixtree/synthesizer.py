@@ -56,7 +56,10 @@ is reduced to the time of day; within a sequence bins are made non-decreasing by
 taxonomy generalizes locations: the generalized sub-levels count (line, coarse bin) cells, and the
 locations sub-level refines a surviving one into (station, fine bin) cells within its coarse bin
 (and not before the node's own bin), so a level's first histogram has ``coarse / fine`` times
-fewer candidates per node.
+fewer candidates per node. That is ``time_model="tree"``; the default with ``time_bins`` is
+``"factorised"``: an untimed tree, and clock times sampled per sequence from two small noisy
+tables (:mod:`prefixtree.factorised`, :mod:`prefixtree.timing`). ``length_share``: the released
+lengths follow a noisy length histogram (:mod:`prefixtree.lengths`).
 """
 
 from __future__ import annotations
@@ -70,19 +73,20 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 import pandas as pd
 
+from prefixtree.factorised import TIME_MODELS, FactorisedTiming
 from prefixtree.inputs import INPUT_FORMATS, detect_input_format, read_sequences
 from prefixtree.output import taxonomy_inputs, tree_parameters, write_sequences_file
-from prefixtree.plan import MAX_HEIGHT, MINUTES_PER_DAY, TreePlanning, scale_for
+from prefixtree.plan import MAX_HEIGHT, TreePlanning, scale_for
 from prefixtree.presets import PRESETS
 from prefixtree.sampling import PrefixTreeSampling
 from prefixtree.tree import SubLevel, TaxonomyIndex, build_noisy_tree_counted
 from synth.engines import check_engine, get_engine
-from synth.errors import ConfigError, InputError, TransitSynthWarning
+from synth.errors import ConfigError, TransitSynthWarning
 from synth.generator import STRING, Constraint, InstanceOf, Options, Satisfies
 from synth.privacy import PrivacyLedger, check_budget, exact, noise_source
 from synth.records import encode_sequences
 from synth.taxonomy import Taxonomy
-from synth.times import check_timezone, times_of_day
+from synth.times import check_timezone
 
 if TYPE_CHECKING:
     from synth.release import ReleaseWriter
@@ -103,7 +107,7 @@ NOISE_METHODS = ("discrete_laplace", "empty_cells_passing", "choice")
 DEFAULT_MAX_NODES = 5_000_000
 
 
-class PrefixTreeSynthesizer(TreePlanning, PrefixTreeSampling):
+class PrefixTreeSynthesizer(FactorisedTiming, TreePlanning, PrefixTreeSampling):
     """Hybrid-granularity noisy prefix tree for station sequences (KDD 2012, Algorithm 1).
 
     Parameters (keyword-only, stored as given; validated in :meth:`fit`):
@@ -133,6 +137,8 @@ class PrefixTreeSynthesizer(TreePlanning, PrefixTreeSampling):
     - ``time_bins``: minutes per time bin for trajectories (section 4.4), or ``None``.
     - ``coarse_time_bins``: minutes per time bin of the generalized sub-levels (a multiple of
       ``time_bins``; hybrid trajectories only), or ``None``: the same bins as the locations.
+    - ``time_model``: ``"auto"``, ``"factorised"`` or ``"tree"``; ``length_share``: share of
+      epsilon for the length histogram (``None``: auto), :mod:`prefixtree.factorised`.
     - ``random_state``: ``None`` (secure noise), an ``int`` (seeded, NOT private: tests only), or an
       object with ``SecureNoise``'s ``discrete_laplace``/``empty_cells_passing``/``choice``. The
       completion's draws (post-processing) use ``numpy.random.default_rng(random_state)`` for an
@@ -182,6 +188,7 @@ class PrefixTreeSynthesizer(TreePlanning, PrefixTreeSampling):
         "on_unknown": [Options(("error", "drop"))],
         "timezone": [None, STRING],
         "per_day": [InstanceOf(bool, "true or false")],
+        "time_model": [Options(TIME_MODELS)],
         "progress": [None, Satisfies(callable, "a callable progress(done, total)")],
     }
     #: set last in fit: its presence means "fitted"
@@ -205,6 +212,8 @@ class PrefixTreeSynthesizer(TreePlanning, PrefixTreeSampling):
         completion_hints: float | None = None,
         time_bins: int | None = None,
         coarse_time_bins: int | None = None,
+        time_model: str = "auto",
+        length_share: float | None = None,
         random_state: int | object | None = None,
         max_nodes: int = DEFAULT_MAX_NODES,
         engine: str = "auto",
@@ -231,6 +240,8 @@ class PrefixTreeSynthesizer(TreePlanning, PrefixTreeSampling):
         self.completion_hints = completion_hints
         self.time_bins = time_bins
         self.coarse_time_bins = coarse_time_bins
+        self.time_model = time_model
+        self.length_share = length_share
         self.random_state = random_state
         self.max_nodes = max_nodes
         self.engine = engine
@@ -318,28 +329,11 @@ class PrefixTreeSynthesizer(TreePlanning, PrefixTreeSampling):
         if isinstance(mn, bool) or not isinstance(mn, int | np.integer) or mn < 1:
             raise ConfigError(f"max_nodes must be a positive integer, got {mn!r}")
         check_engine(self.engine, self.engine_options)
-        self._prepare(eps, int(h))
+        self._table_shares()  # validates time_model and length_share
+        self._prepare(self._tree_epsilon(eps), int(h))
         return eps, int(h)
 
     # ------------------------------------------------------------------ fit
-    def _time_matrix(
-        self, seqs: pd.DataFrame, n_rows: int, height: int, timezone: str | None = None
-    ) -> np.ndarray:
-        width = int(self.time_bins)  # type: ignore[arg-type]
-        if "time" not in seqs.columns:
-            raise InputError("sequences: time_bins needs a 'time' column")
-        raw = seqs["time"]
-        if pd.api.types.is_timedelta64_dtype(raw):
-            minutes = (raw.dt.total_seconds() // 60).to_numpy(dtype=np.int64) % MINUTES_PER_DAY
-        else:  # each value on its own: a timestamp (wall clock) or a clock time HH:MM
-            minutes = times_of_day(raw, timezone=timezone, source="sequences")[0] % MINUTES_PER_DAY
-        row, _ = pd.factorize(seqs["seq_id"], sort=True)
-        pos = seqs["pos"].to_numpy(dtype=np.int64)
-        keep = pos < height
-        mat = np.zeros((n_rows, height), dtype=np.int64)
-        mat[row[keep], pos[keep]] = minutes[keep] // width
-        return np.maximum.accumulate(mat, axis=1)
-
     def fit(
         self,
         data: pd.DataFrame | str | os.PathLike[str],
@@ -376,7 +370,8 @@ class PrefixTreeSynthesizer(TreePlanning, PrefixTreeSampling):
             counter, unit = self._counter(engine, data, opts, index, h, n_bins)
             try:
                 ledger = self._new_ledger(eps, unit)
-                root_scale = self._spend_root(ledger, eps)
+                root_scale = self._spend_root(ledger, self._tree_epsilon(eps))
+                self._spend_tables(ledger, eps, noise, *self._table_inputs(counter))
                 record = self._recorder(ledger, opts["progress"], levels, index, plan, eps_plan)
                 built = build_noisy_tree_counted(
                     counter,
@@ -425,12 +420,13 @@ class PrefixTreeSynthesizer(TreePlanning, PrefixTreeSampling):
             and opts["timezone"] is None
             and fmt in ("auto", "sequences", "taps")
             and not self.per_day
+            and self.resolved_time_model() != "factorised"  # the time tables read the times
         ):
             counter = engine.prefix_counter_from_file(
                 data,
                 locations=index.locations,
                 height=h,
-                time_bin_minutes=self.time_bins,
+                time_bin_minutes=self._tree_time_bins(),
                 on_unknown=opts["on_unknown"],
                 location_column=opts["location_column"],
             )
@@ -461,6 +457,9 @@ class PrefixTreeSynthesizer(TreePlanning, PrefixTreeSampling):
             if self.time_bins is None
             else self._time_matrix(sequences, len(codes), h, opts["timezone"])
         )
+        self._card_times = None if times is None else ((codes >= 0).sum(axis=1), times, codes)
+        if self._tree_time_bins() is None:
+            times = None
         counter = engine.prefix_counter(codes, times, n_bins=n_bins, n_locations=index.n_locations)
         return counter, unit
 

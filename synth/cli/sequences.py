@@ -4,7 +4,8 @@ The hybrid-granularity noisy prefix tree of Chen et al. 2012 (KDD).
 
 ``transit-synth sequences INPUT --taxonomy TAX --epsilon E --height H --out DIR
 [--preset auto|kdd12] [--max-nodes N] [--variant hybrid|simple] [--budget-split L=S,...]
-[--location-column COL] [--time-bin MINUTES] [--format csv|parquet] [--locations FILE]
+[--location-column COL] [--time-bin MINUTES [--time-model auto|factorised|tree]] [--length-share S]
+[--format csv|parquet] [--locations FILE]
 [--on-unknown error|drop] [--seed N] [--quiet] [--engine memory|duckdb|spark [--engine-temp-dir DIR]
 [--engine-memory-limit SIZE] [--spark-master URL]]``
 
@@ -216,6 +217,23 @@ def _input_options(p: argparse.ArgumentParser) -> None:
         help="with --time-bin and the hybrid variant: the generalized sub-levels count coarser "
         "bins of this many minutes (a multiple of --time-bin), refined at the locations",
     )
+    p.add_argument(
+        "--time-model",
+        choices=("auto", "factorised", "tree"),
+        default="auto",
+        help="with --time-bin: factorised (the tree counts locations; times come from two small "
+        "noisy tables, a first-tap table and a gap table, sampled per sequence as clock times "
+        "HH:MM) or tree ((location, time bin) nodes, Chen et al. 2012 section 4.4); auto: "
+        "factorised, or tree with --coarse-time-bin",
+    )
+    p.add_argument(
+        "--length-share",
+        type=float,
+        default=None,
+        metavar="S",
+        help="share of epsilon for the noisy histogram of sequence lengths that the released "
+        "lengths follow (auto: 0.02, 0 with the kdd12 preset or --time-model tree; 0 = none)",
+    )
     p.add_argument("--format", choices=("csv", "parquet"), default="csv", help="output format")
     p.add_argument(
         "--locations",
@@ -254,6 +272,8 @@ def run(args: argparse.Namespace) -> int:
             "root_share": args.root_share,
             "time_bins": args.time_bin,
             "coarse_time_bins": args.coarse_time_bin,
+            "time_model": args.time_model,
+            "length_share": args.length_share,
             "threshold_rule": args.threshold_rule,
             "false_children": (
                 None

@@ -38,6 +38,11 @@ class PrefixCounter(Protocol):
 
     n_sequences: int
 
+    def length_counts(self) -> IntArray:
+        """Sequences by number of locations (index = length ``0 .. height``); called before the
+        first :meth:`advance` (the length histogram of :mod:`prefixtree.lengths`)."""
+        ...
+
     def level_counts(self, level: int, n_nodes: int) -> Counts:
         """Sorted distinct cell keys of level ``level`` (0-based) and their counts."""
         ...

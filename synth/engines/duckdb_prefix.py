@@ -48,6 +48,19 @@ class DuckDBPrefixCounter:
         tb = f"CAST({alias}b{level} AS BIGINT)" if self.has_bins else "CAST(0 AS BIGINT)"
         return f"(({node} * {self.n_bins} + {tb}) * {self.n_locations} + {alias}c{level})"
 
+    def length_counts(self) -> IntArray:
+        """Sequences by number of locations (index = length 0..height), before any advance."""
+        n = " + ".join(
+            f"CASE WHEN coalesce(c{j}, -1) >= 0 THEN 1 ELSE 0 END" for j in range(self.height)
+        )
+        res = self.engine.sql(
+            f"SELECT len AS n, count(*) AS k FROM (SELECT {n} AS len FROM {self._base}) "
+            "GROUP BY len"
+        ).fetchnumpy()
+        out = np.zeros(self.height + 1, dtype=np.int64)
+        np.add.at(out, np.asarray(res["n"], dtype=np.int64), np.asarray(res["k"], dtype=np.int64))
+        return out
+
     def level_counts(self, level: int, n_nodes: int) -> Counts:
         if level != self._level:
             raise RuntimeError("levels must be counted in order")

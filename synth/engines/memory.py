@@ -46,6 +46,11 @@ class MemoryPrefixCounter:
         self._node = np.zeros(self.n_sequences, dtype=np.int64)
         self._seq_cell = np.zeros(0, dtype=np.int64)
 
+    def length_counts(self) -> npt.NDArray[np.int64]:
+        """Sequences by number of locations (index = length 0..height)."""
+        lengths = (self.codes >= 0).sum(axis=1)
+        return np.bincount(lengths, minlength=self.codes.shape[1] + 1).astype(np.int64)
+
     def level_counts(self, level: int, n_nodes: int) -> Counts:
         leaf = self.codes[self._alive, level].astype(np.int64)
         has_step = leaf >= 0

@@ -158,6 +158,23 @@ class SparkPrefixCounter:
         tb = F.col(f"b{level}").cast("long") if self.has_bins else F.lit(0).cast("long")
         return (node * self.n_bins + tb) * self.n_locations + F.col(f"c{level}").cast("long")
 
+    def length_counts(self) -> IntArray:
+        """Sequences by number of locations (index = length 0..height), before any advance."""
+        from pyspark.sql import functions as F
+
+        n = sum(
+            (
+                F.when(F.coalesce(F.col(f"c{j}"), F.lit(-1)) >= 0, 1).otherwise(0)
+                for j in range(self.height)
+            ),
+            F.lit(0),
+        )
+        rows = self._frame.select(n.alias("n")).groupBy("n").count().collect()
+        out = np.zeros(self.height + 1, dtype=np.int64)
+        for r in rows:
+            out[int(r["n"])] += int(r["count"])
+        return out
+
     def level_counts(self, level: int, n_nodes: int) -> Counts:
         from pyspark.sql import functions as F
 

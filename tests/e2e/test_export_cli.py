@@ -37,6 +37,8 @@ def seq_release(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "5",
         "--time-bin",
         "60",
+        "--time-model",  # bin-start labels: these tests check the exports' bins
+        "tree",
         "--out",
         str(out),
         "--seed",

@@ -39,6 +39,7 @@ def _tree(
         taxonomy=taxonomy,
         thresholds={g: 1 for g in [*in_use[0], taxonomy.height]} if zero else None,
         time_bins=time_bins,
+        time_model="tree" if time_bins else "auto",  # the engines count (location, bin) cells
         random_state=ZeroNoise() if random_state is None else random_state,
         engine=engine,
         **fit,  # type: ignore[arg-type]

@@ -180,6 +180,7 @@ def test_long_format_time_mode_does_not_flip(tax: Taxonomy) -> None:
             taxonomy=tax,
             thresholds={tax.height: 1},
             time_bins=60,
+            time_model="tree",
             random_state=ZeroNoise(),
         ).fit(seqs)
         t = synth.tree_

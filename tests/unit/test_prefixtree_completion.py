@@ -96,7 +96,7 @@ def test_completion_respects_caps_and_surviving_children() -> None:
     rng = np.random.default_rng(3)
     rows = [["s0-0", "s0-1"]] * 50  # survives
     rows += [["s0-0", f"s0-{k}"] for k in rng.integers(2, 30, 200)]  # about 7 each: pruned
-    syn = _fit(rows, height=3, taxonomy=tax, thresholds={2: 20})
+    syn = _fit(rows, height=3, taxonomy=tax, thresholds={2: 20}, length_share=0)
     assert syn.tree_["continued"].tolist() == [200, 0]
     out = syn.sample()
     assert out["seq_id"].nunique() == 250

@@ -234,7 +234,9 @@ def test_candidates_threshold_counts_time_bins_in_the_first_sub_level() -> None:
     common = {"epsilon": 1.0, "height": 1, "taxonomy": taxonomy_4(), "random_state": ZeroNoise()}
     rows = long_format([["L1"]]).assign(time="08:00")
     plain = PrefixTreeSynthesizer(**common, threshold_rule="candidates").fit(rows)
-    timed = PrefixTreeSynthesizer(**common, threshold_rule="candidates", time_bins=60).fit(rows)
+    timed = PrefixTreeSynthesizer(
+        **common, threshold_rule="candidates", time_bins=60, time_model="tree"
+    ).fit(rows)
     # 4 candidates vs 4 x 24: log(m) grows by log(24) / epsilon
     gap = timed.sub_levels_["threshold"].iloc[0] - plain.sub_levels_["threshold"].iloc[0]
     assert gap == pytest.approx(math.log(24), abs=1)
