@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import warnings
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -83,18 +84,24 @@ def leg_modes(release: Release, taxonomy: str | None = None) -> tuple[dict[str, 
     A location's mode is ``NAME`` of its nearest ``mode:NAME`` ancestor in the taxonomy (GTFS and
     SUBE taxonomies carry that level: ``mode:bus``, ``mode:SUB``), else :data:`FALLBACK_MODE`.
     The taxonomy is ``taxonomy`` (a spec of :meth:`~synth.taxonomy.Taxonomy.from_spec`), else the
-    release manifest's ``taxonomy`` when that file exists; without one every leg is ``pt``
-    (returns ``None``).
+    release manifest's ``taxonomy`` when that file exists (a GTFS zip read with the release's
+    ``gtfs_stations`` and ``gtfs_route_rule``); without one every leg is ``pt`` (returns ``None``).
     """
     from synth.taxonomy import Taxonomy
 
-    spec = taxonomy
+    spec, use_stations, rule = taxonomy, False, None
     if spec is None:
-        stated = (release.manifest.get("parameters") or {}).get("taxonomy")
+        params = release.manifest.get("parameters") or {}
+        stated = params.get("taxonomy")
         spec = stated if isinstance(stated, str) and Path(stated).is_file() else None
+        if spec is not None and spec.lower().endswith(".zip"):  # built as the release built it
+            use_stations = bool(params.get("gtfs_stations", False))
+            rule = params.get("gtfs_route_rule")
     if spec is None:
         return None, f"'{FALLBACK_MODE}' for every leg (no taxonomy with a mode level)"
-    tax = Taxonomy.from_spec(str(spec))
+    with warnings.catch_warnings():  # routes without stops: said when the release was made
+        warnings.simplefilter("ignore", UserWarning)
+        tax = Taxonomy.from_spec(str(spec), use_stations=use_stations, route_rule=rule)
     modes: dict[str, str] = {}
     for loc in pd.unique(release.steps["location"].astype(str)):
         above = tax.ancestors(loc)[:-1] if loc in tax else []
