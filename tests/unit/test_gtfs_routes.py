@@ -5,6 +5,7 @@ without stops, the other rules, and parent stations refused on a feed without st
 from __future__ import annotations
 
 import io
+import json
 import warnings
 import zipfile
 from pathlib import Path
@@ -13,6 +14,8 @@ import pandas as pd
 import pytest
 
 from synth.errors import ConfigError, InputError
+from synth.export import read_release
+from synth.export.matsim import leg_modes
 from synth.gtfs import DEFAULT_ROUTE_RULE, ROUTE_RULES
 from synth.taxonomy import Taxonomy, taxonomy_note
 
@@ -166,3 +169,19 @@ def test_caltrain_every_route_gets_a_stop(shared_data: Path) -> None:
     with pytest.warns(UserWarning, match=r"'most-trips-strict'.*: Bu-129$"):
         strict = Taxonomy.from_gtfs(path, route_rule="most-trips-strict")
     assert "route:Bu-129" not in strict
+
+
+def test_matsim_leg_modes_read_the_feed_as_the_release_did(tmp_path: Path) -> None:
+    """s4 is rail under B by default, bus under Y with ``first``: the export reads the manifest."""
+    feed = _zip(tmp_path / "feed.zip", FEED)
+    for rule, mode in ((None, "rail"), ("first", "bus")):
+        d = tmp_path / f"rel-{rule}"
+        d.mkdir()
+        pd.DataFrame({"seq_id": [0, 0], "pos": [0, 1], "location": ["s4", "s1"]}).to_csv(
+            d / "sequences.csv", index=False
+        )
+        params = {"generator": "prefixtree", "taxonomy": str(feed)}
+        params.update({} if rule is None else {"gtfs_route_rule": rule})
+        (d / "manifest.json").write_text(json.dumps({"parameters": params}))
+        modes, _ = leg_modes(read_release(d))
+        assert modes is not None and modes["s4"] == mode and modes["s1"] == "bus"
