@@ -55,6 +55,7 @@ def release_sequences(
     locations: str | os.PathLike[str] | None = None,
     on_unknown: str = "error",
     gtfs_stations: bool = False,
+    gtfs_route_rule: str | None = None,
     format: str = "csv",
     seed: int | None = None,
     progress: Progress | None = None,
@@ -71,9 +72,8 @@ def release_sequences(
     the manifest).
     ``taxonomy`` is a taxonomy spec (CSV edge list, GTFS zip or ``fanout:N`` with ``locations``);
     ``params`` are :class:`~prefixtree.PrefixTreeSynthesizer` keyword parameters other than
-    ``taxonomy`` and ``random_state`` (``seed``); ``gtfs_stations``: a GTFS taxonomy's parent
-    stations as the locations. What ``transit-synth sequences`` and
-    ``transit-synth run`` both call.
+    ``taxonomy`` and ``random_state`` (``seed``); ``gtfs_stations``, ``gtfs_route_rule``: see
+    :meth:`~synth.taxonomy.Taxonomy.from_gtfs`. What ``sequences`` and ``run`` both call.
     """
     started = time.perf_counter()
     progress = Progress(quiet=True) if progress is None else progress
@@ -86,7 +86,7 @@ def release_sequences(
     )
     with progress.steps("sequences", 4) as step:
         step("taxonomy")
-        tax = Taxonomy.from_spec(spec, locations=public, use_stations=gtfs_stations)
+        tax = _taxonomy(spec, public, gtfs_stations, gtfs_route_rule)
         synth = PrefixTreeSynthesizer(**params, taxonomy=tax, random_state=seed)
         synth.check_params()  # fail on bad parameters before reading the data
         check_timezone(timezone)
@@ -113,6 +113,15 @@ def release_sequences(
         f"({written.counts['rows']} rows) from a tree of {len(synth.tree_)} nodes, epsilon "
         f"{synth.ledger_.spent_epsilon:g} -> {Path(out) / f'sequences.{format}'} "
         f"({time.perf_counter() - started:.1f} s)"
+    )
+
+
+def _taxonomy(
+    spec: str, public: list[str] | None, gtfs_stations: bool, gtfs_route_rule: str | None
+) -> Taxonomy:
+    """The taxonomy of ``spec`` (:meth:`~synth.taxonomy.Taxonomy.from_spec`)."""
+    return Taxonomy.from_spec(
+        spec, locations=public, use_stations=gtfs_stations, route_rule=gtfs_route_rule
     )
 
 

@@ -49,6 +49,7 @@ def release_marginals(
     params: Mapping[str, Any],
     taxonomy: str | None = None,
     gtfs_stations: bool = False,
+    gtfs_route_rule: str | None = None,
     location_column: str = "stop_id",
     format: Literal["csv", "parquet"] = "csv",
     seed: int | None = None,
@@ -61,7 +62,8 @@ def release_marginals(
     it came from, for the operator-only provenance record written beside ``out`` with
     ``provenance_key``, :mod:`synth.provenance`); ``params`` are the release's keyword parameters
     other than ``taxonomy`` (a spec here; ``gtfs_stations``: a GTFS zip's parent stations as its
-    leaves) and ``random_state`` (``seed``). What ``transit-synth
+    leaves; ``gtfs_route_rule``: the route of a GTFS stop on several routes,
+    :data:`synth.gtfs.ROUTE_RULES`) and ``random_state`` (``seed``). What ``transit-synth
     marginals`` and ``transit-synth run`` both call.
     """
     progress = Progress(quiet=True) if progress is None else progress
@@ -72,9 +74,16 @@ def release_marginals(
     )
     with progress.steps("marginals", 3) as step:
         step("load")
-        if gtfs_stations and taxonomy is None:
-            raise ConfigError("--gtfs-stations needs a GTFS zip --taxonomy")
-        tax = None if taxonomy is None else Taxonomy.from_spec(taxonomy, use_stations=gtfs_stations)
+        if (gtfs_stations or gtfs_route_rule is not None) and taxonomy is None:
+            flag = "--gtfs-stations" if gtfs_stations else "--gtfs-route-rule"
+            raise ConfigError(f"{flag} needs a GTFS zip --taxonomy")
+        tax = (
+            None
+            if taxonomy is None
+            else Taxonomy.from_spec(
+                taxonomy, use_stations=gtfs_stations, route_rule=gtfs_route_rule
+            )
+        )
         release = OpalRelease(
             **params, taxonomy=tax, random_state=seed, location_column=location_column
         )

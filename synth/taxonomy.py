@@ -17,16 +17,18 @@ from __future__ import annotations
 
 import os
 import re
+import warnings
 from collections.abc import Iterable, Sequence
 from functools import cached_property
 from pathlib import Path
+from typing import Any
 
 import networkx as nx
 import numpy as np
 import pandas as pd
 
 from synth.errors import ConfigError, InputError
-from synth.gtfs import read_gtfs
+from synth.gtfs import check_route_rule, read_gtfs, route_assignment, route_trip_counts
 from synth.io import id_strings, read_table, table_format
 
 __all__ = ["GTFS_MODES", "ROOT", "Taxonomy", "natural_sorted", "read_gtfs"]
@@ -74,16 +76,24 @@ def natural_sorted(values: Iterable[str]) -> list[str]:
     return sorted(vals)
 
 
-def taxonomy_note(taxonomy: Taxonomy | None) -> dict[str, str]:
-    """The manifest entry naming an implicit root (``{}`` for a taxonomy with its own root)."""
-    if taxonomy is None or taxonomy.implicit_root is None:
+def taxonomy_note(taxonomy: Taxonomy | None) -> dict[str, Any]:
+    """The manifest entries of how the taxonomy was built: an implicit root, and a GTFS
+    taxonomy's route rule with the routes it left without stops (``{}`` for none of these)."""
+    if taxonomy is None:
         return {}
+    note: dict[str, Any] = {}
+    if taxonomy.gtfs_route_rule is not None:
+        note["gtfs_route_rule"] = taxonomy.gtfs_route_rule
+        note["gtfs_routes_without_stops"] = list(taxonomy.gtfs_routes_without_stops)
+    if taxonomy.implicit_root is None:
+        return note
     tops = taxonomy.implicit_root
     shown = ", ".join(tops[:10]) + (f" and {len(tops) - 10} more" if len(tops) > 10 else "")
-    return {
-        "taxonomy_root": f"implicit root '{taxonomy.root}' added above the {len(tops)} tops of "
+    note["taxonomy_root"] = (
+        f"implicit root '{taxonomy.root}' added above the {len(tops)} tops of "
         f"the taxonomy ({shown})"
-    }
+    )
+    return note
 
 
 def _gtfs_mode(route_type: int) -> str:
@@ -119,6 +129,9 @@ class Taxonomy:
             raise InputError(f"{source}: the edges form a cycle (no root)")
         #: the tops of a forest (e.g. three modes) joined under an added root, else None
         self.implicit_root: list[str] | None = None
+        #: a GTFS taxonomy's route rule and the routes left without stops (:meth:`from_gtfs`)
+        self.gtfs_route_rule: str | None = None
+        self.gtfs_routes_without_stops: tuple[str, ...] = ()
         if len(roots) > 1:  # a forest: one implicit root above its tops (named in manifests)
             graph = graph.copy()
             name = ROOT if ROOT not in graph else f"{ROOT}:implicit"
@@ -296,72 +309,58 @@ class Taxonomy:
         raise ConfigError("location must be 'id_ramal' (branches) or 'id_linea' (lines)")
 
     @classmethod
-    def from_gtfs(cls, zip_path: str | os.PathLike[str], *, use_stations: bool = False) -> Taxonomy:
+    def from_gtfs(
+        cls,
+        zip_path: str | os.PathLike[str],
+        *,
+        use_stations: bool = False,
+        route_rule: str | None = None,
+    ) -> Taxonomy:
         """stop -> ``route:<route_id>`` -> ``mode:<name>`` -> root from a GTFS zip.
 
         Leaves are the stops that at least one scheduled trip serves (``stop_times.txt``; stops no
         trip serves are left out). The mode comes from ``route_type`` (:data:`GTFS_MODES`, extended
-        types by hundreds). Parent rule: a stop served by several routes goes under the route with
-        the most scheduled trips through it (distinct ``trip_id`` in ``stop_times.txt`` joined to
-        ``trips.txt``), ties broken by the smallest ``route_id`` (string order).
+        types by hundreds). Parent rule: ``route_rule`` (:data:`synth.gtfs.ROUTE_RULES`, default
+        ``most-trips``: the route with the most scheduled trips through the stop, ties by the
+        smallest ``route_id``, then every route left without stops takes its busiest stop whose
+        route keeps another one; :mod:`synth.gtfs` states the rules). Routes serving stops but
+        left without any are named in a warning.
 
         Stations vs platforms: by default ``parent_station`` is ignored and every boarding point
         (platform / stop, GTFS ``location_type`` 0) is a leaf, because that is the id taps carry.
         With ``use_stations=True`` each stop with a ``parent_station`` is replaced by its station id
-        before counting, so leaves are stations (trips through any of their platforms count).
+        before counting, so leaves are stations (trips through any of their platforms count); a
+        feed where no stop has a parent station is refused (InputError).
         """
         src = str(zip_path)
-        tables = read_gtfs(
-            Path(zip_path),
-            {
-                "routes.txt": ["route_id", "route_type"],
-                "trips.txt": ["trip_id", "route_id"],
-                "stop_times.txt": ["trip_id", "stop_id"],
-            },
-        )
-        routes, trips, stop_times = (
-            tables["routes.txt"],
-            tables["trips.txt"],
-            tables["stop_times.txt"],
-        )
-        if use_stations:
-            stops = read_gtfs(Path(zip_path), {"stops.txt": ["stop_id"]})["stops.txt"]
-            if "parent_station" in stops.columns:
-                parent = stops.set_index("stop_id")["parent_station"].dropna()
-                parent = parent[parent.str.strip() != ""]
-                stop_times = stop_times.assign(
-                    stop_id=stop_times["stop_id"].map(parent).fillna(stop_times["stop_id"])
-                )
-        served = (
-            stop_times[["trip_id", "stop_id"]]
-            .drop_duplicates()
-            .merge(trips[["trip_id", "route_id"]].drop_duplicates("trip_id"), on="trip_id")
-        )
-        if served.empty:
-            raise InputError(f"{src}: no stop is served by a trip of trips.txt")
-        counts = (
-            served.groupby(["stop_id", "route_id"], sort=False).size().rename("n").reset_index()
-        )
-        counts = counts.sort_values(
-            ["stop_id", "n", "route_id"], ascending=[True, False, True], kind="stable"
-        )
-        best = counts.drop_duplicates("stop_id")
+        rule = check_route_rule(route_rule)
+        counts = route_trip_counts(Path(zip_path), use_stations=use_stations)
+        routes = counts.attrs["routes"]
+        owner, empty = route_assignment(counts, rule, list(pd.unique(routes["route_id"])))
+        if empty:
+            shown = ", ".join(empty[:20]) + (
+                f" and {len(empty) - 20} more" if len(empty) > 20 else ""
+            )
+            warnings.warn(
+                f"{src}: {len(empty)} route(s) serving stops get none under the GTFS route rule "
+                f"'{rule}' (each of their stops went to another route): {shown}",
+                UserWarning,
+                stacklevel=2,
+            )
         rtype = pd.to_numeric(routes["route_type"], errors="coerce")
         if rtype.isna().any():
             row = int(np.flatnonzero(rtype.isna().to_numpy())[0]) + 1
             raise InputError(f"{src}: routes.txt, column 'route_type', row {row}: not an integer")
         modes = pd.Series([_gtfs_mode(int(t)) for t in rtype], index=routes["route_id"].to_numpy())
         modes = modes[~modes.index.duplicated()]
-        used = best["route_id"].unique()
-        unknown = [r for r in used if r not in modes.index]
-        if unknown:
-            raise InputError(f"{src}: trips.txt uses route_id '{unknown[0]}' not in routes.txt")
-        edges = list(zip(best["stop_id"], "route:" + best["route_id"], strict=True))
-        edges += [(f"route:{r}", f"mode:{modes[r]}") for r in sorted(used)]
+        used = sorted(set(owner))
+        edges = list(zip(owner.index, "route:" + owner, strict=True))
+        edges += [(f"route:{r}", f"mode:{modes[r]}") for r in used]
         edges += [(f"mode:{m}", ROOT) for m in sorted({modes[r] for r in used})]
-        taxonomy = cls.from_edges(edges, source=src)
-        taxonomy.gtfs_stations = use_stations  # recorded in manifests (public configuration)
-        return taxonomy
+        tax = cls.from_edges(edges, source=src)
+        tax.gtfs_stations = use_stations  # recorded in manifests (public configuration)
+        tax.gtfs_route_rule, tax.gtfs_routes_without_stops = rule, tuple(empty)
+        return tax
 
     @classmethod
     def from_fanout(cls, locations: Sequence[str], fanout: int) -> Taxonomy:
@@ -391,18 +390,29 @@ class Taxonomy:
 
     @classmethod
     def from_spec(
-        cls, spec: str, *, locations: Sequence[str] | None = None, use_stations: bool = False
+        cls,
+        spec: str,
+        *,
+        locations: Sequence[str] | None = None,
+        use_stations: bool = False,
+        route_rule: str | None = None,
     ) -> Taxonomy:
         """From a CLI/config spec: a ``.csv``/``.parquet`` edge list, GTFS ``.zip`` or ``fanout:N``.
 
         ``fanout:N`` needs the public ``locations`` list (ConfigError without it);
-        ``use_stations``: a GTFS zip's parent stations as the leaves (:meth:`from_gtfs`).
+        ``use_stations``: a GTFS zip's parent stations as the leaves, ``route_rule``: the parent
+        route of a stop on several routes (:meth:`from_gtfs`; both only for a GTFS zip).
         """
         spec = str(spec).strip()
         if use_stations and not spec.lower().endswith(".zip"):
             raise ConfigError(
                 f"GTFS parent stations (--gtfs-stations, gtfs_stations in a config) need a GTFS "
                 f".zip taxonomy, got {spec!r}"
+            )
+        if route_rule is not None and not spec.lower().endswith(".zip"):
+            raise ConfigError(
+                f"a GTFS route rule (--gtfs-route-rule, gtfs_route_rule in a config) needs a "
+                f"GTFS .zip taxonomy, got {spec!r}"
             )
         if spec.lower().startswith("fanout:"):
             value = spec.split(":", 1)[1]
@@ -417,7 +427,7 @@ class Taxonomy:
         if spec.lower().endswith(".zip"):
             if not Path(spec).is_file():
                 raise InputError(f"{spec}: file not found")
-            return cls.from_gtfs(spec, use_stations=use_stations)
+            return cls.from_gtfs(spec, use_stations=use_stations, route_rule=route_rule)
         if table_format(spec) is not None:
             return cls.from_csv(spec)
         raise ConfigError(

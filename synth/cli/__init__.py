@@ -97,6 +97,7 @@ FLAG_ALIASES: dict[str, str] = {
     "coarse_time_bins": "--coarse-time-bin",
     "n_archetypes": "--archetypes",
     "use_stations": "--gtfs-stations",
+    "route_rule": "--gtfs-route-rule",
 }
 
 

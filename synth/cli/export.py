@@ -2,14 +2,16 @@
 
 ``transit-synth export RELEASE_DIR --to od|matsim [--out DIR] [--stops FILE|GTFS.zip|montreal]
 [--bin MINUTES] [--periods SPEC] [--taxonomy TAX] [--format csv|parquet]
-[--crs auto|wgs84|EPSG:N] [--id-column COL]
+[--crs auto|wgs84|EPSG:N] [--skip-unlocated] [--activity-types ENDS,MIDDLE]
+[--sample-share S] [--id-column COL]
 [--origin-column COL --destination-column COL | --location-column COL] [--time-column COL]
 [--quiet]``
 
 Writes ``DIR/od.csv`` (or ``.parquet``) and ``DIR/export-od.json`` (and, for a timed release,
 ``DIR/od-periods.csv``: the matrices per period of ``--periods``), or ``DIR/population.xml`` and
-``DIR/export-matsim.json``, atomically (``DIR`` defaults to RELEASE_DIR). The rules are in
-:mod:`synth.export`.
+``DIR/export-matsim.json`` (and with ``--sample-share``, ``DIR/scaling-config.xml``), atomically
+(``DIR`` defaults to RELEASE_DIR). The rules are in :mod:`synth.export` and
+:mod:`synth.export.plans`.
 """
 
 from __future__ import annotations
@@ -80,6 +82,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default="auto",
         help="auto (lat/lon projected to UTM), wgs84 (keep degrees), or the CRS of x/y in --stops",
     )
+    _add_plan_options(p)
     p.add_argument("--id-column", default=None, metavar="COL", help="trips: the person id column")
     p.add_argument("--origin-column", default=None, metavar="COL", help="trips: origin column")
     p.add_argument(
@@ -98,6 +101,33 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+def _add_plan_options(p: argparse.ArgumentParser) -> None:
+    """The MATSim plan options (the rules of :mod:`synth.export.plans`)."""
+    p.add_argument(
+        "--skip-unlocated",
+        action="store_true",
+        help="MATSim: leave places without coordinates in --stops out of the plans (a warning "
+        "counts them) instead of failing",
+    )
+    p.add_argument(
+        "--activity-types",
+        default=None,
+        metavar="TYPES",
+        help="MATSim activity types: ENDS,MIDDLE (first and last activity of each plan, the "
+        "others), FIRST,MIDDLE,LAST or one type for all (default: home,other)",
+    )
+    p.add_argument(
+        "--sample-share",
+        type=float,
+        default=None,
+        metavar="S",
+        help="MATSim: the share (0 < S <= 1, public) of all travellers the release stands for; "
+        "writes scaling-config.xml (qsim flowCapacityFactor and storageCapacityFactor = S, "
+        "counts countsScaleFactor = 1/S) and the population attribute sampleShare (default: "
+        "none written)",
+    )
+
+
 def run(args: argparse.Namespace) -> int:
     """Export; returns the exit status."""
     from synth.export import export_release
@@ -113,6 +143,9 @@ def run(args: argparse.Namespace) -> int:
         csv_escape=args.csv_escape,
         periods=args.periods,
         taxonomy=args.taxonomy,
+        skip_unlocated=args.skip_unlocated,
+        activity_types=args.activity_types,
+        sample_share=args.sample_share,
         id_column=args.id_column,
         origin_column=args.origin_column,
         destination_column=args.destination_column,
@@ -129,9 +162,10 @@ def run(args: argparse.Namespace) -> int:
         )
     if not args.quiet:
         where = args.out if args.out is not None else args.release
+        legs = info.get("plan_legs", info["legs"])  # MATSim: after the rules of synth.export.plans
+        persons = info.get("plan_persons", info["persons"])
         print(
-            f"export: {info['legs']} legs of {info['persons']} persons ({info['kind']}) "
-            f"-> {where}/{info['file']}",
+            f"export: {legs} legs of {persons} persons ({info['kind']}) -> {where}/{info['file']}",
             file=sys.stderr,
         )
     return 0

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from synth.config import TRIPS_TABLE
+from synth.gtfs import ROUTE_RULES
 
 __all__ = ["KINDS", "RELEASE_KINDS", "ReleaseKind", "make_release"]
 
@@ -53,6 +54,7 @@ def _make_sequences(
         locations=io.get("locations"),
         on_unknown=io.get("on_unknown", "error"),
         gtfs_stations=io.get("gtfs_stations", False),
+        gtfs_route_rule=io.get("gtfs_route_rule"),
         format=io.get("format", "csv"),
         source=io["input"],
         timezone=io.get("timezone"),
@@ -103,6 +105,7 @@ def _make_marginals(
         params={**settings, "on_unknown": io.get("on_unknown", "error")},
         taxonomy=io.get("taxonomy"),
         gtfs_stations=io.get("gtfs_stations", False),
+        gtfs_route_rule=io.get("gtfs_route_rule"),
         location_column=io.get("location_column", "stop_id"),
         format=io.get("format", "csv"),
         source=io["input"],
@@ -131,6 +134,7 @@ _SEQUENCES_TABLE: dict[str, Any] = {
     "locations": "path",
     "on_unknown": ("error", "drop"),
     "gtfs_stations": bool,
+    "gtfs_route_rule": ROUTE_RULES,
     "format": ("csv", "parquet"),
     "timezone": str,
 }
@@ -140,6 +144,7 @@ _MARGINALS_TABLE: dict[str, Any] = {
     "location_column": str,
     "on_unknown": ("error", "drop"),
     "gtfs_stations": bool,
+    "gtfs_route_rule": ROUTE_RULES,
     "format": ("csv", "parquet"),
     "timezone": str,
 }

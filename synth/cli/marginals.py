@@ -14,6 +14,7 @@ import pandas as pd
 
 from synth.cli.options import (
     add_engine_options,
+    add_gtfs_route_rule_option,
     add_provenance_option,
     add_quiet_option,
     add_seed_option,
@@ -84,6 +85,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         action="store_true",
         help="with a GTFS zip --taxonomy: the parent stations are the locations, not the platforms",
     )
+    add_gtfs_route_rule_option(p)
     p.add_argument("--modes", help="public comma-separated list of modes (the partition domain)")
     p.add_argument("--days", help="public comma-separated ISO dates, or FIRST:LAST (inclusive)")
     p.add_argument(
@@ -141,6 +143,7 @@ def run(args: argparse.Namespace) -> int:
         },
         taxonomy=args.taxonomy,
         gtfs_stations=args.gtfs_stations,
+        gtfs_route_rule=args.gtfs_route_rule,
         location_column=args.location_column,
         format=args.format,
         seed=args.seed,

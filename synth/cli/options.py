@@ -134,3 +134,19 @@ def add_timezone_option(parser: argparse.ArgumentParser) -> None:
         "converted to it, values without one are taken as in it, unix seconds converted from UTC "
         "(default: each time is the wall clock as written, offsets dropped, unix seconds as UTC)",
     )
+
+
+def add_gtfs_route_rule_option(parser: argparse.ArgumentParser) -> None:
+    """``--gtfs-route-rule``: the route of a GTFS stop served by several routes."""
+    from synth.gtfs import ROUTE_RULES
+
+    parser.add_argument(
+        "--gtfs-route-rule",
+        choices=ROUTE_RULES,
+        default=None,
+        help="with a GTFS zip taxonomy: the route a stop served by several routes goes under: "
+        "most-trips (default: most scheduled trips at the stop, ties by route id, then each route "
+        "left empty takes its busiest stop another route can spare), most-trips-strict (most "
+        "trips only), first (first in routes.txt) or lowest-id; routes left without stops are "
+        "named in a warning",
+    )

@@ -31,6 +31,7 @@ from prefixtree.synthesizer import (
 )
 from synth.cli.options import (
     add_engine_options,
+    add_gtfs_route_rule_option,
     add_provenance_option,
     add_quiet_option,
     add_seed_option,
@@ -253,6 +254,7 @@ def _input_options(p: argparse.ArgumentParser) -> None:
         help="with a GTFS zip taxonomy: the parent stations are the locations (the taps name "
         "stations), not the platforms",
     )
+    add_gtfs_route_rule_option(p)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -291,6 +293,7 @@ def run(args: argparse.Namespace) -> int:
         locations=args.locations,
         on_unknown=args.on_unknown,
         gtfs_stations=args.gtfs_stations,
+        gtfs_route_rule=args.gtfs_route_rule,
         format=args.format,
         seed=args.seed,
         progress=Progress(args.quiet),

@@ -36,10 +36,18 @@ also exported per named period of the day (:func:`~synth.export.periods.od_by_pe
 ``--periods``, default early / AM peak / midday / PM peak / evening), summing to the same count.
 
 **MATSim** (:func:`write_population`): a population v6 file (``population_v6.dtd``): one person per
-plan, one selected plan of activities (type ``activity_type``) at the coordinates of their
-location, with the location id in an activity attribute ``stop_id``, and legs of mode ``pt``
-(``walk`` for the joins above); with a taxonomy holding a ``mode:NAME`` level (GTFS, SUBE), a
-leg's mode is the ``NAME`` above its boarding location (:func:`~synth.export.matsim.leg_modes`).
+plan, one selected plan of activities at the coordinates of their location, with the location id
+in an activity attribute ``stop_id``, and legs of mode ``pt`` (``walk`` for the joins above); with
+a taxonomy holding a ``mode:NAME`` level (GTFS, SUBE), a leg's mode is the ``NAME`` above its
+boarding location (:func:`~synth.export.matsim.leg_modes`). The plans follow the public rules of
+:mod:`~synth.export.plans`: places without coordinates fail the export or, with
+``skip_unlocated``, are left out (counted in a warning); consecutive places at the same
+coordinates are one activity (no leg of length zero); the first and last activity of a plan are
+``home``, the others ``other`` (``activity_types``). A public ``sample_share`` S (the share of all
+travellers the release stands for) writes ``scaling-config.xml``, a MATSim config holding
+``qsim.flowCapacityFactor`` = ``qsim.storageCapacityFactor`` = S and ``counts.countsScaleFactor``
+= 1/S, the settings MATSim reads (a population file has no scaling field), and the population
+attribute ``sampleShare`` = S, so the share travels with the plans.
 Activity end times: a leg that departs in a bin of width ``w`` is
 placed inside its bin, the ``m`` legs of one person in one bin at ``start + (j + 1/2) w / m``,
 ``j = 0..m-1`` (times of one person made non-decreasing by a running maximum first); exact times
@@ -61,7 +69,8 @@ ids and types into the XML without escaping, imports protobuf through ``matsim/_
 loops in Python per activity. Tests parse every export back with :mod:`xml.etree.ElementTree`.
 
 The package: :mod:`~synth.export.releases` (reading a release as plans),
-:mod:`~synth.export.od`, :mod:`~synth.export.coordinates`, :mod:`~synth.export.matsim` and
+:mod:`~synth.export.od`, :mod:`~synth.export.coordinates`, :mod:`~synth.export.plans`,
+:mod:`~synth.export.matsim` and
 :mod:`~synth.export.exporter` (:func:`export_release`, the one call).
 """
 
@@ -72,9 +81,11 @@ from synth.export.matsim import (
     DEFAULT_START,
     plan_end_times,
     population_chunks,
+    scaling_config,
     write_population,
 )
 from synth.export.od import od_matrix, write_od
+from synth.export.plans import matsim_plans, parse_activity_types
 from synth.export.releases import OD_PAIRS, Release, read_release
 
 __all__ = [
@@ -85,10 +96,13 @@ __all__ = [
     "Release",
     "export_release",
     "load_coordinates",
+    "matsim_plans",
     "od_matrix",
+    "parse_activity_types",
     "plan_end_times",
     "population_chunks",
     "read_release",
+    "scaling_config",
     "transverse_mercator",
     "utm",
     "write_od",

@@ -4,16 +4,31 @@ from __future__ import annotations
 
 import json
 import os
+import warnings
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
 from synth.errors import ConfigError
 from synth.export.coordinates import load_coordinates
-from synth.export.matsim import DEFAULT_GAP, DEFAULT_START, leg_modes, write_population
+from synth.export.matsim import (
+    DEFAULT_GAP,
+    DEFAULT_START,
+    check_sample_share,
+    leg_modes,
+    plan_end_times,
+    scaling_config,
+    write_population,
+)
 from synth.export.od import check_bin_minutes, od_matrix, write_od
 from synth.export.periods import od_by_period, parse_periods
+from synth.export.plans import Plans, matsim_plans, parse_activity_types
 from synth.export.releases import Release, read_release
 from synth.io import atomic_path, release_dir
+
+#: The MATSim config holding the scaling of a sample (``--sample-share``).
+SCALING_FILE = "scaling-config.xml"
 
 
 # ---------------------------------------------------------------------------- one call
@@ -29,6 +44,9 @@ def export_release(
     csv_escape: bool = True,
     periods: str | None = None,
     taxonomy: str | None = None,
+    skip_unlocated: bool = False,
+    activity_types: str | None = None,
+    sample_share: float | None = None,
     **columns: str | None,
 ) -> dict[str, Any]:
     """Export a release directory (``to`` = ``"od"`` or ``"matsim"``) into ``out`` (default: the
@@ -39,10 +57,20 @@ def export_release(
     :func:`~synth.export.periods.parse_periods`; default the five periods of
     :data:`~synth.export.periods.DEFAULT_PERIODS`). ``taxonomy``: the taxonomy spec whose
     ``mode:NAME`` ancestors give the MATSim leg modes (default: the release's, when its file
-    exists; :func:`~synth.export.matsim.leg_modes`).
+    exists; :func:`~synth.export.matsim.leg_modes`). MATSim only: ``skip_unlocated`` (places
+    without coordinates left out, with a warning counting them), ``activity_types``
+    (:func:`~synth.export.plans.parse_activity_types`), ``sample_share`` (the public share of the
+    travellers the release stands for: ``scaling-config.xml`` and the population attribute
+    ``sampleShare``; :func:`~synth.export.matsim.scaling_config`).
     ``columns``: the trip column options of :func:`read_release`. Returns that JSON's dict.
     """
     _check_options(to, fmt, stops, bin_minutes, columns)
+    matsim: dict[str, Any] = {
+        "skip_unlocated": skip_unlocated,
+        "activity_types": activity_types,
+        "sample_share": sample_share,
+    }
+    _check_matsim_options(to, matsim)
     if to == "matsim" and periods is not None:
         raise ConfigError("periods (--periods) are only used by the OD export")
     if to == "od" and taxonomy is not None:
@@ -66,7 +94,7 @@ def export_release(
         if to == "od":
             info.update(_write_od(release, stage, bin_minutes, fmt, csv_escape, periods))
         else:
-            info.update(_write_matsim(release, stage, stops, crs, taxonomy))
+            info.update(_write_matsim(release, stage, stops, crs, taxonomy, **matsim))
         with atomic_path(stage / f"export-{to}.json") as tmp:
             tmp.write_text(json.dumps(info, indent=2, default=str), encoding="utf-8")
     return info
@@ -105,17 +133,55 @@ def _write_od(
 
 
 def _write_matsim(
-    release: Release, stage: Path, stops: object, crs: str, taxonomy: str | None
+    release: Release,
+    stage: Path,
+    stops: object,
+    crs: str,
+    taxonomy: str | None,
+    *,
+    skip_unlocated: bool,
+    activity_types: str | None,
+    sample_share: float | None,
 ) -> dict[str, Any]:
-    """The MATSim population into ``stage``; its JSON."""
+    """The MATSim population (and its scaling config) into ``stage``; its JSON."""
     coords = load_coordinates(str(stops), crs=crs)
     name = "population.xml"
     modes, mode_source = leg_modes(release, taxonomy)
-    write_population(release, coords, stage / name, modes=modes)
+    plans = matsim_plans(
+        release,
+        coords,
+        plan_end_times(release),
+        modes=modes,
+        skip_unlocated=skip_unlocated,
+        activity_types=activity_types,
+    )
+    write_population(release, coords, stage / name, sample_share=sample_share, plans=plans)
+    first, middle, last = parse_activity_types(activity_types)
+    scaling: dict[str, Any] = {}
+    if sample_share is not None:
+        with atomic_path(stage / SCALING_FILE) as tmp:
+            tmp.write_text(scaling_config(sample_share), encoding="utf-8")
+        scaling = {
+            "sample_share": float(sample_share),
+            "scaling_file": SCALING_FILE,
+            "scaling": "qsim flowCapacityFactor and storageCapacityFactor = sample share, counts "
+            "countsScaleFactor = 1 / sample share; also the population attribute sampleShare",
+        }
+    if plans.unlocated:
+        _warn_unlocated(release, coords.source, plans)
     return dict(
         file=name,
         crs=coords.crs,
         coordinates=coords.source,
+        plan_persons=int(pd.unique(plans.rows["person"]).size),
+        plan_activities=len(plans.rows),
+        plan_legs=int((plans.rows["mode"].to_numpy() != "").sum()),
+        activity_types={"first": first, "middle": middle, "last": last},
+        same_place="consecutive places at the same coordinates are one activity (no legs of "
+        "length zero)",
+        **plans.counts(),
+        **({"locations_without_coordinates_skipped": plans.unlocated} if plans.unlocated else {}),
+        **scaling,
         leg_modes=mode_source,
         times="released clock times"
         if release.clock_times
@@ -126,6 +192,31 @@ def _write_matsim(
         else f"defaults: first end {DEFAULT_START // 60:02d}:00, then every {DEFAULT_GAP} minutes",
         synthetic_times=release.bin_width is None,
     )
+
+
+def _warn_unlocated(release: Release, source: str, plans: Plans) -> None:
+    """The warning of ``skip_unlocated``: how many places went (the release is public)."""
+    shown = ", ".join(repr(u) for u in plans.unlocated[:5])
+    more = f" and {len(plans.unlocated) - 5} more" if len(plans.unlocated) > 5 else ""
+    warnings.warn(
+        f"{release.path.parent}: {len(plans.unlocated)} location(s) have no coordinates in "
+        f"{source} ({shown}{more}): {plans.dropped_activities} of {len(release.steps)} places "
+        f"left out of the plans, {plans.dropped_persons} of {release.n_persons} persons with "
+        "none left",
+        UserWarning,
+        stacklevel=3,
+    )
+
+
+def _check_matsim_options(to: str, options: dict[str, Any]) -> None:
+    """MATSim-only options refused for another export; the sample share and types checked."""
+    given = [k for k, v in options.items() if v not in (None, False)]
+    if to != "matsim" and given:
+        flags = ", ".join("--" + k.replace("_", "-") for k in given)
+        raise ConfigError(f"{flags}: only used by the MATSim export (--to matsim)")
+    if options["sample_share"] is not None:
+        check_sample_share(options["sample_share"])
+    parse_activity_types(options["activity_types"])
 
 
 def _span(start: int, end: int) -> str:

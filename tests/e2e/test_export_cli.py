@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import subprocess
 import sys
@@ -143,25 +144,33 @@ def test_sequences_matsim_montreal(seq_release: Path, tmp_path: Path) -> None:
     seqs = pd.read_csv(seq_release / "sequences.csv", dtype=str)
     persons = root.findall("person")
     assert len(persons) == seqs["seq_id"].nunique()
-    assert len(root.findall(".//leg[@mode='pt']")) == len(_legs(seqs))
+    legs = _legs(seqs)
+    moving = legs[legs["origin"] != legs["destination"]]  # a place tapped again is one activity
+    assert len(legs) > len(moving) > 0
+    assert len(root.findall(".//leg[@mode='pt']")) == len(moving)
     crs = root.find("attributes/attribute[@name='coordinateReferenceSystem']")
     assert crs is not None and crs.text == "EPSG:32188"
     net = datasets.montreal_network().drop_duplicates("station").set_index("station")
     ordered = seqs.assign(pos=seqs["pos"].astype(int)).sort_values("pos")
     by_seq = dict(list(ordered.groupby("seq_id")))
+    for person in persons:
+        xy = [(a.get("x"), a.get("y")) for a in person.iter("activity")]
+        assert all(a != b for a, b in itertools.pairwise(xy))  # no leg of length zero
     for person in persons[:: max(1, len(persons) // 300)]:
         acts = person.findall("plan/activity")
         steps = by_seq[person.get("id")]
+        locs, times = steps["location"].tolist(), steps["time"].tolist()
+        runs = [i for i in range(len(locs)) if i + 1 == len(locs) or locs[i + 1] != locs[i]]
         names = [a.find("attributes/attribute[@name='stop_id']").text for a in acts]
-        assert names == steps["location"].tolist()
+        assert names == [locs[i] for i in runs]
         for act, name in zip(acts, names, strict=True):
             assert float(act.get("x")) == pytest.approx(net.loc[name, "x_mtm8"], abs=1e-3)
             assert float(act.get("y")) == pytest.approx(net.loc[name, "y_mtm8"], abs=1e-3)
         ends = [a.get("end_time") for a in acts]
         assert ends[-1] is None
-        # each departure lies inside its release bin (HH:MM start, 60 minutes)
-        for end, label in zip(ends[:-1], steps["time"].tolist()[:-1], strict=True):
-            assert label[:5] <= end[:5] < f"{int(label[:2]) + 1:02d}:00"
+        # each departure (the last tap of a run at one place) lies inside its release bin
+        for end, i in zip(ends[:-1], runs[:-1], strict=True):
+            assert times[i][:5] <= end[:5] < f"{int(times[i][:2]) + 1:02d}:00"
 
 
 def test_taxi_od_and_matsim(taxi_release: Path, tmp_path: Path) -> None:
@@ -219,9 +228,15 @@ def test_taxi_od_and_matsim(taxi_release: Path, tmp_path: Path) -> None:
         persons[:200], trips.sort_values("taxi_id").iterrows(), strict=False
     ):
         assert person.get("id") == str(trip["taxi_id"])
-        o, d = person.findall("plan/activity")
-        assert float(o.get("x")) == trip["pickup_community_area"] * 1000.0
-        assert float(d.get("y")) == trip["dropoff_community_area"] * -500.0
+        acts = person.findall("plan/activity")
+        assert float(acts[0].get("x")) == trip["pickup_community_area"] * 1000.0
+        assert float(acts[-1].get("y")) == trip["dropoff_community_area"] * -500.0
+        # a trip inside one area is one activity: no leg of length zero
+        same = trip["pickup_community_area"] == trip["dropoff_community_area"]
+        assert len(acts) == (1 if same else 2)
+    info = json.loads((out / "export-matsim.json").read_text())
+    inside = int((trips["pickup_community_area"] == trips["dropoff_community_area"]).sum())
+    assert inside > 0 and info["activities_merged_at_the_same_place"] == inside
 
 
 def test_gtfs_release(shared_data: Path, tmp_path: Path) -> None:
@@ -258,7 +273,10 @@ def test_gtfs_release(shared_data: Path, tmp_path: Path) -> None:
     x, y, _ = utm(ll["lat"].to_numpy(), ll["lon"].to_numpy(), zone=10, south=False)
     ll["x"], ll["y"] = x, y
     acts = root.findall(".//activity")
-    assert len(acts) == len(pd.read_csv(rel / "sequences.csv"))
+    seqs = pd.read_csv(rel / "sequences.csv", dtype=str)
+    seqs = seqs.assign(pos=seqs["pos"].astype(int)).sort_values(["seq_id", "pos"])
+    again = seqs["location"].eq(seqs.groupby("seq_id")["location"].shift(-1)).sum()
+    assert len(acts) == len(seqs) - again  # a stop tapped again is one activity
     for act in acts[:: max(1, len(acts) // 200)]:
         stop = act.find("attributes/attribute").text
         assert float(act.get("x")) == pytest.approx(ll.loc[stop, "x"], abs=1e-3)
