@@ -67,6 +67,7 @@ def synthesizer(**kwargs: object) -> ArchetypeSynthesizer:
         "schema": SCHEMA,
         "order_column": "hour",
         "random_state": 7,
+        "joint": False,  # the write-up's algorithm (the joint mode: test_archetypes_joint.py)
     }
     params.update(kwargs)
     return ArchetypeSynthesizer(**params)
@@ -255,10 +256,9 @@ def test_chicago_taxi_configuration(shared_data: Path) -> None:
     assert out["taxi_id"].is_unique  # each trip its own individual
     assert set(out["company"]) <= set(schema.values("company"))
     assert [s["label"] for s in syn.manifest()["composition"]] == [
+        "joint trip marginals (17 tables)",  # 9 one-way tables, 8 of a tree (the joint mode)
         "archetype histogram",
         "company histogram",
-        "one-way histograms of payment_type, trip_miles, tips, shift, pickup_community_area, "
-        "dropoff_community_area",
     ]
 
 
