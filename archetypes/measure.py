@@ -20,6 +20,7 @@ sigma is calibrated by :class:`~synth.privacy.DiscreteGaussian` (vector zCDP bou
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -148,6 +149,14 @@ def spread_individuals(
     return trips.loc[ranked.index[keep].sort_values()]
 
 
+@functools.lru_cache(maxsize=64)
+def _gaussian(epsilon: float, delta: float, sensitivity: float) -> DiscreteGaussian:
+    """The calibrated vector discrete Gaussian (calibration cached: it is a pure function)."""
+    return DiscreteGaussian(
+        epsilon=epsilon, delta=delta, sensitivity=sensitivity, single_coordinate=False
+    )
+
+
 @dataclass
 class Measurement:
     """The noisy tables (unclamped integers) and what was measured."""
@@ -196,9 +205,7 @@ def measure(
         cell = np.ravel_multi_index(tuple(codes[:, i] for i in table), shape)
         exact.append(np.bincount(cell, minlength=int(np.prod(shape))))
     m = len(tables)
-    mechanism = DiscreteGaussian(
-        epsilon=epsilon, delta=delta, sensitivity=k * math.sqrt(m), single_coordinate=False
-    )
+    mechanism = _gaussian(epsilon, delta, k * math.sqrt(m))
     listed = "; ".join(" x ".join(names[i] for i in t) for t in tables)
     raw = mechanism.release(
         np.concatenate(exact),
