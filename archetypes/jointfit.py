@@ -37,18 +37,23 @@ from archetypes.joint import (
     consistent_tables,
     decompress,
     maximum_spanning_tree,
+    project_simplex,
 )
 from archetypes.measure import Discretiser, Measurement, measure, spread_individuals
 from archetypes.sampling import ArchetypeSampling, balanced_choice, rake, systematic_choice
 from archetypes.standin import stand_in_spec
 from synth.errors import ConfigError, InputError
-from synth.privacy import PrivacyLedger, SecureNoise
+from synth.privacy import DiscreteGaussian, PrivacyLedger, SecureNoise
 
 __all__ = ["JointSampling"]
 
 _KEYS = ("share", "max_records_per_individual", "pool", "pairs", "max_cells", "compress")
 #: k without public trips to read it from
 DEFAULT_K = 3
+#: without public trips: the share of the joint budget for the trips per individual, and the
+#: cells of that histogram (1 .. MAX_COUNT trips, the last holding more)
+COUNT_SHARE = 0.1
+MAX_COUNT = 16
 #: without public trips: the one-way round's part of the joint budget (the two-way round: the rest)
 ONE_WAY_SHARE = 0.4
 
@@ -188,6 +193,16 @@ class JointSampling(ArchetypeSampling):
         """Measure, estimate, build the weighted pool; returns the trips the archetypes are
         learnt on (the public trips, or the pool's trips as one-trip pseudo-individuals)."""
         columns = self._joint_columns(used)
+        self.count_mechanism_: DiscreteGaussian | None = None
+        counts_budget = None
+        if public is None:  # a share of the joint budget measures the trips per individual
+            shares = [1 - COUNT_SHARE, COUNT_SHARE]
+            eps_parts, delta_parts = (
+                budget_shares(budget[0], shares),
+                budget_shares(budget[1], shares),
+            )
+            parts = zip(eps_parts, delta_parts, strict=True)
+            budget, counts_budget = parts
         public_c = None if public is None else self.schema_.conform(public, columns=columns)
         self.discretiser_ = disc = Discretiser.fit(self.schema_, columns, public_c)
         public_codes = None if public_c is None else disc.encode(public_c)
@@ -240,11 +255,39 @@ class JointSampling(ArchetypeSampling):
         self.joint_pool_ = frame
         if public is not None:
             return public
+        assert counts_budget is not None
+        per = self._trips_per_individual(private, counts_budget, noise)
         n = int(min(max(float(one[0].sum()), 100.0), 50_000))
-        rows = systematic_choice(self.joint_weights_, n, rng)
+        mean = float((np.arange(1, len(per) + 1) * per).sum())
+        lengths = rng.choice(np.arange(1, len(per) + 1), size=int(n / mean) + 20, p=per)
+        lengths = lengths[: int(np.searchsorted(np.cumsum(lengths), n)) + 1]
+        rows = rng.permutation(systematic_choice(self.joint_weights_, int(lengths.sum()), rng))
         pseudo = frame.iloc[rows].reset_index(drop=True)
-        pseudo.insert(0, self.id_column, np.arange(n, dtype=np.int64))
+        pseudo.insert(0, self.id_column, np.repeat(np.arange(len(lengths)), lengths))
         return pseudo
+
+    def _trips_per_individual(
+        self, private: pd.DataFrame, budget: tuple[float, float], noise: SecureNoise
+    ) -> np.ndarray:
+        """Noisy histogram of trips per individual (1 .. ``MAX_COUNT`` or more, in the last
+        cell): each individual in one cell, L2 sensitivity 1; returned as probabilities."""
+        cap = min(MAX_COUNT, self.max_records_per_individual)
+        if self.id_column not in private.columns:
+            raise InputError(f"private data: missing column '{self.id_column}'")
+        per = np.minimum(private[self.id_column].value_counts(sort=False).to_numpy(), cap)
+        exact = np.bincount(per - 1, minlength=cap)
+        self.count_mechanism_ = DiscreteGaussian(epsilon=budget[0], delta=budget[1])
+        raw = self.count_mechanism_.release(
+            exact,
+            noise=noise,
+            ledger=self.ledger_,
+            label=f"trips per {self.unit}",
+            unit=self.unit,
+            note=f"each {self.unit} counted once, under its number of trips (1 to {cap}, the "
+            "last cell holding more): L2 sensitivity 1",
+        )
+        hist = project_simplex(np.asarray(raw, dtype=float), max(float(raw.sum()), 1.0))
+        return hist / hist.sum() if hist.sum() > 0 else np.eye(cap)[0]
 
     def _private_codes(self, private: pd.DataFrame, columns: list[str], k: int) -> np.ndarray:
         """The private trips conformed, bounded to ``k`` spread trips per individual, encoded."""
@@ -318,8 +361,18 @@ class JointSampling(ArchetypeSampling):
         out: dict[str, Any] = {
             "share": self._joint_options()["share"],
             "measurements": [m.to_dict(columns) for m in self.measurements_],
+            "max_records_per_individual": self.joint_k_,
             "bins": {c: e.tolist() for c, e in self.discretiser_.edges.items()},
         }
+        mech = self.count_mechanism_
+        if mech is not None:
+            out["trips_per_individual"] = {
+                "cells": min(MAX_COUNT, self.max_records_per_individual),
+                "sensitivity_l2": mech.sensitivity,
+                "sigma": mech.sigma,
+                "epsilon": mech.epsilon,
+                "delta": mech.delta,
+            }
         return out
 
     def _joint_features(self, features: list[str], public: pd.DataFrame | None) -> list[str]:
