@@ -40,6 +40,7 @@ __all__ = [
     "decompress",
     "maximum_spanning_tree",
     "project_simplex",
+    "rake_table",
 ]
 
 #: raking sweeps (weights of the pool, two-way tables)
@@ -92,7 +93,7 @@ def _shrink(y: np.ndarray, sigma2: float, prior: np.ndarray | None) -> np.ndarra
     return np.asarray(weight * y + (1 - weight) * prior, dtype=float)
 
 
-def _rake2(seed: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+def rake_table(seed: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
     """Raking of a two-way table to row and column totals (zero rows/columns of the seed get the
     independent table's mass first, so every positive total can be met)."""
     total = max(rows.sum(), 1e-12)
@@ -138,7 +139,7 @@ def consistent_tables(
         if len(table) != 2:
             continue
         i, j = table
-        two.append(_rake2(project_simplex(y, total), one[i], one[j]))
+        two.append(rake_table(project_simplex(y, total), one[i], one[j]))
     return one, two
 
 

@@ -38,8 +38,15 @@ from archetypes.joint import (
     decompress,
     maximum_spanning_tree,
     project_simplex,
+    rake_table,
 )
-from archetypes.measure import Discretiser, Measurement, measure, spread_individuals
+from archetypes.measure import (
+    Discretiser,
+    Measurement,
+    calibrated_gaussian,
+    measure,
+    spread_individuals,
+)
 from archetypes.sampling import ArchetypeSampling, balanced_choice, rake, systematic_choice
 from archetypes.standin import stand_in_spec
 from synth.errors import ConfigError, InputError
@@ -47,7 +54,21 @@ from synth.privacy import DiscreteGaussian, PrivacyLedger, SecureNoise
 
 __all__ = ["JointSampling"]
 
-_KEYS = ("share", "max_records_per_individual", "pool", "pairs", "max_cells", "compress")
+_KEYS = (
+    "share",
+    "max_records_per_individual",
+    "pool",
+    "pairs",
+    "max_cells",
+    "compress",
+    "prior_cells",
+)
+#: with public trips: the tree-sampled trips' share of the pool's starting mass (the public
+#: trips bring the higher-order structure; the tree's fill cells the public period lacks)
+TREE_MASS = 0.01
+#: ``pairs = "auto"``: every pair is measured when that measurement's sigma is at most this
+#: (a public rule on the budget; tuned on Chicago: all pairs win at epsilon 10, lose at 1)
+AUTO_SIGMA = 15.0
 #: k without public trips to read it from
 DEFAULT_K = 3
 #: without public trips: the share of the joint budget for the trips per individual, and the
@@ -96,16 +117,17 @@ class JointSampling(ArchetypeSampling):
                 raise ConfigError(f"joint: {key} must be a positive integer, got {value!r}")
             if value is not None and value < 1:
                 raise ConfigError(f"joint: {key} must be a positive integer, got {value!r}")
-        pairs = option.get("pairs", "tree")
-        if pairs not in ("all", "tree"):
-            raise ConfigError(f"joint: pairs must be 'all' or 'tree', got {pairs!r}")
+        pairs = option.get("pairs", "auto")
+        if pairs not in ("auto", "all", "tree"):
+            raise ConfigError(f"joint: pairs must be 'auto', 'all' or 'tree', got {pairs!r}")
         return {
             "share": share,
             "max_records_per_individual": option.get("max_records_per_individual"),
             "pool": option.get("pool"),
             "pairs": pairs,
-            "max_cells": option.get("max_cells") or 5000,
+            "max_cells": option.get("max_cells") or 100_000,
             "compress": bool(option.get("compress", False)),
+            "prior_cells": option.get("prior_cells", 5000),
         }
 
     def _joint_shares(self, split: tuple[float, ...], names: list[str]) -> list[float]:
@@ -159,18 +181,32 @@ class JointSampling(ArchetypeSampling):
                 seen.add(child)
         return tree
 
-    def _joint_pairs(self, tree: list[tuple[int, int]], sizes: list[int]) -> list[tuple[int, int]]:
-        """The two-way tables measured: the tree's, and (``pairs = "all"``) every other pair of
-        at most ``max_cells`` cells (public rules)."""
+    def _joint_pairs(
+        self, tree: list[tuple[int, int]], sizes: list[int], k: int, budget: tuple[float, float]
+    ) -> list[tuple[int, int]]:
+        """The two-way tables measured (public rules): the tree's; with ``pairs = "all"`` every
+        other pair of at most ``max_cells`` cells too; ``"auto"`` (default) does so when the
+        noise of that measurement (sigma, from the budget, ``k`` and the number of tables) is at
+        most :data:`AUTO_SIGMA`. With public trips, tables over ``prior_cells`` cells are left to
+        them."""
         options = self._joint_options()
-        pairs = [tuple(sorted(e)) for e in tree]
-        if options["pairs"] == "all":
-            d = len(sizes)
-            for i in range(d):
-                for j in range(i + 1, d):
-                    if (i, j) not in pairs and sizes[i] * sizes[j] <= options["max_cells"]:
-                        pairs.append((i, j))
-        return [(int(a), int(b)) for a, b in pairs]
+        d = len(sizes)
+        pairs: list[tuple[int, int]] = [(min(e), max(e)) for e in tree]
+        more = [
+            (i, j)
+            for i in range(d)
+            for j in range(i + 1, d)
+            if (i, j) not in pairs and sizes[i] * sizes[j] <= options["max_cells"]
+        ]
+        if self.joint_prior_only_:
+            cap = options["prior_cells"]
+            pairs = [e for e in pairs if sizes[e[0]] * sizes[e[1]] <= cap]
+            more = [e for e in more if sizes[e[0]] * sizes[e[1]] <= cap]
+        every = options["pairs"] == "all"
+        if options["pairs"] == "auto" and more:
+            m = d + len(pairs) + len(more)
+            every = calibrated_gaussian(budget[0], budget[1], k * math.sqrt(m)).sigma <= AUTO_SIGMA
+        return [(int(a), int(b)) for a, b in (pairs + more if every else pairs)]
 
     def _joint_k(self, public: pd.DataFrame | None) -> int:
         k = self._joint_options()["max_records_per_individual"]
@@ -195,7 +231,8 @@ class JointSampling(ArchetypeSampling):
         columns = self._joint_columns(used)
         self.count_mechanism_: DiscreteGaussian | None = None
         counts_budget = None
-        if public is None:  # a share of the joint budget measures the trips per individual
+        if public is None and self.max_records_per_individual > 1:
+            # a share of the joint budget measures the trips per individual
             shares = [1 - COUNT_SHARE, COUNT_SHARE]
             eps_parts, delta_parts = (
                 budget_shares(budget[0], shares),
@@ -208,9 +245,10 @@ class JointSampling(ArchetypeSampling):
         public_codes = None if public_c is None else disc.encode(public_c)
         tree = self._joint_tree(columns, public_codes)
         sizes = [disc.size(c) for c in columns]
-        pairs = self._joint_pairs(tree, sizes)
-        tables = [(i,) for i in range(len(columns))] + [tuple(e) for e in pairs]
+        self.joint_prior_only_ = public_codes is not None and self._joint_options()["prior_cells"]
         k = self.joint_k_ = self._joint_k(public)
+        pairs = self._joint_pairs(tree, sizes, k, budget)
+        tables = [(i,) for i in range(len(columns))] + [tuple(e) for e in pairs]
         codes = self._private_codes(private, columns, k)
         self.joint_maps_: list[np.ndarray] | None = None
         if public_codes is not None or not self._joint_options()["compress"]:
@@ -222,6 +260,12 @@ class JointSampling(ArchetypeSampling):
             one, two = consistent_tables(m.noisy, tables, m.mechanism.sigma, priors, len(columns))
         else:
             one, two = self._compressed(codes, sizes, tables, k, budget, noise)
+        for e in tree:  # tree edges left unmeasured: the public table, raked to the margins
+            if public_codes is not None and tuple(sorted(e)) not in pairs:
+                i, j = sorted(e)
+                prior = _table(public_codes, (i, j), sizes) * one[i].sum()
+                two.append(rake_table(prior, one[i], one[j]))
+                pairs = [*pairs, (i, j)]
         model = self.joint_model_ = JointModel(one, two, pairs, tree)
         if public_codes is None:  # the sampling tree: the strongest measured dependencies
             mi = model.mutual_information()
@@ -250,13 +294,16 @@ class JointSampling(ArchetypeSampling):
                 [public_c[[*columns, *keep]].reset_index(drop=True), values], ignore_index=True
             )
             pool_codes = np.concatenate([public_codes, drawn])
-            start = np.concatenate([np.full(len(public_c), size / len(public_c)), np.ones(size)])
+            start = np.concatenate(
+                [np.full(len(public_c), size / len(public_c)), np.full(size, TREE_MASS)]
+            )
         self.joint_weights_ = model.weights(pool_codes, start)
         self.joint_pool_ = frame
         if public is not None:
             return public
-        assert counts_budget is not None
-        per = self._trips_per_individual(private, counts_budget, noise)
+        per = np.ones(1)  # one trip per individual: nothing to measure
+        if counts_budget is not None:
+            per = self._trips_per_individual(private, counts_budget, noise)
         n = int(min(max(float(one[0].sum()), 100.0), 50_000))
         mean = float((np.arange(1, len(per) + 1) * per).sum())
         lengths = rng.choice(np.arange(1, len(per) + 1), size=int(n / mean) + 20, p=per)

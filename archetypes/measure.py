@@ -33,7 +33,14 @@ from archetypes.schema import TripSchema
 from synth.errors import ConfigError, InputError
 from synth.privacy import DiscreteGaussian, LedgerBranch, SecureNoise
 
-__all__ = ["Discretiser", "Measurement", "measure", "public_grid", "spread_individuals"]
+__all__ = [
+    "Discretiser",
+    "Measurement",
+    "calibrated_gaussian",
+    "measure",
+    "public_grid",
+    "spread_individuals",
+]
 
 #: at most this many public-quantile bins per numeric column
 MAX_BINS = 32
@@ -150,7 +157,7 @@ def spread_individuals(
 
 
 @functools.lru_cache(maxsize=64)
-def _gaussian(epsilon: float, delta: float, sensitivity: float) -> DiscreteGaussian:
+def calibrated_gaussian(epsilon: float, delta: float, sensitivity: float) -> DiscreteGaussian:
     """The calibrated vector discrete Gaussian (calibration cached: it is a pure function)."""
     return DiscreteGaussian(
         epsilon=epsilon, delta=delta, sensitivity=sensitivity, single_coordinate=False
@@ -205,7 +212,7 @@ def measure(
         cell = np.ravel_multi_index(tuple(codes[:, i] for i in table), shape)
         exact.append(np.bincount(cell, minlength=int(np.prod(shape))))
     m = len(tables)
-    mechanism = _gaussian(epsilon, delta, k * math.sqrt(m))
+    mechanism = calibrated_gaussian(epsilon, delta, k * math.sqrt(m))
     listed = "; ".join(" x ".join(names[i] for i in t) for t in tables)
     raw = mechanism.release(
         np.concatenate(exact),
