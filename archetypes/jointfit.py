@@ -273,6 +273,20 @@ class JointSampling(ArchetypeSampling):
             for a, b in pairs:
                 measured[a, b] = measured[b, a] = mi[a, b]
             model.edges = maximum_spanning_tree(measured)
+        self._joint_pool(model, public_c, public_codes, rng)
+        if public is not None:
+            return public
+        return self._pseudo_public(private, float(one[0].sum()), counts_budget, noise, rng)
+
+    def _joint_pool(
+        self,
+        model: JointModel,
+        public_c: pd.DataFrame | None,
+        public_codes: np.ndarray | None,
+        rng: np.random.Generator,
+    ) -> None:
+        """The pool (public trips, tree draws) and its raking weights."""
+        columns, disc = self.discretiser_.columns, self.discretiser_
         size = self._joint_options()["pool"] or 100_000
         drawn = model.sample(size, rng)
         full = drawn
@@ -299,12 +313,23 @@ class JointSampling(ArchetypeSampling):
             )
         self.joint_weights_ = model.weights(pool_codes, start)
         self.joint_pool_ = frame
-        if public is not None:
-            return public
+
+    def _pseudo_public(
+        self,
+        private: pd.DataFrame,
+        total: float,
+        counts_budget: tuple[float, float] | None,
+        noise: SecureNoise,
+        rng: np.random.Generator,
+    ) -> pd.DataFrame:
+        """Without public trips: pool trips grouped into pseudo-individuals whose trip counts
+        follow the noisy trips-per-individual histogram (one each when the bound is 1)."""
+        frame = self.joint_pool_
+        assert frame is not None
         per = np.ones(1)  # one trip per individual: nothing to measure
         if counts_budget is not None:
             per = self._trips_per_individual(private, counts_budget, noise)
-        n = int(min(max(float(one[0].sum()), 100.0), 50_000))
+        n = int(min(max(total, 100.0), 50_000))
         mean = float((np.arange(1, len(per) + 1) * per).sum())
         lengths = rng.choice(np.arange(1, len(per) + 1), size=int(n / mean) + 20, p=per)
         lengths = lengths[: int(np.searchsorted(np.cumsum(lengths), n)) + 1]
