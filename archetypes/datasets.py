@@ -132,10 +132,31 @@ def chicago_taxi_trips(
     return out[TAXI_COLUMNS]
 
 
+#: the companies of the sample's public 2013 trips: the company domain when no public trips are
+#: given (a published list, so that a release without public data is not all "Unknown")
+CHICAGO_COMPANIES_2013 = (
+    "3201 - CID Cab Co Inc",
+    "3897 - Ilie Malec",
+    "4615 - Tyrone Henderson",
+    "Blue Ribbon Taxi Association Inc.",
+    "Chicago Elite Cab Corp.",
+    "Chicago Elite Cab Corp. (Chicago Carriag",
+    "Chicago Medallion Management",
+    "Choice Taxi Association",
+    "Dispatch Taxi Affiliation",
+    "KOAM Taxi Association",
+    "Northwest Management LLC",
+    "Taxi Affiliation Services",
+    "Top Cab Affiliation",
+)
+
+
 def chicago_taxi_schema(public: pd.DataFrame) -> TripSchema:
-    """The challenge's public domains; companies are those of the PUBLIC trips plus "Unknown",
-    which also receives companies the public data never shows (the sample has names, not the
-    challenge's company ids)."""
+    """The challenge's public domains; companies are those of the PUBLIC trips (without any:
+    :data:`CHICAGO_COMPANIES_2013`) plus "Unknown", which also receives companies the public data
+    never shows (the sample has names, not the challenge's company ids)."""
+    if len(public) == 0:
+        public = pd.DataFrame({"company": list(CHICAGO_COMPANIES_2013)})
     areas = (-1, *range(1, 78))
     columns = [
         Column("taxi_id", "id"),

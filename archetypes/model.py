@@ -183,6 +183,7 @@ class ArchetypeModel:
         trips["archetype"] = arche[id_codes]
         trips["category"] = dominant[id_codes]
         self.trips_ = trips
+        self.trip_labels_ = np.asarray(labels, dtype=np.int64)  # each public trip's component
         self.n_individuals_ = np.bincount(arche, minlength=self.n_archetypes)
         total = np.bincount(arche, weights=n_trips, minlength=self.n_archetypes)
         with np.errstate(invalid="ignore", divide="ignore"):

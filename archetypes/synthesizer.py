@@ -60,12 +60,12 @@ import pandas as pd
 
 from archetypes.budget import budget_shares
 from archetypes.completion import ColumnCompleter, Plan
+from archetypes.jointfit import JointSampling
 from archetypes.model import ArchetypeModel, bound_individuals, majority
 from archetypes.reading import read_trips, source_of, trip_ids
 from archetypes.sampling import (
     PUBLIC_STREAM,
     SAMPLING_STREAM,
-    ArchetypeSampling,
     balanced_choice,
     rake,
     sampling_generator,
@@ -96,7 +96,7 @@ __all__ = [
 ]
 
 
-class ArchetypeSynthesizer(ArchetypeSampling):
+class ArchetypeSynthesizer(JointSampling):
     """Differentially private synthetic trips from GMM archetypes and two noisy histograms.
 
     The scikit-learn estimator contract (:class:`~synth.generator.Generator`): ``fit(data,
@@ -145,6 +145,7 @@ class ArchetypeSynthesizer(ArchetypeSampling):
         "marginals_by_archetype": [InstanceOf(bool, "true or false")],
         "marginal_bins": [Interval("integer", 1)],
         "public_stand_in": [None, InstanceOf((bool, Mapping), "a bool or a mapping")],
+        "joint": [None, InstanceOf((bool, Mapping), "a bool or a mapping")],
         "max_records_per_individual": [Interval("integer", 1)],
         "order_column": [None, STRING],
         "n_records": [None, Interval("integer", 0)],
@@ -171,6 +172,7 @@ class ArchetypeSynthesizer(ArchetypeSampling):
         marginals_by_archetype: bool = False,
         marginal_bins: int = 64,
         public_stand_in: bool | Mapping[str, Any] | None = None,
+        joint: bool | Mapping[str, Any] | None = True,
         max_records_per_individual: int = 200,
         order_column: str | None = None,
         n_records: int | None = None,
@@ -190,6 +192,7 @@ class ArchetypeSynthesizer(ArchetypeSampling):
         self.marginals = marginals
         self.marginals_by_archetype = marginals_by_archetype
         self.public_stand_in = public_stand_in
+        self.joint = joint
         self.marginal_bins = marginal_bins
         self.max_records_per_individual = max_records_per_individual
         self.order_column = order_column
@@ -212,6 +215,8 @@ class ArchetypeSynthesizer(ArchetypeSampling):
             "category",
             *(["marginals"] if list(self.marginals) else []),
         ]
+        if self._joint_on() and self._stand_in_on() and len(split) == len(names) - 1:
+            names.pop(0)  # joint mode: the joint model is the stand-in, its share optional
         wanted = len(names)
         if len(split) != wanted or any(
             isinstance(s, bool) or not isinstance(s, int | float) or s <= 0 for s in split
@@ -226,6 +231,8 @@ class ArchetypeSynthesizer(ArchetypeSampling):
             raise ConfigError("key_columns must name at least one column")
         if len(set(self.marginals)) != len(list(self.marginals)):
             raise ConfigError(f"marginals lists a column twice: {list(self.marginals)}")
+        if self._joint_on():  # (joint, archetypes, category)
+            return self._joint_budgets(eps, delta, split, names)
         return list(zip(budget_shares(eps, split), budget_shares(delta, split), strict=True))
 
     def _stand_in_on(self) -> bool:
@@ -273,8 +280,9 @@ class ArchetypeSynthesizer(ArchetypeSampling):
         learnt on instead (its spend comes first in :attr:`ledger_`)."""
         self._validate_params()
         budgets = self._budgets()
-        stand_in_budget = budgets.pop(0) if self._stand_in_on() else None
-        if public is None and stand_in_budget is None:
+        joint_budget = budgets.pop(0) if self._joint_on() else None
+        stand_in_budget = budgets.pop(0) if self._stand_in_on() and not joint_budget else None
+        if public is None and stand_in_budget is None and joint_budget is None:
             raise ConfigError(
                 "no public data: give public trips, or enable public_stand_in (an SBH release of "
                 "the private trips standing in for them, with its own budget share)"
@@ -287,6 +295,12 @@ class ArchetypeSynthesizer(ArchetypeSampling):
         for name in ("strata_", "ledger_"):  # a failed re-fit leaves no half-fitted model
             self.__dict__.pop(name, None)
         noise = noise_source(self.random_state, methods=("discrete_gaussian",))
+        self.ledger_, self.joint_pool_ = self._new_ledger(), None
+        if joint_budget is not None:
+            self.schema_ = self._schema(public_trips, used)
+            self.features_ = self._joint_features(self._features(public_trips), public_trips)
+            rng = sampling_generator(self.random_state, PUBLIC_STREAM + 2)
+            public_trips = self._fit_joint(private, public_trips, used, joint_budget, noise, rng)
         self._fit_public(private, public_trips, used, stand_in_budget, noise)
         self._set_mechanisms(budgets)
         self._fit_private(private, noise)
@@ -333,7 +347,7 @@ class ArchetypeSynthesizer(ArchetypeSampling):
         """Schema, features, the stand-in (when no public data) and the public model: the
         mixture, the completer and the marginal bins."""
         self.schema_ = self._schema(public, used)
-        features = self.features_ = self._features(public)
+        features = self.features_ = self._joint_features(self._features(public), public)
         if public is not None:
             missing = [c for c in [self.id_column, *used, *features] if c not in public.columns]
             if missing:
@@ -342,7 +356,6 @@ class ArchetypeSynthesizer(ArchetypeSampling):
         public_rng = sampling_generator(self.random_state, PUBLIC_STREAM)
         # private tie-breaks (majorities over private trips) come from the secure source
         self.tie_breaks_ = noise
-        self.ledger_ = self._new_ledger()
         self.stand_in_: StandInSpec | None = None
         if public is None:
             assert stand_in_budget is not None
@@ -361,8 +374,9 @@ class ArchetypeSynthesizer(ArchetypeSampling):
             category_values=self.category_values_,
             random_state=public_rng,
         ).fit(public)
-        self.completer_ = ColumnCompleter(plan=self.completion).fit(public)
-        self.marginal_edges_ = {c: self._edges(public, c) for c in self.marginals}
+        plan = () if self._joint_on() else self.completion  # the joint pool has every column
+        self.completer_ = ColumnCompleter(plan=plan).fit(public)
+        self.marginal_edges_ = {c: self._edges(public, c) for c in self._marginal_columns()}
 
     def _set_mechanisms(self, budgets: list[tuple[float, float]]) -> None:
         """The discrete Gaussian of each release, from its (epsilon, delta) share."""
@@ -370,7 +384,7 @@ class ArchetypeSynthesizer(ArchetypeSampling):
         self.archetype_mechanism_ = DiscreteGaussian(epsilon=eps1, delta=delta1, sensitivity=1)
         self.category_mechanism_ = DiscreteGaussian(epsilon=eps2, delta=delta2, sensitivity=1)
         self.marginal_mechanism_: DiscreteGaussian | None = None
-        marginals = list(self.marginals)
+        marginals = self._marginal_columns()
         if marginals:
             eps3, delta3 = budgets[2]
             self.marginal_mechanism_ = DiscreteGaussian(
@@ -392,7 +406,7 @@ class ArchetypeSynthesizer(ArchetypeSampling):
             (raw[1], self.category_mechanism_.sigma),
         ]
         if self.marginal_mechanism_ is not None:
-            marginals = list(self.marginals)
+            marginals = self._marginal_columns()
             splits = np.cumsum([self._n_released(c) for c in marginals])[:-1]
             for column, part in zip(marginals, np.split(raw[2], splits), strict=True):
                 self.noisy_marginals_[column] = np.maximum(part, 0)
@@ -460,7 +474,7 @@ class ArchetypeSynthesizer(ArchetypeSampling):
         """The exact histograms released: individuals per archetype, per category and (when
         ``marginals``) per binned value of each marginal column, the latter concatenated. Each
         individual (its first ``max_records_per_individual`` trips) is ONE value in each."""
-        marginals = list(self.marginals)
+        marginals = self._marginal_columns()
         columns = list(dict.fromkeys([*self.features_, self.category_column, *marginals]))
         order = [] if self.order_column in (None, *columns) else [self.order_column]
         missing = [c for c in [self.id_column, *columns, *order] if c not in private.columns]
@@ -489,6 +503,10 @@ class ArchetypeSynthesizer(ArchetypeSampling):
                 value = np.where(value >= 0, archetypes * n_cells + value, -1)
             out.append(np.bincount(value[value >= 0], minlength=self._n_released(column)))
         return out if not marginals else [out[0], out[1], np.concatenate(out[2:])]
+
+    def _marginal_columns(self) -> list[str]:
+        """The per-individual one-way marginals released (none in joint mode)."""
+        return [] if self._joint_on() else list(self.marginals)
 
     def _new_ledger(self) -> PrivacyLedger:
         return PrivacyLedger(
@@ -530,7 +548,7 @@ class ArchetypeSynthesizer(ArchetypeSampling):
             ),
         ]
         if self.marginal_mechanism_ is not None:
-            m = len(list(self.marginals))
+            m = len(self._marginal_columns())
             per = " per archetype" if self.marginals_by_archetype else ""
             cell = "(archetype, value) cell" if per else "(binned) value"
             raw.append(
@@ -569,6 +587,8 @@ class ArchetypeSynthesizer(ArchetypeSampling):
             params["marginals"] = list(self.marginals)
             params["marginals_by_archetype"] = self.marginals_by_archetype
             params["sigma_marginals"] = self.marginal_mechanism_.sigma
+        if self._joint_on():
+            params["joint"] = self.joint_manifest()
         if self.stand_in_ is not None:
             params["public_stand_in"] = {
                 **self.stand_in_.to_dict(),

@@ -14,6 +14,18 @@ company list as the company domain (a public list, not trips). SUBE: Tuesday pub
 private, configs/transit-archetypes.toml. Timing and memory (tracemalloc peak) are separate runs.
 
     python benchmarks/bench_archetypes.py [--data ../shared/data] [--seeds 3] [--records 1000000]
+
+``peers`` mode (issue 28): the shipped configurations with default flags (the joint model) and the
+previous model (``joint = false``; without public data the SBH stand-in on 0.7 of the budget) on
+Chicago (private 2014-15, public 2013) and SUBE (Wednesday private, Tuesday public), epsilon 1 and
+10, with and without public data, ``--seeds`` noise runs each, scored by the one k-marginal
+function above; median fit+sample seconds and the tracemalloc peak of one more run. Without
+public data the domains are still public lists (Chicago: the published 2013 company list; SUBE:
+the network metadata's lines and branches, Tuesday's zones and fare products). If smartnoise-synth
+is importable, MST and AIM run on the same private tables (tap/trip level: each row is one unit)
+and are scored the same way; if not, the figures recorded in issue 28 are printed.
+
+    python benchmarks/bench_archetypes.py peers [--data ../shared/data] [--seeds 3]
 """
 
 from __future__ import annotations
@@ -23,6 +35,7 @@ import json
 import time
 import tomllib
 import tracemalloc
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +49,7 @@ from archetypes import (
     sube_schema,
     sube_trips,
 )
+from synth.errors import ConfigError
 from synth.evaluate import discretise, k_marginal_score
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -93,12 +107,160 @@ def baseline(private: pd.DataFrame, public: pd.DataFrame, seeds: int, drop: list
     return round(float(np.mean([score(private, d, drop) for d in draws])), 1)
 
 
+#: issue 28's recorded peer figures (smartnoise-synth, same tables and scorer, means of 3 runs)
+RECORDED_PEERS = {
+    "chicago": {
+        "MST (no public data)": {"1": 924, "10": 943},
+        "AIM (no public data)": {"1": 912},
+        "public 2013 bootstrap": {"1": 831},
+        "non-private": {"1": 964},
+    },
+    "sube": {
+        "MST, card level": {"1": 529, "10": 726},
+        "MST, tap level (weaker guarantee)": {"1": 793, "10": 931},
+        "Tuesday bootstrap": {"1": 905},
+        "non-private": {"1": 954},
+    },
+    "cost": "MST: 30-110 s and 1.6-1.8 GB per run",
+}
+
+
+def measure_run(
+    private: pd.DataFrame,
+    scored: pd.DataFrame,
+    public: pd.DataFrame | None,
+    params: dict[str, Any],
+    epsilon: float,
+    delta: float,
+    seeds: int,
+    drop: list[str],
+) -> dict[str, Any]:
+    """Scores of ``seeds`` noise runs, median seconds, and the tracemalloc peak of one more."""
+    scores, times = [], []
+    for seed in range(seeds):
+        start = time.perf_counter()
+        syn = ArchetypeSynthesizer(epsilon=epsilon, delta=delta, random_state=seed, **params)
+        synthetic = syn.fit(private, public).sample()
+        times.append(time.perf_counter() - start)
+        scores.append(score(scored, synthetic, drop))
+    tracemalloc.start()
+    ArchetypeSynthesizer(epsilon=epsilon, delta=delta, random_state=seeds, **params).fit(
+        private, public
+    ).sample()
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    return {
+        "score_mean": round(float(np.mean(scores)), 1),
+        "score_sd": round(float(np.std(scores)), 1),
+        "seconds": round(float(np.median(times)), 2),
+        "peak_mb": round(peak / 2**20, 1),
+    }
+
+
+def smartnoise_peers(
+    private: pd.DataFrame, scored: pd.DataFrame, drop: list[str], delta: float, seeds: int
+) -> dict[str, Any] | None:
+    """MST and AIM of smartnoise-synth on the private table (None when it is not installed)."""
+    try:
+        from snsynth import Synthesizer  # type: ignore[import-not-found]
+    except ImportError:
+        return None
+    table = private.drop(columns=drop, errors="ignore")
+    out: dict[str, Any] = {}
+    for name in ("mst", "aim"):
+        for eps in (1.0, 10.0):
+            scores, times = [], []
+            for _ in range(seeds):
+                start = time.perf_counter()
+                synth = Synthesizer.create(name, epsilon=eps, delta=delta)
+                synthetic = synth.fit_sample(table, preprocessor_eps=0.0)
+                times.append(time.perf_counter() - start)
+                scores.append(score(scored.drop(columns=drop, errors="ignore"), synthetic, []))
+            out[f"{name} eps {eps:g}"] = {
+                "score_mean": round(float(np.mean(scores)), 1),
+                "seconds": round(float(np.median(times)), 2),
+            }
+    return out
+
+
+def peers(data: Path, seeds: int) -> dict[str, Any]:
+    """The ``peers`` mode (see the module docstring)."""
+    raw = pd.read_csv(data / "chicago-taxi" / "chicago_taxi_simple.csv")
+    public = chicago_taxi_trips(raw, years=[2013])
+    private = chicago_taxi_trips(raw, years=[2014, 2015])
+    with_public = chicago_taxi_schema(public)
+    without = chicago_taxi_schema(private.iloc[:0])  # the published company list
+    shipped = config("taxi-archetypes.toml")
+    old = {**shipped, "joint": False}
+    old_stand_in = {**old, "public_stand_in": True, "budget_split": (0.7, 0.03, 0.09, 0.18)}
+    cases = {
+        "chicago": (
+            private,
+            with_public.conform(private),
+            public,
+            ["taxi_id"],
+            2.5e-5,
+            {
+                "joint, public": ({**shipped, "schema": with_public}, True),
+                "joint, no public": ({**shipped, "schema": without}, False),
+                "previous, public": ({**old, "schema": with_public}, True),
+                "previous stand-in, no public": ({**old_stand_in, "schema": without}, False),
+            },
+        )
+    }
+    folder = data / "sube-buenos-aires"
+    public = sube_trips(folder / "martes_trx.csv")
+    private = sube_trips(folder / "miercoles_trx.csv")
+    schema = sube_schema(public, folder / "metadata_amba_2019_m1.csv")
+    shipped = {**config("transit-archetypes.toml"), "schema": schema}
+    old = {**shipped, "joint": False}
+    cases["sube"] = (
+        private,
+        schema.conform(private, columns=["line", "branch", "zone"]),
+        public,
+        ["card_id", "lat", "lon"],
+        1e-5,
+        {
+            "joint, public": (shipped, True),
+            "joint, no public": (shipped, False),
+            "previous, public": (old, True),
+            "previous stand-in, no public": (
+                {**old, "public_stand_in": True, "budget_split": (0.7, 0.03, 0.27)},
+                False,
+            ),
+        },
+    )
+    results: dict[str, Any] = {}
+    for name, (priv, scored, pub, drop, delta, variants) in cases.items():
+        rows: dict[str, Any] = {}
+        for label, (params, given) in variants.items():
+            for eps in (1.0, 10.0):
+                try:
+                    rows[f"{label}, eps {eps:g}"] = measure_run(
+                        priv, scored, pub if given else None, params, eps, delta, seeds, drop
+                    )
+                except ConfigError as exc:  # e.g. the stand-in on columns without a domain
+                    rows[f"{label}, eps {eps:g}"] = {"error": str(exc)}
+        rows["peers"] = smartnoise_peers(priv, scored, drop, delta, seeds) or {
+            "recorded (smartnoise-synth not installed)": RECORDED_PEERS[name]
+        }
+        results[name] = rows
+    results["recorded_cost"] = RECORDED_PEERS["cost"]
+    return results
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("mode", nargs="?", choices=["archetypes", "peers"], default="archetypes")
     parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--records", type=int, default=1_000_000)
     args = parser.parse_args()
+    if args.mode == "peers":
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # features without a public domain
+            print(json.dumps(peers(args.data, args.seeds), indent=2))
+        return
     results: dict[str, Any] = {}
 
     raw = pd.read_csv(args.data / "chicago-taxi" / "chicago_taxi_simple.csv")
@@ -106,7 +268,7 @@ def main() -> None:
     private = chicago_taxi_trips(raw, years=[2014, 2015])
     schema = chicago_taxi_schema(public)
     private_scored = schema.conform(private)
-    shipped = {**config("taxi-archetypes.toml"), "schema": schema}
+    shipped = {**config("taxi-archetypes.toml"), "schema": schema, "joint": False}
     original = {k: v for k, v in shipped.items() if k != "marginals"}
     original["budget_split"] = (0.1, 0.9)
     taxi: dict[str, Any] = {
@@ -141,7 +303,7 @@ def main() -> None:
     public = sube_trips(folder / "martes_trx.csv")
     private = sube_trips(folder / "miercoles_trx.csv")
     schema = sube_schema(public, folder / "metadata_amba_2019_m1.csv")
-    params = {**config("transit-archetypes.toml"), "schema": schema}
+    params = {**config("transit-archetypes.toml"), "schema": schema, "joint": False}
     drop = ["card_id", "lat", "lon"]
     private_scored = schema.conform(private, columns=["line", "branch", "zone"])
     sube: dict[str, Any] = {

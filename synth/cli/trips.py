@@ -10,10 +10,11 @@ file; ``metadata`` = SUBE line metadata; ``schema`` = a schema JSON; optional ``
 :class:`~archetypes.synthesizer.ArchetypeSynthesizer` parameters (``epsilon`` and ``delta``
 included). The command line overrides it. The old form (``[input]`` and ``[archetypes]`` tables)
 is still read, with a deprecation note. Relative paths in a config are resolved against the
-config's folder. Without public trips, ``--public`` is left out and ``--public-stand-in`` (or
-``public_stand_in`` in the parameters)
-learns on an SBH release of PRIVATE (:mod:`archetypes.standin`); the column domains then come from
-the schema (``--schema``; for ``chicago-taxi`` the challenge domains with companies "Unknown" only).
+config's folder. Without public trips, ``--public`` is left out: the joint model (the default,
+:mod:`archetypes.jointfit`) then stands in for them, or with ``joint = false`` in the parameters
+``--public-stand-in`` (or ``public_stand_in``) learns on an SBH release of PRIVATE
+(:mod:`archetypes.standin`); the column domains then come from the schema (``--schema``; for
+``chicago-taxi`` the challenge domains with the published 2013 company list).
 """
 
 from __future__ import annotations
@@ -64,13 +65,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--public",
         default=None,
         metavar="PUBLIC",
-        help="public trips of the same kind (optional with --public-stand-in)",
+        help="public trips of the same kind (optional: without them the joint model measures "
+        "PRIVATE alone over the --schema domains)",
     )
     p.add_argument(
         "--public-stand-in",
         action="store_true",
-        help="without --public: learn on an SBH release of PRIVATE instead (spends the first "
-        "budget_split share; public_stand_in in the --config parameters sets its options)",
+        help="without --public: learn on an SBH release of PRIVATE instead (with joint = false; "
+        "spends the first budget_split share; public_stand_in in the --config parameters sets "
+        "its options; in the joint mode that share goes to the joint measurements)",
     )
     p.add_argument(
         "--epsilon",

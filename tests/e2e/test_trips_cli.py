@@ -74,7 +74,11 @@ def test_release_directory(files: tuple[Path, Path], tmp_path: Path, capsys) -> 
     assert set(trips["mode"]) <= {"bus", "rail"} and set(trips["zone"]) <= {"A", "B"}
     manifest = json.loads((out / "manifest.json").read_text())
     spends = [s for s in manifest["composition"] if s["type"] == "spend"]
-    assert [s["label"] for s in spends] == ["archetype histogram", "mode histogram"]
+    assert [s["label"] for s in spends] == [
+        "joint trip marginals (5 tables)",  # the joint mode: hour, zone, mode and a tree of 2 pairs
+        "archetype histogram",
+        "mode histogram",
+    ]
     assert manifest["spent"]["epsilon_exact"] == "1"
     assert manifest["parameters"]["n_archetypes"] == 2
     schema = json.loads((out / "schema.json").read_text())
@@ -109,7 +113,8 @@ def test_config_n_records_and_parquet(files: tuple[Path, Path], tmp_path: Path) 
     assert len(trips) == 250 and set(trips["fare"]) <= {1, 3}
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["privacy_unit"] == "card"
-    assert [s["epsilon_exact"] for s in manifest["composition"]] == ["2/5", "8/5"]
+    # the joint measurements take 80%, the split divides the rest
+    assert [s["epsilon_exact"] for s in manifest["composition"]] == ["8/5", "2/25", "8/25"]
 
 
 @pytest.mark.parametrize(
@@ -260,7 +265,21 @@ def test_without_public_data_with_the_stand_in(
     argv = ["trips", str(big), "--epsilon", "4", "--delta", "1e-5", "--out", str(out)]
     argv += ["--id-column", "card", "--key-columns", "hour,zone", "--category-column", "mode"]
     argv += ["--schema", str(schema), "--archetypes", "2", "--seed", "5", "--quiet"]
-    # no public data and no stand-in: a one-line user error, nothing written
+    # the joint model (default) needs no public data: the schema gives the domains
+    joint = tmp_path / "joint"
+    assert main([str(joint) if a == str(out) else a for a in argv]) == 0
+    manifest = json.loads((joint / "manifest.json").read_text())
+    assert [s["label"] for s in manifest["composition"]][:2] == [
+        "joint trip marginals (6 tables)",  # 3 one-way, every pair (sigma small at epsilon 4)
+        "trips per individual",
+    ]
+    n = len(pd.read_csv(big))  # cards with 1-3 trips each: the noisy trips-per-card histogram
+    assert 0.8 * n < len(pd.read_csv(joint / "trips.csv")) < 1.2 * n
+    # the write-up's algorithm (joint = false) without public data and no stand-in: a one-line
+    # user error, nothing written
+    config = tmp_path / "c.toml"
+    config.write_text("[trips.parameters]\njoint = false\n")
+    argv += ["--config", str(config)]
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert "no public data" in err and "--public-stand-in" in err  # the flag, as typed
@@ -268,9 +287,8 @@ def test_without_public_data_with_the_stand_in(
     # the stand-in needs its budget share first in budget_split (default split has two)
     assert main([*argv, "--public-stand-in"]) == 2
     assert "3 positive shares (stand-in, archetypes, category)" in capsys.readouterr().err
-    config = tmp_path / "c.toml"
-    config.write_text("[trips.parameters]\nbudget_split = [0.5, 0.1, 0.4]\n")
-    assert main([*argv, "--public-stand-in", "--config", str(config)]) == 0
+    config.write_text("[trips.parameters]\njoint = false\nbudget_split = [0.5, 0.1, 0.4]\n")
+    assert main([*argv, "--public-stand-in"]) == 0
     trips = pd.read_csv(out / "trips.csv")
     assert set(trips["zone"]) <= {"A", "B"} and set(trips["mode"]) <= {"bus", "rail"}
     assert 2700 < len(trips) < 3300  # one trip per synthetic card, about the private cards
@@ -287,19 +305,19 @@ def test_without_public_data_with_the_stand_in(
     assert "big.csv" not in json.dumps(manifest)  # nothing of the private file
     # the same through the config alone, with options
     config.write_text(
-        "[trips.parameters]\nbudget_split = [0.5, 0.1, 0.4]\n\n"
+        "[trips.parameters]\njoint = false\nbudget_split = [0.5, 0.1, 0.4]\n\n"
         "[trips.parameters.public_stand_in]\n"
         'tables = [["hour", "zone", "mode"]]\n'
     )
     again = tmp_path / "again"
     argv[argv.index(str(out))] = str(again)
-    assert main([*argv, "--config", str(config)]) == 0
+    assert main(argv) == 0
     manifest = json.loads((again / "manifest.json").read_text())
     assert manifest["composition"][0]["label"] == "public stand-in: SBH of hour, zone, mode"
     # and --public still works, the stand-in then unused
     public_out = tmp_path / "public"
     argv[argv.index(str(again))] = str(public_out)
-    assert main([*argv, "--config", str(config), "--public", str(files[1])]) == 0
+    assert main([*argv, "--public", str(files[1])]) == 0
     manifest = json.loads((public_out / "manifest.json").read_text())
     assert [s["label"] for s in manifest["composition"]] == [
         "archetype histogram",

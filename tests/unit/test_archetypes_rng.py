@@ -43,6 +43,7 @@ def _synthesizer(seed: int | None) -> ArchetypeSynthesizer:
         id_column="card",
         n_archetypes=2,
         random_state=seed,
+        joint=False,
     )
 
 

@@ -67,6 +67,7 @@ def synthesizer(**kwargs: object) -> ArchetypeSynthesizer:
         "schema": SCHEMA,
         "order_column": "hour",
         "random_state": 7,
+        "joint": False,  # the write-up's algorithm (the joint mode: test_archetypes_joint.py)
     }
     params.update(kwargs)
     return ArchetypeSynthesizer(**params)
@@ -261,10 +262,11 @@ def test_chicago_taxi_configuration(shared_data: Path) -> None:
     assert out["taxi_id"].is_unique  # each trip its own individual
     assert set(out["company"]) <= set(schema.values("company"))
     assert [s["label"] for s in syn.manifest()["composition"]] == [
+        # the joint mode: 9 one-way tables and 7 of the public tree (pickup x dropoff, 6,241
+        # cells, is left to the public trips)
+        "joint trip marginals (16 tables)",
         "archetype histogram",
         "company histogram",
-        "one-way histograms of payment_type, trip_miles, tips, shift, pickup_community_area, "
-        "dropoff_community_area",
     ]
 
 

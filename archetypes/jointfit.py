@@ -1,0 +1,548 @@
+"""The ``joint`` mode of :class:`~archetypes.synthesizer.ArchetypeSynthesizer` (issue 28).
+
+Fitting: the private trips are measured once (:func:`archetypes.measure.measure`: noisy one-way
+tables of every column the model reads and two-way tables of a spanning tree, at most ``k`` trips
+per individual) and a joint model is estimated from them (:mod:`archetypes.joint`), with the public
+trips as a prior when given. Without public trips the joint model's trips stand in for them (one
+trip per pseudo-individual), replacing the SBH stand-in. The archetype and category counts are then
+released as before (the GooseDP mechanism) and decide how many individuals of which archetype and
+category there are and how many trips each makes.
+
+Sampling: each synthetic individual's trips are drawn, by weight, from the joint model's pool of
+trips of its archetype and category (coarser when that stratum is empty). The pool carries every
+column, so nothing is completed afterwards.
+
+Options (``joint``: ``True`` or a mapping): ``share`` (default 0.8) of (epsilon, delta) for the
+measurements, the rest split by ``budget_split``; ``max_records_per_individual`` (``k``; default:
+the 90th percentile of the public trips per individual, else 3, never above the synthesizer's
+bound); ``pool`` (default 100,000) tree-sampled trips in the pool.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Mapping
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from archetypes.budget import budget_shares
+from archetypes.joint import (
+    JointModel,
+    chow_liu_tree,
+    compression,
+    consistent_tables,
+    decompress,
+    maximum_spanning_tree,
+    project_simplex,
+    rake_table,
+)
+from archetypes.measure import (
+    Discretiser,
+    Measurement,
+    calibrated_gaussian,
+    measure,
+    spread_individuals,
+)
+from archetypes.sampling import ArchetypeSampling, balanced_choice, rake, systematic_choice
+from archetypes.standin import stand_in_spec
+from synth.errors import ConfigError, InputError
+from synth.privacy import DiscreteGaussian, PrivacyLedger, SecureNoise
+
+__all__ = ["JointSampling"]
+
+_KEYS = (
+    "share",
+    "max_records_per_individual",
+    "pool",
+    "pairs",
+    "max_cells",
+    "compress",
+    "prior_cells",
+)
+#: with public trips: the tree-sampled trips' share of the pool's starting mass (the public
+#: trips bring the higher-order structure; the tree's fill cells the public period lacks)
+TREE_MASS = 0.01
+#: ``pairs = "auto"``: every pair is measured when that measurement's sigma is at most this
+#: (a public rule on the budget; tuned on Chicago: all pairs win at epsilon 10, lose at 1)
+AUTO_SIGMA = 15.0
+#: k without public trips to read it from
+DEFAULT_K = 3
+#: without public trips: the share of the joint budget for the trips per individual, and the
+#: cells of that histogram (1 .. MAX_COUNT trips, the last holding more)
+COUNT_SHARE = 0.1
+MAX_COUNT = 16
+#: without public trips: the one-way round's part of the joint budget (the two-way round: the rest)
+ONE_WAY_SHARE = 0.4
+
+
+class JointSampling(ArchetypeSampling):
+    """Fitting and sampling methods of the joint mode (mixed into the synthesizer)."""
+
+    joint: bool | Mapping[str, Any] | None
+    public_stand_in: bool | Mapping[str, Any] | None
+    key_columns: Any
+    category_column: str
+    completion: Any
+    marginals: Any
+    max_records_per_individual: int
+    unit: str
+    ledger_: PrivacyLedger
+    features_: list[str]
+    joint_pool_: pd.DataFrame | None
+
+    # -- options -----------------------------------------------------------------------------------
+    def _joint_on(self) -> bool:
+        option = self.joint
+        if option is None or option is False:
+            return False
+        if option is True or isinstance(option, Mapping):
+            return True
+        raise ConfigError(f"joint must be None, a bool or a mapping, got {option!r}")
+
+    def _joint_options(self) -> dict[str, Any]:
+        option = {} if not isinstance(self.joint, Mapping) else dict(self.joint)
+        unknown = sorted(set(option) - set(_KEYS))
+        if unknown:
+            raise ConfigError(f"joint: unknown key(s) {unknown} (allowed: {', '.join(_KEYS)})")
+        share = option.get("share", 0.8)
+        if isinstance(share, bool) or not isinstance(share, int | float) or not 0 < share < 1:
+            raise ConfigError(f"joint: share must be in (0, 1), got {share!r}")
+        for key in ("max_records_per_individual", "pool", "max_cells"):
+            value = option.get(key)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+                raise ConfigError(f"joint: {key} must be a positive integer, got {value!r}")
+            if value is not None and value < 1:
+                raise ConfigError(f"joint: {key} must be a positive integer, got {value!r}")
+        pairs = option.get("pairs", "auto")
+        if pairs not in ("auto", "all", "tree"):
+            raise ConfigError(f"joint: pairs must be 'auto', 'all' or 'tree', got {pairs!r}")
+        return {
+            "share": share,
+            "max_records_per_individual": option.get("max_records_per_individual"),
+            "pool": option.get("pool"),
+            "pairs": pairs,
+            "max_cells": option.get("max_cells") or 100_000,
+            "compress": bool(option.get("compress", False)),
+            "prior_cells": option.get("prior_cells", 5000),
+        }
+
+    def _joint_shares(self, split: tuple[float, ...], names: list[str]) -> list[float]:
+        """Shares (joint, archetypes, category): ``share`` to the measurements, the rest split by
+        ``budget_split``, whose stand-in and marginals shares (if any) go to the measurements."""
+        s = Fraction(str(self._joint_options()["share"]))
+        parts = dict(zip(names, (Fraction(str(x)) for x in split), strict=True))
+        extra = parts.get("stand-in", Fraction(0)) + parts.get("marginals", Fraction(0))
+        rest = 1 - s
+        return [
+            float(s + rest * extra),
+            float(rest * parts["archetypes"]),
+            float(rest * parts["category"]),
+        ]
+
+    def _joint_budgets(
+        self, eps: float, delta: float, split: tuple[float, ...], names: list[str]
+    ) -> list[tuple[float, float]]:
+        shares = self._joint_shares(split, names)
+        return list(zip(budget_shares(eps, shares), budget_shares(delta, shares), strict=True))
+
+    # -- fitting -----------------------------------------------------------------------------------
+    def _joint_columns(self, used: list[str]) -> list[str]:
+        return list(used)
+
+    def _joint_tree(self, columns: list[str], codes: np.ndarray | None) -> list[tuple[int, int]]:
+        """Chow-Liu tree of the public codes, else the configuration's chain (public rule)."""
+        if codes is not None and len(columns) > 1:
+            return chow_liu_tree(codes, [self.discretiser_.size(c) for c in columns])
+        spec = stand_in_spec(
+            True,
+            key_columns=list(self.key_columns),
+            category_column=self.category_column,
+            features=[],
+            completion=self.completion,
+            needed=columns,
+        )
+        position = {c: i for i, c in enumerate(columns)}
+        edges = []
+        for table in spec.tables:
+            if len(table) == 2 and table[0] in position and table[1] in position:
+                edges.append((position[table[1]], position[table[0]]))
+        keys = [c for c in dict.fromkeys(self.key_columns) if c in position]
+        if len(keys) >= 2:
+            edges.insert(0, (position[keys[0]], position[keys[1]]))
+        seen = {edges[0][0]} if edges else {0}
+        tree = []
+        for parent, child in edges:  # keep a forest: a child once, its parent already placed
+            if child not in seen and parent in seen:
+                tree.append((parent, child))
+                seen.add(child)
+        return tree
+
+    def _joint_pairs(
+        self, tree: list[tuple[int, int]], sizes: list[int], k: int, budget: tuple[float, float]
+    ) -> list[tuple[int, int]]:
+        """The two-way tables measured (public rules): the tree's; with ``pairs = "all"`` every
+        other pair of at most ``max_cells`` cells too; ``"auto"`` (default) does so when the
+        noise of that measurement (sigma, from the budget, ``k`` and the number of tables) is at
+        most :data:`AUTO_SIGMA`. With public trips, tables over ``prior_cells`` cells are left to
+        them."""
+        options = self._joint_options()
+        d = len(sizes)
+        pairs: list[tuple[int, int]] = [(min(e), max(e)) for e in tree]
+        more = [
+            (i, j)
+            for i in range(d)
+            for j in range(i + 1, d)
+            if (i, j) not in pairs and sizes[i] * sizes[j] <= options["max_cells"]
+        ]
+        if self.joint_prior_only_:
+            cap = options["prior_cells"]
+            pairs = [e for e in pairs if sizes[e[0]] * sizes[e[1]] <= cap]
+            more = [e for e in more if sizes[e[0]] * sizes[e[1]] <= cap]
+        every = options["pairs"] == "all"
+        if options["pairs"] == "auto" and more:
+            m = d + len(pairs) + len(more)
+            every = calibrated_gaussian(budget[0], budget[1], k * math.sqrt(m)).sigma <= AUTO_SIGMA
+        return [(int(a), int(b)) for a, b in (pairs + more if every else pairs)]
+
+    def _joint_k(self, public: pd.DataFrame | None) -> int:
+        k = self._joint_options()["max_records_per_individual"]
+        if k is None and public is not None:
+            per = public.groupby(self.id_column).size().to_numpy()
+            k = math.ceil(float(np.quantile(per, 0.9)))
+        elif k is None:
+            k = DEFAULT_K
+        return int(max(1, min(k, self.max_records_per_individual)))
+
+    def _fit_joint(
+        self,
+        private: pd.DataFrame,
+        public: pd.DataFrame | None,
+        used: list[str],
+        budget: tuple[float, float],
+        noise: SecureNoise,
+        rng: np.random.Generator,
+    ) -> pd.DataFrame:
+        """Measure, estimate, build the weighted pool; returns the trips the archetypes are
+        learnt on (the public trips, or the pool's trips as one-trip pseudo-individuals)."""
+        columns = self._joint_columns(used)
+        self.count_mechanism_: DiscreteGaussian | None = None
+        counts_budget = None
+        if public is None and self.max_records_per_individual > 1:
+            # a share of the joint budget measures the trips per individual
+            shares = [1 - COUNT_SHARE, COUNT_SHARE]
+            eps_parts, delta_parts = (
+                budget_shares(budget[0], shares),
+                budget_shares(budget[1], shares),
+            )
+            parts = zip(eps_parts, delta_parts, strict=True)
+            budget, counts_budget = parts
+        public_c = None if public is None else self.schema_.conform(public, columns=columns)
+        self.discretiser_ = disc = Discretiser.fit(self.schema_, columns, public_c)
+        public_codes = None if public_c is None else disc.encode(public_c)
+        tree = self._joint_tree(columns, public_codes)
+        sizes = [disc.size(c) for c in columns]
+        self.joint_prior_only_ = public_codes is not None and self._joint_options()["prior_cells"]
+        k = self.joint_k_ = self._joint_k(public)
+        pairs = self._joint_pairs(tree, sizes, k, budget)
+        tables = [(i,) for i in range(len(columns))] + [tuple(e) for e in pairs]
+        codes = self._private_codes(private, columns, k)
+        self.joint_maps_: list[np.ndarray] | None = None
+        if public_codes is not None or not self._joint_options()["compress"]:
+            m = self._count(codes, sizes, tables, k, budget, noise, "")
+            self.measurements_ = [m]
+            priors: list[np.ndarray | None] = [None] * len(tables)
+            if public_codes is not None:
+                priors = [_table(public_codes, t, sizes) for t in tables]
+            one, two = consistent_tables(m.noisy, tables, m.mechanism.sigma, priors, len(columns))
+        else:
+            one, two = self._compressed(codes, sizes, tables, k, budget, noise)
+        for e in tree:  # tree edges left unmeasured: the public table, raked to the margins
+            if public_codes is not None and tuple(sorted(e)) not in pairs:
+                i, j = sorted(e)
+                prior = _table(public_codes, (i, j), sizes) * one[i].sum()
+                two.append(rake_table(prior, one[i], one[j]))
+                pairs = [*pairs, (i, j)]
+        model = self.joint_model_ = JointModel(one, two, pairs, tree)
+        if public_codes is None:  # the sampling tree: the strongest measured dependencies
+            mi = model.mutual_information()
+            measured = np.full(mi.shape, -1.0)
+            for a, b in pairs:
+                measured[a, b] = measured[b, a] = mi[a, b]
+            model.edges = maximum_spanning_tree(measured)
+        self._joint_pool(model, public_c, public_codes, rng)
+        if public is not None:
+            return public
+        return self._pseudo_public(private, float(one[0].sum()), counts_budget, noise, rng)
+
+    def _joint_pool(
+        self,
+        model: JointModel,
+        public_c: pd.DataFrame | None,
+        public_codes: np.ndarray | None,
+        rng: np.random.Generator,
+    ) -> None:
+        """The pool (public trips, tree draws) and its raking weights."""
+        columns, disc = self.discretiser_.columns, self.discretiser_
+        size = self._joint_options()["pool"] or 100_000
+        drawn = model.sample(size, rng)
+        full = drawn
+        if self.joint_maps_ is not None:
+            full = np.stack(
+                [
+                    decompress(drawn[:, i], self.joint_maps_[i], self.joint_one_[i], rng)
+                    for i in range(len(columns))
+                ],
+                axis=1,
+            )
+        values = disc.decode(full, rng, public_c)
+        if public_c is None or public_codes is None:
+            pool_codes, frame = drawn, values
+            start = np.ones(size)
+        else:
+            keep = [c for c in public_c.columns if c not in columns and c in self.features_]
+            frame = pd.concat(
+                [public_c[[*columns, *keep]].reset_index(drop=True), values], ignore_index=True
+            )
+            pool_codes = np.concatenate([public_codes, drawn])
+            start = np.concatenate(
+                [np.full(len(public_c), size / len(public_c)), np.full(size, TREE_MASS)]
+            )
+        self.joint_weights_ = model.weights(pool_codes, start)
+        self.joint_pool_ = frame
+
+    def _pseudo_public(
+        self,
+        private: pd.DataFrame,
+        total: float,
+        counts_budget: tuple[float, float] | None,
+        noise: SecureNoise,
+        rng: np.random.Generator,
+    ) -> pd.DataFrame:
+        """Without public trips: pool trips grouped into pseudo-individuals whose trip counts
+        follow the noisy trips-per-individual histogram (one each when the bound is 1)."""
+        frame = self.joint_pool_
+        assert frame is not None
+        per = np.ones(1)  # one trip per individual: nothing to measure
+        if counts_budget is not None:
+            per = self._trips_per_individual(private, counts_budget, noise)
+        n = int(min(max(total, 100.0), 50_000))
+        mean = float((np.arange(1, len(per) + 1) * per).sum())
+        lengths = rng.choice(np.arange(1, len(per) + 1), size=int(n / mean) + 20, p=per)
+        lengths = lengths[: int(np.searchsorted(np.cumsum(lengths), n)) + 1]
+        rows = rng.permutation(systematic_choice(self.joint_weights_, int(lengths.sum()), rng))
+        pseudo = frame.iloc[rows].reset_index(drop=True)
+        pseudo.insert(0, self.id_column, np.repeat(np.arange(len(lengths)), lengths))
+        return pseudo
+
+    def _trips_per_individual(
+        self, private: pd.DataFrame, budget: tuple[float, float], noise: SecureNoise
+    ) -> np.ndarray:
+        """Noisy histogram of trips per individual (1 .. ``MAX_COUNT`` or more, in the last
+        cell): each individual in one cell, L2 sensitivity 1; returned as probabilities."""
+        cap = min(MAX_COUNT, self.max_records_per_individual)
+        if self.id_column not in private.columns:
+            raise InputError(f"private data: missing column '{self.id_column}'")
+        per = np.minimum(private[self.id_column].value_counts(sort=False).to_numpy(), cap)
+        exact = np.bincount(per - 1, minlength=cap)
+        self.count_mechanism_ = DiscreteGaussian(epsilon=budget[0], delta=budget[1])
+        raw = self.count_mechanism_.release(
+            exact,
+            noise=noise,
+            ledger=self.ledger_,
+            label=f"trips per {self.unit}",
+            unit=self.unit,
+            note=f"each {self.unit} counted once, under its number of trips (1 to {cap}, the "
+            "last cell holding more): L2 sensitivity 1",
+        )
+        hist = project_simplex(np.asarray(raw, dtype=float), max(float(raw.sum()), 1.0))
+        return hist / hist.sum() if hist.sum() > 0 else np.eye(cap)[0]
+
+    def _private_codes(self, private: pd.DataFrame, columns: list[str], k: int) -> np.ndarray:
+        """The private trips conformed, bounded to ``k`` spread trips per individual, encoded."""
+        order = self.order_column if self.order_column in private.columns else None
+        need = list(dict.fromkeys([self.id_column, *columns, *([order] if order else [])]))
+        missing = [c for c in need if c not in private.columns]
+        if missing:
+            raise InputError(f"private data: missing column(s) {', '.join(map(repr, missing))}")
+        trips = self.schema_.conform(private[need], source="private data", columns=columns)
+        trips = spread_individuals(trips, self.id_column, k, order)
+        return self.discretiser_.encode(trips)
+
+    def _count(
+        self,
+        codes: np.ndarray,
+        sizes: list[int],
+        tables: list[tuple[int, ...]],
+        k: int,
+        budget: tuple[float, float],
+        noise: SecureNoise,
+        what: str,
+    ) -> Measurement:
+        return measure(
+            codes,
+            sizes,
+            tables,
+            k=k,
+            epsilon=budget[0],
+            delta=budget[1],
+            noise=noise,
+            ledger=self.ledger_,
+            unit=self.unit,
+            names=self.discretiser_.columns,
+            what=what,
+        )
+
+    def _compressed(
+        self,
+        codes: np.ndarray,
+        sizes: list[int],
+        tables: list[tuple[int, ...]],
+        k: int,
+        budget: tuple[float, float],
+        noise: SecureNoise,
+    ) -> tuple[list[np.ndarray], list[np.ndarray]]:
+        """Two rounds (MST's): the one-way tables with ``ONE_WAY_SHARE`` of the budget, then the
+        two-way tables over domains compressed by them (values under 3 sigma share a code)."""
+        d = len(sizes)
+        one_way, pairs = tables[:d], tables[d:]
+        shares = [ONE_WAY_SHARE, 1 - ONE_WAY_SHARE]
+        b1, b2 = zip(
+            budget_shares(budget[0], shares), budget_shares(budget[1], shares), strict=True
+        )
+        m1 = self._count(codes, sizes, one_way, k, b1, noise, "one-way")
+        self.joint_one_ = consistent_tables(m1.noisy, one_way, m1.mechanism.sigma, [None] * d, d)[0]
+        maps = self.joint_maps_ = [compression(y, 3 * m1.mechanism.sigma) for y in m1.noisy]
+        csizes = [int(m.max()) + 1 for m in maps]
+        ccodes = np.stack([maps[i][codes[:, i]] for i in range(d)], axis=1)
+        m2 = self._count(ccodes, csizes, pairs, k, b2, noise, "two-way, compressed domains, ")
+        self.measurements_ = [m1, m2]
+        cone = [
+            np.bincount(maps[i], weights=self.joint_one_[i], minlength=csizes[i]) for i in range(d)
+        ]
+        sigmas = [m1.mechanism.sigma] * d + [m2.mechanism.sigma] * len(pairs)
+        return consistent_tables([*cone, *m2.noisy], tables, sigmas, [None] * len(tables), d)
+
+    def joint_manifest(self) -> dict[str, Any]:
+        """The joint measurements for the manifest (each: tables, cells, k, L2 sensitivity, sigma,
+        rho, epsilon, delta) and the public bins and compression."""
+        columns = self.discretiser_.columns
+        out: dict[str, Any] = {
+            "share": self._joint_options()["share"],
+            "measurements": [m.to_dict(columns) for m in self.measurements_],
+            "max_records_per_individual": self.joint_k_,
+            "bins": {c: e.tolist() for c, e in self.discretiser_.edges.items()},
+        }
+        mech = self.count_mechanism_
+        if mech is not None:
+            out["trips_per_individual"] = {
+                "cells": min(MAX_COUNT, self.max_records_per_individual),
+                "sensitivity_l2": mech.sensitivity,
+                "sigma": mech.sigma,
+                "epsilon": mech.epsilon,
+                "delta": mech.delta,
+            }
+        return out
+
+    def _joint_features(self, features: list[str], public: pd.DataFrame | None) -> list[str]:
+        """Without public trips, features lacking a public domain are not clustered (warned)."""
+        if not self._joint_on():
+            return features
+        kept = [f for f in features if f in self.schema_ or (public is not None and f in public)]
+        dropped = [f for f in features if f not in kept]
+        if dropped and public is None:
+            warnings.warn(
+                f"no public data: features {dropped} have no public domain and are not clustered "
+                "(add them to the schema to use them)",
+                UserWarning,
+                stacklevel=3,
+            )
+        return kept
+
+    # -- sampling ----------------------------------------------------------------------------------
+    def _joint_labels(self) -> np.ndarray:
+        """The mixture's archetype of each pool trip."""
+        pool = self.joint_pool_
+        assert pool is not None
+        frame = pool.copy()
+        for f in self.features_:
+            if f not in frame.columns:
+                frame[f] = np.nan
+        return self.model_.predict(frame)
+
+    def _draw(self, strata: np.ndarray) -> tuple[pd.DataFrame, np.ndarray]:
+        """As the base class, but each individual's trips come from the joint pool by weight: an
+        individual of archetype ``a`` draws each trip's archetype ``b`` from ``P(b | a)`` (the
+        public individuals' mix, raked so that the synthetic trips' archetypes follow the pool),
+        then a pool trip of archetype ``b``."""
+        if getattr(self, "joint_pool_", None) is None:
+            return super()._draw(strata)
+        pool = self.joint_pool_
+        assert pool is not None
+        rng, ind = self.rng_, self.model_.individuals_
+        if not hasattr(self, "joint_labels_"):
+            self.joint_labels_ = self._joint_labels()
+        arche = self.joint_labels_
+        counts = np.floor(strata + rng.random(strata.shape)).astype(np.int64)
+        ind_arch, ind_cat = ind["archetype"].to_numpy(), ind["category"].to_numpy()
+        n_public = ind["n_trips"].to_numpy()
+        weights = self.joint_weights_
+        lengths, drawn_for = [], []
+        for a, c in zip(*np.nonzero(counts), strict=True):
+            n = int(counts[a, c])
+            drawn_for.append(np.full(n, a, dtype=np.int64))
+            who = np.flatnonzero((ind_arch == a) & (ind_cat == c))
+            who = who if len(who) else np.flatnonzero(ind_arch == a)
+            who = who if len(who) else np.arange(len(ind_arch))
+            lengths.append(n_public[balanced_choice(who, n, rng)])
+        if not lengths:
+            frame = pool.iloc[:0].copy()
+            frame.insert(0, self.id_column, np.array([], dtype=np.int64))
+            return frame, np.array([], dtype=np.int64)
+        n_trips = np.concatenate(lengths)
+        trip_arch = np.repeat(np.concatenate(drawn_for), n_trips)
+        mix = self._trip_mix(np.bincount(trip_arch, minlength=self.n_archetypes), weights, arche)
+        target = np.empty(len(trip_arch), dtype=np.int64)
+        for a in np.unique(trip_arch):  # each trip's pool archetype, from the raked mix
+            at = np.flatnonzero(trip_arch == a)
+            target[at] = rng.choice(self.n_archetypes, size=len(at), p=mix[a])
+        rows = np.empty(len(trip_arch), dtype=np.int64)
+        for b in np.unique(target):
+            at = np.flatnonzero(target == b)
+            cand = np.flatnonzero((arche == b) & (weights > 0))
+            rows[at] = rng.permutation(cand[systematic_choice(weights[cand], len(at), rng)])
+        out = pool.iloc[rows].reset_index(drop=True)
+        out = out[[c for c in out.columns if c in self._outputs()]]
+        ids = rng.permutation(len(n_trips))
+        out.insert(0, self.id_column, np.repeat(ids, n_trips))
+        archetype = np.empty(len(ids), dtype=np.int64)
+        archetype[ids] = np.concatenate(drawn_for)
+        return out.sort_values(self.id_column, kind="stable").reset_index(drop=True), archetype
+
+    def _trip_mix(self, trips: np.ndarray, weights: np.ndarray, arche: np.ndarray) -> np.ndarray:
+        """``P(pool archetype b | individual archetype a)``: the public individuals' trips, raked
+        to the synthetic trips per ``a`` (rows) and the pool's weight per ``b`` (columns)."""
+        k = self.n_archetypes
+        model = self.model_
+        seed = np.zeros((k, k))
+        np.add.at(seed, (model.trips_["archetype"].to_numpy(), model.trip_labels_), 1)
+        pool_mass = np.bincount(arche, weights=weights, minlength=k)
+        cols = pool_mass / max(pool_mass.sum(), 1e-12) * trips.sum()
+        seed = seed / np.maximum(seed.sum(1, keepdims=True), 1e-12)
+        seed = seed + 1e-3 * cols[None, :] / max(cols.sum(), 1e-12)
+        table = rake(seed, trips.astype(float) + 1e-12, cols + 1e-12 * (cols.sum() == 0))
+        return table / np.maximum(table.sum(1, keepdims=True), 1e-300)
+
+    def _outputs(self) -> list[str]:
+        return self.discretiser_.columns
+
+
+def _table(codes: np.ndarray, table: tuple[int, ...], sizes: list[int]) -> np.ndarray:
+    """Public probabilities of a table."""
+    shape = tuple(sizes[i] for i in table)
+    cell = np.ravel_multi_index(tuple(codes[:, i] for i in table), shape)
+    counts = np.bincount(cell, minlength=int(np.prod(shape))).reshape(shape).astype(float)
+    return counts / max(counts.sum(), 1.0)

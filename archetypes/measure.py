@@ -1,0 +1,228 @@
+"""Private one- and two-way marginals of trips over PUBLIC domains (issue 28; McKenna, Miklau and
+Sheldon 2021, "Winning the NIST Contest", MST: noisy 1-way and tree 2-way marginals).
+
+Every column the joint model reads is mapped to codes 0..n-1 by a per-value rule on a public
+domain (:class:`Discretiser`): a categorical column by its schema values, a numeric column by
+bins that are public -- the quantiles of the PUBLIC trips when there are some, else a fixed grid
+over the schema range (integers up to 8, then half octaves). No domain is read off the private
+data, so every cell, zero or not, is released: no stability threshold.
+
+The measurement (:func:`measure`): each individual's trips are bounded to ``k`` of them, spread
+over its day (the ranks ``floor((2j + 1) n / 2k)``, ``j < k``, of its ``n`` trips ordered by the
+order column: a per-individual rule), and counted in every measured table: the one-way table of each
+column and the two-way table of each chosen pair. One individual changes each table by at most
+``k`` in L2 norm (all its trips in one cell), so the concatenated vector of ``m`` tables has L2
+sensitivity ``k sqrt(m)``; it gets ONE discrete Gaussian (Canonne, Kamath and Steinke 2020) whose
+sigma is calibrated by :class:`~synth.privacy.DiscreteGaussian` (vector zCDP bound, Balle and Wang
+2018's analytic calibration as the start) for the (epsilon, delta) share; zCDP ``rho =
+(k sqrt(m))^2 / (2 sigma^2)`` is stated beside it.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from archetypes.schema import TripSchema
+from synth.errors import ConfigError, InputError
+from synth.privacy import DiscreteGaussian, LedgerBranch, SecureNoise
+
+__all__ = [
+    "Discretiser",
+    "Measurement",
+    "calibrated_gaussian",
+    "measure",
+    "public_grid",
+    "spread_individuals",
+]
+
+#: at most this many public-quantile bins per numeric column
+MAX_BINS = 32
+
+
+def public_grid(lo: int, hi: int) -> np.ndarray:
+    """Lower bin edges over ``[lo, hi]``: every integer up to 8, then half octaves (mirrored for
+    negatives); a fixed public rule."""
+    top = max(abs(lo), abs(hi), 1)
+    steps = np.rint(2.0 ** (np.arange(6, 2 * math.log2(top) + 2) / 2)).astype(np.int64)
+    positive = np.unique(np.concatenate([np.arange(0, 10), steps]))
+    edges = np.unique(np.concatenate([-positive[::-1] + 1, positive]))
+    edges = edges[(edges > lo) & (edges <= hi)]
+    return np.concatenate([[lo], edges]).astype(np.int64)
+
+
+@dataclass
+class Discretiser:
+    """Per-value codes of the model's columns on public domains (see the module docstring)."""
+
+    schema: TripSchema
+    columns: list[str]
+    edges: dict[str, np.ndarray]
+
+    @classmethod
+    def fit(
+        cls, schema: TripSchema, columns: Sequence[str], public: pd.DataFrame | None
+    ) -> Discretiser:
+        """Bins of the numeric columns: public quantiles (``public``) or the public grid."""
+        edges: dict[str, np.ndarray] = {}
+        for column in columns:
+            if column not in schema:
+                raise ConfigError(
+                    f"joint: column '{column}' has no public domain: add it to the schema "
+                    "(--schema, a categorical values list or a numeric min/max)"
+                )
+            col = schema[column]
+            if col.kind == "id":
+                raise ConfigError(f"joint: column '{column}' is an id column, not a trip attribute")
+            if col.kind != "numeric":
+                continue
+            assert col.minimum is not None and col.maximum is not None
+            lo, hi = int(col.minimum), int(col.maximum)
+            if public is not None:
+                values = public[column].to_numpy(dtype=float)
+                q = np.quantile(values, np.linspace(0, 1, MAX_BINS + 1)[1:-1])
+                inner = np.unique(np.floor(q).astype(np.int64) + 1)
+                edges[column] = np.concatenate([[lo], inner[(inner > lo) & (inner <= hi)]])
+            else:
+                edges[column] = public_grid(lo, hi)
+        return cls(schema, list(columns), edges)
+
+    def size(self, column: str) -> int:
+        if column in self.edges:
+            return len(self.edges[column])
+        return len(self.schema.values(column))
+
+    def encode(self, trips: pd.DataFrame) -> np.ndarray:
+        """Codes ``(n_trips, n_columns)`` of conformed trips (a per-value rule)."""
+        out = np.empty((len(trips), len(self.columns)), dtype=np.int64)
+        for j, column in enumerate(self.columns):
+            if column in self.edges:
+                values = trips[column].to_numpy(dtype=np.int64)
+                out[:, j] = np.searchsorted(self.edges[column], values, side="right") - 1
+            else:
+                index = pd.Index(list(self.schema.values(column)))
+                codes = index.get_indexer(trips[column].to_numpy())
+                if (codes < 0).any():
+                    row = int(np.flatnonzero(codes < 0)[0])
+                    raise InputError(f"column '{column}', row {row + 1}: value outside the domain")
+                out[:, j] = codes
+        return out
+
+    def decode(
+        self, codes: np.ndarray, rng: np.random.Generator, public: pd.DataFrame | None
+    ) -> pd.DataFrame:
+        """Values of codes: categorical values; a numeric bin becomes a public value drawn from
+        the bin (``public``), else a uniform integer in it."""
+        out: dict[str, Any] = {}
+        for j, column in enumerate(self.columns):
+            code = codes[:, j]
+            if column not in self.edges:
+                values = np.asarray(self.schema.values(column), dtype=object)
+                out[column] = pd.Series(values[code]).infer_objects()
+                continue
+            edges = self.edges[column]
+            top = int(self.schema[column].maximum or 0)
+            lo, hi = edges[code], np.append(edges[1:] - 1, top)[code]
+            value = lo + np.floor(rng.random(len(code)) * (hi - lo + 1)).astype(np.int64)
+            if public is not None:
+                seen = np.sort(public[column].to_numpy(dtype=np.int64))
+                bins = np.searchsorted(edges, seen, side="right") - 1
+                start = np.searchsorted(bins, code, side="left")
+                count = np.searchsorted(bins, code, side="right") - start
+                pick = start + np.floor(rng.random(len(code)) * count).astype(np.int64)
+                value = np.where(count > 0, seen[np.minimum(pick, len(seen) - 1)], value)
+            out[column] = value
+        return pd.DataFrame(out)
+
+
+def spread_individuals(
+    trips: pd.DataFrame, id_column: str, k: int, order_column: str | None
+) -> pd.DataFrame:
+    """At most ``k`` trips per individual: of its ``n`` trips (by ``order_column``, ties by input
+    order) the ranks ``floor((2j + 1) n / 2k)``, ``j < k`` -- spread over the day, not the first
+    ``k`` (a rule on the individual's own trips)."""
+    ranked = trips if order_column is None else trips.sort_values(order_column, kind="stable")
+    group = ranked.groupby(id_column, sort=False)
+    r = group.cumcount().to_numpy(dtype=np.int64)
+    n = group[id_column].transform("size").to_numpy(dtype=np.int64)
+    j = np.maximum(-((n - 2 * r * k) // (2 * n)), 0)  # the first j whose rank is >= r
+    keep = (n <= k) | ((j < k) & (((2 * j + 1) * n) // (2 * k) == r))
+    return trips.loc[ranked.index[keep].sort_values()]
+
+
+@functools.lru_cache(maxsize=64)
+def calibrated_gaussian(epsilon: float, delta: float, sensitivity: float) -> DiscreteGaussian:
+    """The calibrated vector discrete Gaussian (calibration cached: it is a pure function)."""
+    return DiscreteGaussian(
+        epsilon=epsilon, delta=delta, sensitivity=sensitivity, single_coordinate=False
+    )
+
+
+@dataclass
+class Measurement:
+    """The noisy tables (unclamped integers) and what was measured."""
+
+    tables: list[tuple[int, ...]]  # column positions of each table
+    shapes: list[tuple[int, ...]]
+    noisy: list[np.ndarray]
+    mechanism: DiscreteGaussian
+    k: int
+
+    def to_dict(self, columns: Sequence[str]) -> dict[str, Any]:
+        """Manifest form: every table, the unit's bound, sensitivity, sigma and rho."""
+        mech = self.mechanism
+        return {
+            "tables": [[columns[i] for i in t] for t in self.tables],
+            "cells": [int(np.prod(s)) for s in self.shapes],
+            "max_records_per_individual": self.k,
+            "sensitivity_l2": mech.sensitivity,
+            "sigma": mech.sigma,
+            "rho": mech.sensitivity**2 / (2 * mech.sigma**2),
+            "epsilon": mech.epsilon,
+            "delta": mech.delta,
+        }
+
+
+def measure(
+    codes: np.ndarray,
+    sizes: Sequence[int],
+    tables: Sequence[tuple[int, ...]],
+    *,
+    k: int,
+    epsilon: float,
+    delta: float,
+    noise: SecureNoise,
+    ledger: LedgerBranch,
+    unit: str,
+    names: Sequence[str],
+    what: str = "",
+) -> Measurement:
+    """Count ``codes`` (the bounded private trips, at most ``k`` per individual) in every table and
+    release the concatenation with one discrete Gaussian (spend recorded first)."""
+    tables = [tuple(t) for t in tables]
+    shapes = [tuple(int(sizes[i]) for i in t) for t in tables]
+    exact = []
+    for table, shape in zip(tables, shapes, strict=True):
+        cell = np.ravel_multi_index(tuple(codes[:, i] for i in table), shape)
+        exact.append(np.bincount(cell, minlength=int(np.prod(shape))))
+    m = len(tables)
+    mechanism = calibrated_gaussian(epsilon, delta, k * math.sqrt(m))
+    listed = "; ".join(" x ".join(names[i] for i in t) for t in tables)
+    raw = mechanism.release(
+        np.concatenate(exact),
+        noise=noise,
+        ledger=ledger,
+        label=f"joint trip marginals ({what}{m} tables)",
+        unit=unit,
+        note=f"trip counts over public domains, at most {k} trips per {unit}, in {m} tables "
+        f"({listed}): L2 sensitivity {k} sqrt({m}); zCDP rho = sensitivity^2 / (2 sigma^2)",
+    )
+    parts = np.split(np.asarray(raw, dtype=np.int64), np.cumsum([len(e) for e in exact])[:-1])
+    noisy = [p.reshape(s) for p, s in zip(parts, shapes, strict=True)]
+    return Measurement(tables, shapes, noisy, mechanism, k)

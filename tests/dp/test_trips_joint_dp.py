@@ -1,0 +1,194 @@
+"""DP tests of the joint measurements of ``trips`` (issue 28; archetypes/measure.py, jointfit.py).
+
+Clopper-Pearson audit (:func:`synth.privacy.harness.audit_epsilon`) of exactly what ``fit`` runs on
+the private trips in the joint mode: ``_private_codes`` (conform, at most ``k`` trips per card
+spread over its day, public-domain codes) and ``_count`` (the one- and two-way tables, ONE discrete
+Gaussian, the spend recorded in the ledger). D' adds a card with three trips in one cell of every
+table; ``k = 1`` of them counts, so it moves each of the ``m = 3`` tables by 1 in one cell: L2
+norm ``sqrt(3)``, the calibrated sensitivity. The event is the sum of the three cells (the
+direction of the shift). Canaries: the noise at half its sigma (a near miss), and the contribution
+bound ignored (all three trips counted).
+
+Neighbour tests through the command line (``transit-synth trips``, with and without public data):
+byte-equal manifests and schema on D and D' with the same seed, and with zero noise every measured
+table moves by exactly the added card's counted trips (at most ``k``) in one cell.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import archetypes.jointfit
+from archetypes import ArchetypeSynthesizer
+from archetypes.measure import Measurement, measure
+from synth.cli import main
+from synth.privacy import SecureNoise
+from synth.privacy.harness import EpsilonAudit, audit_epsilon, tail_events
+from tests.conftest import scale_noise
+
+EPS, DELTA = 1.0, 0.05
+TRIALS = 2000
+K = 1
+
+
+def trips(individuals: list[tuple[str, list[int], str]]) -> pd.DataFrame:
+    rows = [(card, hour, mode) for card, hours, mode in individuals for hour in hours]
+    return pd.DataFrame(rows, columns=["card", "hour", "mode"])
+
+
+PUBLIC = trips(
+    [(f"m{i}", [6, 7, 8], "bus") for i in range(20)]
+    + [(f"n{i}", [21, 22, 23], "rail") for i in range(20)]
+)
+D = trips(
+    [(f"a{i}", [7, 8], "bus") for i in range(4)] + [(f"b{i}", [22], "rail") for i in range(3)]
+)
+D_PRIME = pd.concat([D, trips([("z", [22, 22, 22], "rail")])], ignore_index=True)
+
+
+def fitted() -> ArchetypeSynthesizer:
+    return ArchetypeSynthesizer(
+        epsilon=EPS,
+        delta=DELTA,
+        key_columns=["hour"],
+        category_column="mode",
+        id_column="card",
+        n_archetypes=2,
+        joint={"share": 0.9, "max_records_per_individual": K},
+        order_column="hour",
+        random_state=0,
+    ).fit(D, PUBLIC)
+
+
+def audit(trials: int) -> EpsilonAudit:
+    syn = fitted()
+    columns = syn.discretiser_.columns
+    sizes = [syn.discretiser_.size(c) for c in columns]
+    tables = syn.measurements_[0].tables
+    assert [[columns[i] for i in t] for t in tables] == [["hour"], ["mode"], ["hour", "mode"]]
+    budget = syn._budgets()[0]
+    seeds = iter(range(1, 1000))
+    # the cells the added card moves: hour 22, rail, (22, rail)
+    hour, rail = syn.discretiser_.encode(pd.DataFrame({"hour": [22], "mode": ["rail"]}))[0]
+    offsets = np.cumsum([0, *[int(np.prod([sizes[i] for i in t])) for t in tables]])[:-1]
+    cells = [offsets[0] + hour, offsets[1] + rail, offsets[2] + hour * sizes[1] + rail]
+
+    def run(data: pd.DataFrame, n: int) -> np.ndarray:
+        codes = syn._private_codes(data, columns, K)
+        noise = SecureNoise(seed=next(seeds) * 7919 + n)
+        out = np.empty(n)
+        for trial in range(n):
+            syn.ledger_ = syn._new_ledger()
+            released = syn._count(codes, sizes, tables, K, budget, noise, "")
+            out[trial] = np.concatenate([t.ravel() for t in released.noisy])[cells].sum()
+        return out
+
+    exact = 3 * 3  # on D the three cells hold the 3 "b" cards' trips
+    events = tail_events(range(exact - 6, exact + 19, 2))
+    return audit_epsilon(run, D, D_PRIME, events, trials=trials, delta=DELTA, confidence=0.99)
+
+
+def test_neighbour_moves_each_table_by_k_in_one_cell() -> None:
+    syn = fitted()
+    columns = syn.discretiser_.columns
+    a = syn._private_codes(D, columns, K)
+    b = syn._private_codes(D_PRIME, columns, K)
+    assert len(b) - len(a) == K
+    assert syn.measurements_[0].mechanism.sensitivity == pytest.approx(K * np.sqrt(3))
+
+
+def test_genuine_measurement_passes() -> None:
+    result = audit(TRIALS)
+    assert not result.violates(EPS), result
+
+
+def test_half_noise_canary_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    scale_noise(monkeypatch, 0.5)
+    result = audit(TRIALS)
+    assert result.violates(EPS), result
+
+
+def test_unbounded_contributions_canary_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Near miss: the card's third trip counted too (the bound ignored in the measurement)."""
+    monkeypatch.setattr(archetypes.jointfit, "spread_individuals", lambda t, *a: t)
+    result = audit(TRIALS)
+    assert result.violates(EPS), result
+
+
+# ----------------------------------------------------------------------- through the command line
+SCHEMA = {
+    "card": {"kind": "id"},
+    "hour": {"kind": "categorical", "values": list(range(24))},
+    "zone": {"kind": "categorical", "values": ["A", "B"]},
+    "mode": {"kind": "categorical", "values": ["bus", "rail"]},
+}
+
+
+def cli_trips(added: bool) -> pd.DataFrame:
+    rows = [
+        (f"k{i}", hour, "B" if i % 3 == 0 else "A", "rail" if i % 3 == 0 else "bus")
+        for i in range(90)
+        for hour in ((21, 22) if i % 3 == 0 else (7, 8, 9))
+    ]
+    if added:
+        rows += [("new", 21, "B", "rail"), ("new", 22, "B", "rail"), ("new", 23, "B", "rail")]
+    return pd.DataFrame(rows, columns=["card", "hour", "zone", "mode"])
+
+
+def release(root: Path, added: bool, with_public: bool) -> tuple[Path, list[Measurement]]:
+    data = root / ("d-prime" if added else "d")
+    data.mkdir(parents=True)
+    cli_trips(added).to_csv(data / "trips.csv", index=False)
+    cli_trips(False).assign(card=lambda t: "p" + t["card"]).to_csv(data / "pub.csv", index=False)
+    (data / "schema.json").write_text(json.dumps(SCHEMA))
+    out = data / "release"
+    argv = ["trips", str(data / "trips.csv"), "--delta", "1e-5", "--out", str(out)]
+    argv += ["--id-column", "card", "--key-columns", "hour,zone", "--category-column", "mode"]
+    argv += ["--archetypes", "2", "--quiet", "--epsilon", "2", "--seed", "11"]
+    argv += ["--schema", str(data / "schema.json")]
+    if with_public:
+        argv += ["--public", str(data / "pub.csv")]
+    seen: list[Measurement] = []
+
+    def spy(*args: object, **kwargs: object) -> Measurement:
+        result = measure(*args, **kwargs)  # type: ignore[arg-type]
+        seen.append(result)
+        return result
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(archetypes.jointfit, "measure", spy)
+        assert main(argv) == 0
+    return out, seen
+
+
+@pytest.mark.parametrize("with_public", [True, False], ids=["public", "no-public"])
+def test_manifests_byte_equal_on_neighbours(tmp_path: Path, with_public: bool) -> None:
+    d, _ = release(tmp_path, False, with_public)
+    d_prime, _ = release(tmp_path, True, with_public)
+    for name in ("manifest.json", "schema.json"):
+        assert (d / name).read_bytes() == (d_prime / name).read_bytes(), name
+    manifest = json.loads((d / "manifest.json").read_text())
+    measured = manifest["parameters"]["joint"]["measurements"]
+    assert measured and all(m["sigma"] > 0 and m["rho"] > 0 for m in measured)
+    assert manifest["spends"][0]["label"].startswith("joint trip marginals")
+
+
+@pytest.mark.parametrize("with_public", [True, False], ids=["public", "no-public"])
+def test_zero_noise_measurements_move_by_one_card(
+    tmp_path: Path, with_public: bool, zero_noise: object
+) -> None:
+    _, a = release(tmp_path, False, with_public)
+    _, b = release(tmp_path, True, with_public)
+    assert len(a) == len(b) == 1
+    k = a[0].k
+    counted = min(3, k)  # the added card's trips within the bound
+    for x, y in zip(a[0].noisy, b[0].noisy, strict=True):
+        diff = (y - x).ravel()
+        assert x.sum() > 0, "empty table: nothing compared"
+        assert np.abs(diff).sum() == counted, diff[diff != 0]
+        assert np.sqrt((diff**2).sum()) <= k

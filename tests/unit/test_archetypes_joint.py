@@ -1,0 +1,163 @@
+"""The joint mode of ArchetypeSynthesizer (issue 28): measurement helpers, the consistent tree
+model, budgets, and fitting with and without public data."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from archetypes import ArchetypeSynthesizer, TripSchema
+from archetypes.joint import (
+    JointModel,
+    compression,
+    consistent_tables,
+    decompress,
+    maximum_spanning_tree,
+    project_simplex,
+)
+from archetypes.measure import Discretiser, public_grid, spread_individuals
+from synth.errors import ConfigError
+from tests.unit.test_archetypes_synthesizer import SCHEMA, riders
+
+
+def joint(**kwargs: object) -> ArchetypeSynthesizer:
+    params: dict = {
+        "epsilon": 2.0,
+        "delta": 1e-5,
+        "key_columns": ["hour", "zone"],
+        "category_column": "mode",
+        "id_column": "card",
+        "n_archetypes": 2,
+        "completion": [("fare", ["zone", "hour"])],
+        "schema": SCHEMA,
+        "order_column": "hour",
+        "random_state": 3,
+    }
+    params.update(kwargs)
+    return ArchetypeSynthesizer(**params)
+
+
+def test_project_simplex_is_the_closest_non_negative_table_of_the_total() -> None:
+    out = project_simplex(np.array([5.0, -2.0, 1.0, 0.5]), 4.0)
+    assert out.min() >= 0 and out.sum() == pytest.approx(4.0)
+    np.testing.assert_allclose(out, [4.0, 0.0, 0.0, 0.0])
+    np.testing.assert_allclose(project_simplex(np.array([1.0, 2.0]), 3.0), [1.0, 2.0])
+
+
+def test_spread_individuals_keeps_k_trips_over_the_day() -> None:
+    trips = pd.DataFrame({"id": [1] * 7 + [2] * 2, "t": [*range(7), 0, 1]})
+    kept = spread_individuals(trips, "id", 2, "t")
+    assert kept["t"].tolist() == [1, 5, 0, 1]  # ranks 1 and 5 of 7; both trips of the short day
+    assert spread_individuals(trips, "id", 1, "t")["t"].tolist() == [3, 1]
+
+
+def test_public_grid_and_quantile_bins_are_public() -> None:
+    grid = public_grid(-1, 100)
+    assert grid[0] == -1 and (np.diff(grid) > 0).all() and grid[-1] <= 100
+    schema = TripSchema.from_dict({"fare": {"kind": "numeric", "min": 0, "max": 50}})
+    public = pd.DataFrame({"fare": np.arange(40)})
+    with_public = Discretiser.fit(schema, ["fare"], public)
+    assert with_public.size("fare") <= 33 and with_public.edges["fare"][0] == 0
+    codes = with_public.encode(pd.DataFrame({"fare": [0, 39, 50]}))
+    assert codes[:, 0].tolist()[0] == 0 and codes[2, 0] == with_public.size("fare") - 1
+
+
+def test_consistent_tables_share_their_margins() -> None:
+    rng = np.random.default_rng(0)
+    truth = rng.integers(0, 50, size=(4, 3)).astype(float)
+    noisy = [
+        truth.sum(1) + rng.normal(0, 3, 4),
+        truth.sum(0) + rng.normal(0, 3, 3),
+        truth + rng.normal(0, 3, (4, 3)),
+    ]
+    one, two = consistent_tables(noisy, [(0,), (1,), (0, 1)], 3.0, [None] * 3, 2)
+    assert min(t.min() for t in [*one, *two]) >= 0
+    np.testing.assert_allclose(two[0].sum(1), one[0], rtol=1e-6)
+    np.testing.assert_allclose(two[0].sum(0), one[1], rtol=1e-6)
+    assert one[0].sum() == pytest.approx(truth.sum(), rel=0.05)
+
+
+def test_tree_model_samples_its_conditionals_and_rakes_a_pool() -> None:
+    table = np.array([[30.0, 10.0], [0.0, 60.0]])
+    model = JointModel([table.sum(1), table.sum(0)], [table], [(0, 1)], [(0, 1)])
+    drawn = model.sample(20_000, np.random.default_rng(1))
+    freq = np.bincount(drawn[:, 0] * 2 + drawn[:, 1], minlength=4) / len(drawn)
+    np.testing.assert_allclose(freq, table.ravel() / 100, atol=0.02)
+    pool = np.array([[0, 0], [0, 1], [1, 1], [1, 0]])
+    w = model.weights(pool, np.ones(4))
+    np.testing.assert_allclose(w / w.sum(), [0.3, 0.1, 0.6, 0.0], atol=1e-3)
+    assert maximum_spanning_tree(np.array([[0, 1.0, -1], [1.0, 0, -1], [-1, -1, 0]])) == [(0, 1)]
+
+
+def test_compression_and_decompression() -> None:
+    mapping = compression(np.array([50, 3, 40, -2]), threshold=10)
+    assert mapping.tolist() == [0, 2, 1, 2]
+    values = decompress(
+        np.array([0, 1, 2, 2, 2]), mapping, np.array([50, 3, 40, 0]), np.random.default_rng(0)
+    )
+    assert values[:2].tolist() == [0, 2] and set(values[2:]) == {1}  # value 3 has no mass
+
+
+def test_joint_is_the_default_and_states_every_measurement() -> None:
+    syn = joint().fit(riders(300, 1), riders(200, 0))
+    manifest = syn.manifest()
+    spends = [s for s in manifest["composition"] if s["type"] == "spend"]
+    assert [s["label"] for s in spends] == [
+        "joint trip marginals (7 tables)",  # hour, zone, mode, fare + a tree of 3 pairs
+        "archetype histogram",
+        "mode histogram",
+    ]
+    (measured,) = manifest["parameters"]["joint"]["measurements"]
+    assert measured["sensitivity_l2"] == pytest.approx(syn.joint_k_ * np.sqrt(7))
+    assert measured["rho"] == pytest.approx(
+        measured["sensitivity_l2"] ** 2 / 2 / measured["sigma"] ** 2
+    )
+    # 80% to the joint measurements, the rest split 0.1 / 0.9 as budget_split says
+    assert Fraction(repr(spends[0]["epsilon"])) == pytest.approx(Fraction(16, 10), rel=1e-12)
+    assert syn.ledger_.spent_epsilon <= 2.0
+    out = syn.sample()
+    SCHEMA.validate(out)
+    assert set(out.columns) == {"card", "hour", "zone", "mode", "fare"}
+    assert (out.groupby("card")["hour"].diff().dropna() >= 0).all()
+
+
+def test_without_public_data_the_default_split_runs() -> None:
+    """The stand-in failed with a three-share split ("budget_split must be 4 positive shares");
+    the joint model needs no share of its own."""
+    private = riders(300, 1)
+    syn = joint(marginals=["fare"], budget_split=(0.1, 0.3, 0.6)).fit(private)
+    out = syn.sample()
+    SCHEMA.validate(out)
+    assert len(private) / 2 < len(out) < 2 * len(private)  # tiny data: the noise is large
+    assert out.groupby("card").size().max() > 1  # the noisy trips-per-card histogram is used
+    assert [s["label"] for s in syn.manifest()["composition"] if s["type"] == "spend"][:2] == [
+        "joint trip marginals (7 tables)",
+        "trips per individual",
+    ]
+    assert {"bus", "rail"} <= set(out["mode"])
+    with pytest.raises(ConfigError, match="budget_split must be 4"):  # the old mode unchanged
+        joint(
+            marginals=["fare"], budget_split=(0.1, 0.3, 0.6), joint=False, public_stand_in=True
+        ).fit(private)
+    # --public-stand-in with the config's split: the stand-in share goes to the joint measurements
+    joint(budget_split=(0.5, 0.1, 0.4), public_stand_in=True).fit(private)
+
+
+def test_without_public_data_columns_need_a_schema_domain() -> None:
+    schema = TripSchema({k: v for k, v in SCHEMA.columns.items() if k != "fare"})
+    with pytest.raises(ConfigError, match=r"public domain in the schema.*fare"):
+        joint(schema=schema).fit(riders(50, 1))
+
+
+def test_bad_joint_options_are_config_errors() -> None:
+    for option, message in [
+        ({"share": 1.5}, "share must be in"),
+        ({"pairs": "some"}, "pairs must be"),
+        ({"nope": 1}, "unknown key"),
+        ({"max_records_per_individual": 0}, "positive integer"),
+    ]:
+        with pytest.raises(ConfigError, match=message):
+            joint(joint=option).fit(riders(50, 1), riders(50, 0))
