@@ -39,6 +39,11 @@ share comes FIRST in ``budget_split``: (stand-in, archetypes, category[, margina
 compose sequentially in the same ledger. Given public data, the stand-in is not released and its
 share is not spent.
 
+Default since issue 28, ``joint=True`` (:mod:`archetypes.jointfit`): noisy one- and two-way trip
+tables over the public domains (one discrete Gaussian, at most k trips per individual) made into one
+tree model (:mod:`archetypes.joint`); the two counts above still decide how many individuals of
+which kind. Without public data the joint model replaces the stand-in. ``joint=False`` is the above.
+
 Departures from the write-up, all post-processing: the analytic calibration holds for every epsilon
 (no cap at 1); the noise is an exact discrete Gaussian; the category is drawn per individual,
 jointly with the archetype, rather than per trip independently; trip counts per individual follow
@@ -66,10 +71,7 @@ from archetypes.reading import read_trips, source_of, trip_ids
 from archetypes.sampling import (
     PUBLIC_STREAM,
     SAMPLING_STREAM,
-    balanced_choice,
-    rake,
     sampling_generator,
-    systematic_choice,
 )
 from archetypes.schema import TripSchema
 from archetypes.standin import StandIn, StandInSpec, stand_in_spec
@@ -86,14 +88,7 @@ from synth.privacy import (
 if TYPE_CHECKING:
     from synth.release import ReleaseWriter
 
-__all__ = [
-    "ArchetypeSynthesizer",
-    "balanced_choice",
-    "budget_shares",
-    "rake",
-    "sampling_generator",
-    "systematic_choice",
-]
+__all__ = ["ArchetypeSynthesizer"]
 
 
 class ArchetypeSynthesizer(JointSampling):

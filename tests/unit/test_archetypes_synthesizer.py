@@ -17,7 +17,8 @@ from archetypes import (
     sube_schema,
     sube_trips,
 )
-from archetypes.synthesizer import balanced_choice, budget_shares, rake, systematic_choice
+from archetypes.budget import budget_shares
+from archetypes.sampling import balanced_choice, rake, systematic_choice
 from synth.errors import ConfigError, InputError
 from synth.privacy import DiscreteGaussian, analytic_gaussian_sigma
 
