@@ -12,19 +12,19 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import tomllib
 from collections.abc import Mapping
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
+if TYPE_CHECKING:  # the loaders (pandas) are imported when a file is read: --help stays fast
+    import pandas as pd
 
-from synth.io import table_columns, table_format
-from synth.records.mapping import (
-    PROFILES,
-    InputMap,
-    header_roles,
-    read_mapped,
-    role_summary,
-    time_resolution_warning,
+    from synth.records.mapping import InputMap
+
+#: the shipped input profiles (synth/records/profiles.toml, read without importing the loaders)
+PROFILES: tuple[str, ...] = tuple(
+    tomllib.loads((Path(__file__).parents[1] / "records" / "profiles.toml").read_text("utf-8"))
 )
 
 __all__ = [
@@ -38,7 +38,7 @@ __all__ = [
 #: the input-mapping keys of a ``[sequences]``/``[marginals]`` config table (rules of
 #: :func:`synth.config.check_io`); ``location_column`` is declared by each table
 INPUT_MAP_KEYS: dict[str, Any] = {
-    "profile": tuple(PROFILES),
+    "profile": PROFILES,
     "card_column": str,
     "time_column": str,
     "date_column": str,
@@ -60,7 +60,7 @@ def add_input_map_options(parser: argparse.ArgumentParser) -> None:
     )
     g.add_argument(
         "--profile",
-        choices=tuple(PROFILES),
+        choices=PROFILES,
         default=None,
         help="a shipped input profile: sube (id_tarjeta, fecha + hora, id_linea, tipo_trx_tren "
         "CHECK OUT = tap-off, rows without a card id dropped) or generic (card_id, time, "
@@ -109,6 +109,8 @@ def add_input_map_options(parser: argparse.ArgumentParser) -> None:
 
 def input_map_from_args(args: argparse.Namespace) -> InputMap:
     """The :class:`InputMap` of the parsed flags (``location_column`` when the command has it)."""
+    from synth.records.mapping import InputMap
+
     return InputMap.build(
         args.profile,
         card_column=args.card_column,
@@ -127,6 +129,8 @@ def input_map_from_args(args: argparse.Namespace) -> InputMap:
 
 def input_map_from_io(io: Mapping[str, Any]) -> InputMap:
     """The :class:`InputMap` of a config table's keys."""
+    from synth.records.mapping import InputMap
+
     keys = [k for k in INPUT_MAP_KEYS if k != "profile"]
     return InputMap.build(
         io.get("profile"),
@@ -149,7 +153,25 @@ def mapped_input(
     :func:`~synth.records.mapping.read_mapped` with the location renamed to
     ``location_default``. Prints the one-line column summary (unless ``quiet``) and warns when
     ``time_bin`` is finer than the data's time resolution."""
-    if isinstance(path, pd.DataFrame) or table_format(path) is None:
+    import pandas as pd
+
+    from synth.io import table_columns, table_format
+    from synth.records.mapping import (
+        header_roles,
+        read_mapped,
+        role_summary,
+        time_resolution_warning,
+    )
+
+    if isinstance(path, pd.DataFrame):
+        if not imap.active:
+            return path, imap.location_column
+        frame, summary = read_mapped(path, imap, location_default=location_default)
+        if not quiet:
+            print(summary, file=sys.stderr)
+        taps = not ({"seq_id", "pos"} <= set(frame.columns) or "on_stop" in frame.columns)
+        return frame, location_default if taps else imap.location_column
+    if table_format(path) is None:
         return path, imap.location_column  # the loader names the problem
     names = table_columns(path, sep=imap.sep)
     time_resolution_warning(imap, names, time_bin, bin_flag)

@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from synth.cli.inputmap import INPUT_MAP_KEYS
 from synth.config import TRIPS_TABLE
 
 __all__ = ["KINDS", "RELEASE_KINDS", "ReleaseKind", "make_release"]
@@ -44,12 +45,14 @@ def _make_sequences(
     from prefixtree.release import release_sequences
 
     data = kw.pop("data", None)
+    location = io.get("location_column")
+    data, location = _mapped(io, data, params.get("time_bins"), "time_bins", kw)
     return release_sequences(
-        io["input"] if data is None else data,
+        data,
         out,
         taxonomy=io["taxonomy"],
         params=params,
-        location_column=io.get("location_column"),
+        location_column=location,
         locations=io.get("locations"),
         on_unknown=io.get("on_unknown", "error"),
         gtfs_stations=io.get("gtfs_stations", False),
@@ -97,16 +100,35 @@ def _make_marginals(
     settings = dict(params)
     if "timezone" in io:
         settings.setdefault("timezone", io["timezone"])
+    location = io.get("location_column")
+    data, location = _mapped(io, data, settings.get("bin_minutes", 15), "bin_minutes", kw)
     return release_marginals(
-        io["input"] if data is None else data,
+        data,
         out,
         params={**settings, "on_unknown": io.get("on_unknown", "error")},
         taxonomy=io.get("taxonomy"),
         gtfs_stations=io.get("gtfs_stations", False),
-        location_column=io.get("location_column", "stop_id"),
+        location_column=location or "stop_id",
         format=io.get("format", "csv"),
         source=io["input"],
         **kw,
+    )
+
+
+def _mapped(
+    io: Mapping[str, Any], data: Any, time_bin: int | None, bin_key: str, kw: Mapping[str, Any]
+) -> tuple[Any, str | None]:
+    """The input of a config table (``data``: already loaded, else its ``input`` file) read with
+    its input-mapping keys (:mod:`synth.cli.inputmap`)."""
+    from synth.cli.inputmap import input_map_from_io, mapped_input
+
+    progress = kw.get("progress")
+    return mapped_input(
+        io["input"] if data is None else data,
+        input_map_from_io(io),
+        time_bin=time_bin,
+        bin_flag=bin_key,
+        quiet=bool(getattr(progress, "quiet", True)),
     )
 
 
@@ -133,6 +155,7 @@ _SEQUENCES_TABLE: dict[str, Any] = {
     "gtfs_stations": bool,
     "format": ("csv", "parquet"),
     "timezone": str,
+    **INPUT_MAP_KEYS,
 }
 _MARGINALS_TABLE: dict[str, Any] = {
     "input": "path",
@@ -142,6 +165,7 @@ _MARGINALS_TABLE: dict[str, Any] = {
     "gtfs_stations": bool,
     "format": ("csv", "parquet"),
     "timezone": str,
+    **INPUT_MAP_KEYS,
 }
 
 RELEASE_KINDS: dict[str, ReleaseKind] = {

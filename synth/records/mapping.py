@@ -31,7 +31,7 @@ import pandas as pd
 from synth.errors import ConfigError
 from synth.io import ID_SPACE, check_sep, read_table, table_columns
 from synth.logs import private_message
-from synth.records.common import TAP_ALIASES, TIME_COLUMNS, require_columns
+from synth.records.common import TAP_ALIASES, TIME_COLUMNS, require_columns, tap_times
 
 __all__ = [
     "PROFILES",
@@ -167,12 +167,15 @@ def role_summary(
         tap = f"{tap} (off: {', '.join(imap.tap_off_values)})"
     shown["tap"] = tap or "none (all boardings)"
     profile = f" [profile {imap.profile}]" if imap.profile else ""
-    parts = ", ".join(f"{k}={v or '?'}" for k, v in shown.items())
-    return f"{Path(src).name}: columns {parts}{profile}"
+    text = ", ".join(f"{k}={v or '?'}" for k, v in shown.items())
+    return f"{Path(src).name if os.sep in src else src}: columns {text}{profile}"
 
 
 def read_mapped(
-    path: str | os.PathLike[str], imap: InputMap, *, location_default: str = "stop_id"
+    path: str | os.PathLike[str] | pd.DataFrame,
+    imap: InputMap,
+    *,
+    location_default: str = "stop_id",
 ) -> tuple[pd.DataFrame, str]:
     """A taps file read with ``imap``: its columns renamed to the canonical names
     (``location_default`` for the location), ``tap`` as ``on``/``off`` when ``tap_off_values``
@@ -180,9 +183,13 @@ def read_mapped(
     the holder's log, :func:`synth.logs.private_message`). Returns the frame and the one-line
     summary of :func:`role_summary`. Long-format sequences (``seq_id``, ``pos``) and trips
     (``on_stop``) come back as read (only ``sep`` applies)."""
-    src = str(path)
-    names = table_columns(path, sep=imap.sep)
+    if isinstance(path, pd.DataFrame):
+        src, names = "input DataFrame", [str(c) for c in path.columns]
+    else:
+        src, names = str(path), table_columns(path, sep=imap.sep)
     if {"seq_id", "pos"} <= set(names) or ("on_stop" in names and "stop_id" not in names):
+        if isinstance(path, pd.DataFrame):
+            return path, f"{src}: columns {', '.join(names)}"
         frame = read_table(
             path, sep=imap.sep, dtype={c: str for c in ("seq_id", "card_id", "location") if c}
         )
@@ -197,8 +204,12 @@ def read_mapped(
         require_columns(names, ["card_id"], src)
     ids = [c for c in (roles["card_id"], roles[location_default]) if c]
     text = [c for c in (roles["time"], roles["date"], *TIME_COLUMNS) if c]
-    df = read_table(path, sep=imap.sep, dtype={c: str for c in ids}, text=text)
-    rename = {v: k for k, v in roles.items() if v is not None and v != k}
+    if isinstance(path, pd.DataFrame):
+        df = path.reset_index(drop=True)
+    else:
+        df = read_table(path, sep=imap.sep, dtype={c: str for c in ids}, text=text)
+    renamed = ("card_id", "time", location_default, "tap")
+    rename = {roles[k]: k for k in renamed if roles[k] is not None and roles[k] != k}
     targets = set(rename.values())
     # a column already named like a role it does not play is left out (the mapped one wins)
     keep = [c for c in df.columns if c in rename or c not in targets]
@@ -209,6 +220,11 @@ def read_mapped(
         df["tap"] = np.where(value.isin(off).fillna(False).to_numpy(dtype=bool), "off", "on")
     if imap.drop_missing_ids:
         df = _drop_missing_ids(df, src, roles["card_id"] or "card_id")
+    if roles["time"] is None:  # date + hour [+ minute]: one time column, each row on its own
+        parts = [roles[k] for k in ("date", "hour", "minute")]
+        date, hour, minute = parts
+        df["time"] = tap_times(df, src, "time", None, date, hour, minute, imap.date_format)
+        df = df.drop(columns=[c for c in parts if c and c in df.columns])
     return df, role_summary(src, roles, imap, location_default)
 
 
