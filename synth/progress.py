@@ -41,7 +41,6 @@ class Progress:
 
     def __init__(self, quiet: bool = False, *, stream: Any = None) -> None:
         self.stream = sys.stderr if stream is None else stream
-        self.quiet = quiet
         isatty = getattr(self.stream, "isatty", None)
         self.enabled = not quiet and bool(isatty is not None and isatty())
 

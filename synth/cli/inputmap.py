@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
@@ -146,13 +145,13 @@ def mapped_input(
     location_default: str = "stop_id",
     time_bin: int | None = None,
     bin_flag: str = "--time-bin",
-    quiet: bool = False,
-) -> tuple[str | os.PathLike[str] | pd.DataFrame, str | None]:
-    """What the command reads, and its location column: the file itself when no mapping option
-    is set (the default reading, engines may count it out of core), else the rows loaded by
+) -> tuple[str | os.PathLike[str] | pd.DataFrame, str | None, str | None]:
+    """What the command reads, its location column, and the one-line column summary (None for
+    long-format input): the file itself when no mapping option is set (the default reading;
+    engines may count it out of core), else the rows loaded by
     :func:`~synth.records.mapping.read_mapped` with the location renamed to
-    ``location_default``. Prints the one-line column summary (unless ``quiet``) and warns when
-    ``time_bin`` is finer than the data's time resolution."""
+    ``location_default``. Warns when ``time_bin`` is finer than the data's time resolution.
+    The caller prints the summary once the release succeeded (an error stays one line)."""
     import pandas as pd
 
     from synth.io import table_columns, table_format
@@ -165,23 +164,18 @@ def mapped_input(
 
     if isinstance(path, pd.DataFrame):
         if not imap.active:
-            return path, imap.location_column
+            return path, imap.location_column, None
         frame, summary = read_mapped(path, imap, location_default=location_default)
-        if not quiet:
-            print(summary, file=sys.stderr)
         taps = not ({"seq_id", "pos"} <= set(frame.columns) or "on_stop" in frame.columns)
-        return frame, location_default if taps else imap.location_column
+        return frame, location_default if taps else imap.location_column, summary
     if table_format(path) is None:
-        return path, imap.location_column  # the loader names the problem
+        return path, imap.location_column, None  # the loader names the problem
     names = table_columns(path, sep=imap.sep)
     time_resolution_warning(imap, names, time_bin, bin_flag)
     long_format = {"seq_id", "pos"} <= set(names) or ("on_stop" in names and "stop_id" not in names)
     if not imap.active:
-        if not quiet and not long_format:
-            roles = header_roles(names, imap, location_default)
-            print(role_summary(str(path), roles, imap, location_default), file=sys.stderr)
-        return path, imap.location_column
+        roles = header_roles(names, imap, location_default)
+        line = None if long_format else role_summary(str(path), roles, imap, location_default)
+        return path, imap.location_column, line
     frame, summary = read_mapped(path, imap, location_default=location_default)
-    if not quiet:
-        print(summary, file=sys.stderr)
-    return frame, imap.location_column if long_format else location_default
+    return frame, imap.location_column if long_format else location_default, summary

@@ -46,8 +46,8 @@ def _make_sequences(
 
     data = kw.pop("data", None)
     location = io.get("location_column")
-    data, location = _mapped(io, data, params.get("time_bins"), "time_bins", kw)
-    return release_sequences(
+    data, location, columns = _mapped(io, data, params.get("time_bins"), "time_bins")
+    summary = release_sequences(
         data,
         out,
         taxonomy=io["taxonomy"],
@@ -61,6 +61,7 @@ def _make_sequences(
         timezone=io.get("timezone"),
         **kw,
     )
+    return summary if columns is None else f"{summary}\n  {columns}"
 
 
 #: keys of a ``[trips]`` table -> keys of :func:`archetypes.release.release_trips`'s ``inputs``
@@ -101,8 +102,8 @@ def _make_marginals(
     if "timezone" in io:
         settings.setdefault("timezone", io["timezone"])
     location = io.get("location_column")
-    data, location = _mapped(io, data, settings.get("bin_minutes", 15), "bin_minutes", kw)
-    return release_marginals(
+    data, location, columns = _mapped(io, data, settings.get("bin_minutes", 15), "bin_minutes")
+    summary = release_marginals(
         data,
         out,
         params={**settings, "on_unknown": io.get("on_unknown", "error")},
@@ -113,22 +114,21 @@ def _make_marginals(
         source=io["input"],
         **kw,
     )
+    return summary if columns is None else f"{summary}\n  {columns}"
 
 
 def _mapped(
-    io: Mapping[str, Any], data: Any, time_bin: int | None, bin_key: str, kw: Mapping[str, Any]
-) -> tuple[Any, str | None]:
+    io: Mapping[str, Any], data: Any, time_bin: int | None, bin_key: str
+) -> tuple[Any, str | None, str | None]:
     """The input of a config table (``data``: already loaded, else its ``input`` file) read with
     its input-mapping keys (:mod:`synth.cli.inputmap`)."""
     from synth.cli.inputmap import input_map_from_io, mapped_input
 
-    progress = kw.get("progress")
     return mapped_input(
         io["input"] if data is None else data,
         input_map_from_io(io),
         time_bin=time_bin,
         bin_flag=bin_key,
-        quiet=bool(getattr(progress, "quiet", True)),
     )
 
 

@@ -125,8 +125,8 @@ def run(args: argparse.Namespace) -> int:
     warn_if_seeded(args.seed)
     mode: Mode = "consistent" if args.consistent else "pure" if args.pure else "sbh"
     imap = input_map_from_args(args)
-    data, location_column = mapped_input(
-        args.input, imap, time_bin=args.bin, bin_flag="--bin", quiet=args.quiet
+    data, location_column, columns = mapped_input(
+        args.input, imap, time_bin=args.bin, bin_flag="--bin"
     )
     unit = args.privacy_unit
     if unit is not None and isinstance(data, pd.DataFrame) and unit == imap.card_column:
@@ -158,5 +158,7 @@ def run(args: argparse.Namespace) -> int:
         provenance_key=provenance_key(args.provenance_key_file),
     )
     if not args.quiet:
+        if columns:
+            print(columns, file=sys.stderr)
         print(summary, file=sys.stderr)
     return 0

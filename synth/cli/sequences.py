@@ -238,8 +238,8 @@ def _input_options(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Load, fit, release; returns the exit status."""
     warn_if_seeded(args.seed)
-    data, location_column = mapped_input(
-        args.input, input_map_from_args(args), time_bin=args.time_bin, quiet=args.quiet
+    data, location_column, columns = mapped_input(
+        args.input, input_map_from_args(args), time_bin=args.time_bin
     )
     summary = release_sequences(
         data,
@@ -280,5 +280,7 @@ def run(args: argparse.Namespace) -> int:
         provenance_key=provenance_key(args.provenance_key_file),
     )
     if not args.quiet:
+        if columns:
+            print(columns, file=sys.stderr)
         print(summary, file=sys.stderr)
     return 0
