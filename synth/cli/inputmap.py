@@ -51,8 +51,10 @@ INPUT_MAP_KEYS: dict[str, Any] = {
 }
 
 
-def add_input_map_options(parser: argparse.ArgumentParser) -> None:
-    """Add the input-mapping flags (README "Data formats": input mapping and profiles)."""
+def add_input_map_options(parser: argparse.ArgumentParser, *, skip: tuple[str, ...] = ()) -> None:
+    """Add the input-mapping flags (README "Data formats": input mapping and profiles);
+    ``skip``: roles whose ``--ROLE-column`` the command already has (``evaluate``'s
+    ``--time-column`` names the taps' time too) and ``resolution`` (no time bin)."""
     g = parser.add_argument_group(
         "input mapping (which column plays which role; default: card_id/id_tarjeta, time or "
         "date/fecha + hour/hora, stop_id, tap)"
@@ -73,6 +75,8 @@ def add_input_map_options(parser: argparse.ArgumentParser) -> None:
         ("minute", "minuto"),
         ("tap", "tipo (on/off; see --tap-off-values)"),
     ):
+        if role in skip:
+            continue
         g.add_argument(
             f"--{role}-column",
             default=None,
@@ -96,6 +100,8 @@ def add_input_map_options(parser: argparse.ArgumentParser) -> None:
         help="drop rows without a card id (each row on its own) instead of failing; the count "
         "goes to the data holder's log (private)",
     )
+    if "resolution" in skip:
+        return
     g.add_argument(
         "--time-resolution",
         type=int,
@@ -122,7 +128,7 @@ def input_map_from_args(args: argparse.Namespace) -> InputMap:
         tap_off_values=args.tap_off_values,
         sep=args.sep,
         drop_missing_ids=args.drop_missing_ids,
-        time_resolution=args.time_resolution,
+        time_resolution=getattr(args, "time_resolution", None),
     )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pandas as pd
@@ -172,3 +173,30 @@ def test_mapped_input_on_every_engine(
         name = "on_time_location.csv"
         assert len(pd.read_csv(tmp_path / "ref" / name)) > 0
     assert (tmp_path / "eng" / name).read_bytes() == (tmp_path / "ref" / name).read_bytes()
+
+
+def _evaluation(original: Path, release: Path, out: Path, *flags: str) -> dict:
+    assert (
+        main(["evaluate", str(original), str(release), "--out", str(out), "--quiet", *flags]) == 0
+    )
+    result = json.loads((out / "private-evaluation.json").read_text())
+    del result["inputs"]  # the file names
+    return result
+
+
+def test_evaluate_takes_the_input_options(files: dict[str, Path], tmp_path: Path) -> None:
+    """evaluate reads ORIGINAL with the generator's input options: the same scores as the
+    canonical file; --on-unknown drop drops what the taxonomy lacks, as the generator did."""
+    assert _sequences(files["semi"], tmp_path / "rel", *FLAGS, "--sep", ";") == 0
+    ref = _evaluation(files["canonical"], tmp_path / "rel", tmp_path / "e-ref")
+    mapped = _evaluation(files["semi"], tmp_path / "rel", tmp_path / "e-map", *FLAGS, "--sep", ";")
+    assert mapped == ref
+    extra = pd.concat([TAPS, TAPS.iloc[:1].assign(card_id="c9", stop_id="Z")])
+    extra.to_csv(tmp_path / "extra.csv", index=False)
+    tax = ["--taxonomy", str(files["tax"])]
+    kept = _evaluation(tmp_path / "extra.csv", tmp_path / "rel", tmp_path / "e-x", *tax)
+    dropped = ["--on-unknown", "drop", *tax]
+    assert _evaluation(tmp_path / "extra.csv", tmp_path / "rel", tmp_path / "e-d", *dropped) == (
+        _evaluation(files["canonical"], tmp_path / "rel", tmp_path / "e-c", *tax)
+    )
+    assert kept["original"] != ref["original"]
