@@ -33,6 +33,7 @@ TRIPS_TABLE: dict[str, Any] = {
     "metadata": "path",
     "schema": "path",
     "format": ("csv", "parquet"),
+    "sep": str,
 }
 
 

@@ -71,6 +71,7 @@ _TRIP_INPUTS = (
     ("private_years", "private_years"),
     ("metadata", "metadata"),
     ("schema", "schema"),
+    ("sep", "sep"),
 )
 
 

@@ -200,3 +200,28 @@ def test_evaluate_takes_the_input_options(files: dict[str, Path], tmp_path: Path
         _evaluation(files["canonical"], tmp_path / "rel", tmp_path / "e-c", *tax)
     )
     assert kept["original"] != ref["original"]
+
+
+def test_trips_sep(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A semicolon trips file: refused with the hint, then read with --sep as the comma file."""
+    rows = [
+        (f"k{i}", h, "AB"[i % 2], ("bus", "rail")[i % 3 == 0]) for i in range(60) for h in (7, 8)
+    ]
+    trips = pd.DataFrame(rows, columns=["card", "hour", "zone", "mode"])
+    trips.to_csv(tmp_path / "comma.csv", index=False)
+    trips.to_csv(tmp_path / "semi.csv", index=False, sep=";")
+    trips.assign(card="p" + trips["card"]).to_csv(tmp_path / "public.csv", index=False, sep=";")
+    trips.assign(card="p" + trips["card"]).to_csv(tmp_path / "public_c.csv", index=False)
+    common = ["--epsilon", "2", "--delta", "1e-5", "--id-column", "card", "--archetypes", "2"]
+    common += ["--key-columns", "hour,zone", "--category-column", "mode", "--seed", "3", "--quiet"]
+
+    def trips_cli(private: str, public: str, out: str, *extra: str) -> int:
+        args = ["trips", str(tmp_path / private), "--public", str(tmp_path / public)]
+        return main([*args, "--out", str(tmp_path / out), *common, *extra])
+
+    assert trips_cli("semi.csv", "public.csv", "no") == 2
+    assert "pass --sep ';'" in capsys.readouterr().err
+    assert trips_cli("comma.csv", "public_c.csv", "ref") == 0
+    assert trips_cli("semi.csv", "public.csv", "yes", "--sep", ";") == 0
+    ref = (tmp_path / "ref" / "trips.csv").read_bytes()
+    assert (tmp_path / "yes" / "trips.csv").read_bytes() == ref
