@@ -149,13 +149,31 @@ def _checked(path: str | os.PathLike[str]) -> tuple[Path, str]:
     return p, fmt
 
 
+def _open_csv(p: Path) -> Any:
+    """A CSV file opened for its (decompressed) bytes: plain, gzip, bz2 or xz."""
+    name = p.name.lower()
+    if name.endswith(".gz"):
+        import gzip
+
+        return gzip.open(p, "rb")
+    if name.endswith(".bz2"):
+        import bz2
+
+        return bz2.open(p, "rb")
+    if name.endswith(".xz"):
+        import lzma
+
+        return lzma.open(p, "rb")
+    return p.open("rb")
+
+
 def _bad_utf8(p: Path) -> str | None:
     """Where a plain CSV file stops being UTF-8 (line and byte), or None if it is all UTF-8."""
     import codecs
 
     decoder = codecs.getincrementaldecoder("utf-8")()
     line, offset = 1, 0
-    with p.open("rb") as fh:
+    with _open_csv(p) as fh:
         for block in iter(lambda: fh.read(1 << 20), b""):
             try:
                 decoder.decode(block)
@@ -173,7 +191,7 @@ def _unreadable(p: Path, fmt: str, exc: Exception) -> InputError:
     if fmt == "csv" and p.is_file() and p.stat().st_size == 0:
         msg = "the file is empty (no header line)"
     elif fmt == "csv" and (isinstance(exc, UnicodeDecodeError) or "UTF8" in msg.upper()):
-        where = _bad_utf8(p) if p.name.lower().endswith(".csv") else None
+        where = _bad_utf8(p) if not p.name.lower().endswith(".zst") else None
         msg = (
             f"not UTF-8 text{f' ({where})' if where else ''}: CSV inputs must be UTF-8 (a BOM is "
             "allowed); re-save it as UTF-8, e.g. iconv -f latin1 -t utf-8"
@@ -347,10 +365,11 @@ def _numeric_id(df: pd.DataFrame, column: str, dtype: Any) -> bool:
 
 
 def _require_utf8(p: Path) -> None:
-    """Refuse a plain ``.csv`` file that is not UTF-8 anywhere, in the columns read or not (the
-    parsers check only the columns they turn into text). Each byte is checked on its own: no
-    rule depends on other rows. Compressed CSV files are checked by their parsers only."""
-    if not p.name.lower().endswith(".csv"):
+    """Refuse a CSV file that is not UTF-8 anywhere, in the columns read or not (the parsers
+    check only the columns they turn into text). The bytes are checked on their own: no rule
+    depends on other rows. Plain, gzip, bz2 and xz files (zstd ones are checked by their
+    parser only)."""
+    if p.name.lower().endswith(".zst"):
         return
     where = _bad_utf8(p)
     if where is not None:
