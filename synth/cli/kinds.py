@@ -104,6 +104,11 @@ def _make_marginals(
         settings.setdefault("timezone", io["timezone"])
     location = io.get("location_column")
     data, location, columns = _mapped(io, data, settings.get("bin_minutes", 15), "bin_minutes")
+    if settings.get("privacy_unit") is not None and not isinstance(data, str | os.PathLike):
+        from synth.cli.inputmap import input_map_from_io
+
+        if settings["privacy_unit"] == input_map_from_io(io).card_column:
+            settings["privacy_unit"] = "card_id"  # the mapped card column is read as card_id
     summary = release_marginals(
         data,
         out,

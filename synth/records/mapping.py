@@ -149,6 +149,8 @@ def header_roles(names: list[str], imap: InputMap, location_default: str) -> dic
     }
     if imap.tap_column is not None and imap.tap_column not in names and imap.profile:
         roles["tap"] = None  # a profile's tap column is optional: all rows are then boardings
+    if roles["tap"] is None and "tipo_trx_tren" in names:  # read by the loaders' SUBE rule
+        roles["sube_tap"] = "tipo_trx_tren"
     return roles
 
 
@@ -165,6 +167,8 @@ def role_summary(
     tap = roles["tap"]
     if tap and imap.tap_off_values:
         tap = f"{tap} (off: {', '.join(imap.tap_off_values)})"
+    if tap is None and roles.get("sube_tap"):
+        tap = f"{roles['sube_tap']} (off: CHECK OUT...)"
     shown["tap"] = tap or "none (all boardings)"
     profile = f" [profile {imap.profile}]" if imap.profile else ""
     text = ", ".join(f"{k}={v or '?'}" for k, v in shown.items())

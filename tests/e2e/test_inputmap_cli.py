@@ -138,6 +138,13 @@ def test_run_config_keys(files: dict[str, Path], tmp_path: Path) -> None:
     assert _sequences(files["canonical"], tmp_path / "ref") == 0
     ref = (tmp_path / "ref" / "sequences.csv").read_bytes()
     assert (tmp_path / "r" / "sequences" / "sequences.csv").read_bytes() == ref
+    marg = f'[marginals]\ninput = "{files["semi"]}"\nsep = ";"\ncard_column = "card_number"\n'
+    marg += 'time_column = "tap_datetime"\nlocation_column = "stop_code"\n[marginals.parameters]\n'
+    marg += 'epsilon = 1\ndelta = 1e-6\nprivacy_unit = "card_number"\n'
+    (tmp_path / "m.toml").write_text(marg)
+    assert main(["run", str(tmp_path / "m.toml"), "--out", str(tmp_path / "m"), "--quiet"]) == 0
+    manifest = json.loads((tmp_path / "m" / "marginals" / "manifest.json").read_text())
+    assert "card" in json.dumps(manifest["privacy_unit"]).lower()
     cfg.write_text(cfg.read_text().replace('sep = ";"', 'profile = "nope"'))
     assert main(["run", str(cfg), "--out", str(tmp_path / "r2")]) == 2
 
