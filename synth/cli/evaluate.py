@@ -28,7 +28,7 @@ from synth.errors import ConfigError, InputError
 from synth.evaluate.suite import PAPER_KS, evaluate_sequences, evaluate_trips
 from synth.evaluate.trajectories import evaluate_trajectories
 from synth.internal import INTERNAL_NOTICE, check_outside_releases, default_evaluation_dir
-from synth.io import read_table, release_dir, table_format
+from synth.io import check_sep, read_table, release_dir, table_format
 from synth.logs import private_message
 from synth.records import load_sequences, truncate_sequences
 from synth.release import DATA_KINDS, Release, read_manifest
@@ -312,7 +312,7 @@ def _evaluate_trips(
     id_column = args.id_column or _from_manifests(manifests, "id_column") or "card_id"
     time_column = args.time_column or _from_manifests(manifests, "order_column") or "on_time"
     ids = {id_column: str}
-    original = read_table(args.original, dtype=ids)
+    original = read_table(args.original, dtype=ids, sep=check_sep(args.sep))
     synthetic = {n: read_table(t, dtype=ids) for n, t in tables.items()}
     destination = args.destination_column
     return evaluate_trips(

@@ -232,3 +232,11 @@ def test_trips_sep(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert trips_cli("semi.csv", "public.csv", "yes", "--sep", ";") == 0
     ref = (tmp_path / "ref" / "trips.csv").read_bytes()
     assert (tmp_path / "yes" / "trips.csv").read_bytes() == ref
+    scored = []
+    for original, flags in (("comma.csv", ()), ("semi.csv", ("--sep", ";"))):
+        out = tmp_path / f"eval-{original}"
+        args = ["evaluate", str(tmp_path / original), str(tmp_path / "ref"), "--out", str(out)]
+        assert main([*args, "--kind", "trips", "--quiet", *flags]) == 0
+        result = json.loads((out / "private-evaluation.json").read_text())
+        scored.append({k: v for k, v in result.items() if k != "inputs"})
+    assert scored[0] == scored[1]
