@@ -101,6 +101,7 @@ def chicago_taxi_trips(
     *,
     years: Iterable[int] | None = None,
     source: str = "Chicago taxi data",
+    sep: str | None = None,
 ) -> pd.DataFrame:
     """The TFX Chicago sample (a frame or a CSV/Parquet path, its columns read as text) on the
     challenge schema, optionally keeping only the given years of ``trip_start_timestamp`` (unix
@@ -108,7 +109,7 @@ def chicago_taxi_trips(
     a value that is not a number an ``InputError`` naming ``source`` (the path when given)."""
     if not isinstance(raw, pd.DataFrame):
         source = str(raw)
-        raw = read_table(raw, columns=CHICAGO_COLUMNS, text=CHICAGO_COLUMNS)
+        raw = read_table(raw, columns=CHICAGO_COLUMNS, text=CHICAGO_COLUMNS, sep=sep)
     missing = [c for c in CHICAGO_COLUMNS if c not in raw.columns]
     if missing:
         raise InputError(f"{source}: missing column(s) {', '.join(map(repr, missing))}")
@@ -177,13 +178,16 @@ SUBE_TEXT = ("modo", "lat", "lon", "id_tarifa", "hora", "etapa_red_sube", "tipo_
 
 
 def sube_trips(
-    taps: pd.DataFrame | str | os.PathLike[str], *, source: str = "SUBE taps"
+    taps: pd.DataFrame | str | os.PathLike[str],
+    *,
+    source: str = "SUBE taps",
+    sep: str | None = None,
 ) -> pd.DataFrame:
     """SUBE taps (a frame or a CSV/Parquet path, read value by value) as trips, one per boarding
     tap; a tap whose card id is missing or empty is dropped (it cannot be attributed)."""
     if not isinstance(taps, pd.DataFrame):
         source = str(taps)
-        taps = read_table(taps, dtype={c: str for c in SUBE_IDS}, text=SUBE_TEXT)
+        taps = read_table(taps, dtype={c: str for c in SUBE_IDS}, text=SUBE_TEXT, sep=sep)
     need = ["id_tarjeta", "modo", "lat", "lon", "id_linea", "id_ramal", "id_tarifa", "hora"]
     missing = [c for c in need if c not in taps.columns]
     if missing:

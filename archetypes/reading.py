@@ -54,13 +54,18 @@ def trip_ids(frame: pd.DataFrame, column: str, source: str) -> pd.DataFrame:
 
 
 def read_private_trips(
-    path: str | os.PathLike[str], *, id_column: str | None, source: str | None = None
+    path: str | os.PathLike[str],
+    *,
+    id_column: str | None,
+    source: str | None = None,
+    sep: str | None = None,
 ) -> pd.DataFrame:
     """Private trips from a CSV or Parquet file, every CSV column as text (see the module) and
-    the id column by the identifier rule."""
-    names = table_columns(path)
+    the id column by the identifier rule (``sep``: the CSV delimiter, default comma)."""
+    names = table_columns(path, sep=sep)
     ids = [id_column] if id_column is not None and id_column in names else []
-    frame = read_table(path, dtype={c: str for c in ids}, text=[c for c in names if c not in ids])
+    text = [c for c in names if c not in ids]
+    frame = read_table(path, dtype={c: str for c in ids}, text=text, sep=sep)
     frame = trip_ids(frame, id_column, source or str(path)) if id_column else frame
     frame.attrs["source"] = source or str(path)  # later messages name the file (its rows)
     return frame
@@ -78,11 +83,12 @@ def read_public_trips(
     id_column: str | None,
     text: Sequence[str | None] = (),
     source: str | None = None,
+    sep: str | None = None,
 ) -> pd.DataFrame:
     """Public trips: the id column by the identifier rule, the ``text`` columns (times) as text,
-    the others typed from the public values."""
+    the others typed from the public values (``sep``: the CSV delimiter, default comma)."""
     ids = {id_column: str} if id_column is not None else {}
-    frame = read_table(path, dtype=ids, text=[c for c in text if c])
+    frame = read_table(path, dtype=ids, text=[c for c in text if c], sep=sep)
     return trip_ids(frame, id_column, source or str(path)) if id_column else frame
 
 

@@ -100,22 +100,25 @@ def load_inputs(
         raise ConfigError(f"[input] format must be one of {', '.join(INPUT_FORMATS)}, got {fmt!r}")
     schema: TripSchema | None = None
     public: pd.DataFrame | None = None
+    sep = inputs.get("sep")  # the CSV delimiter (public configuration; default comma)
     if fmt == "chicago-taxi":
-        private = chicago_taxi_trips(private_path, years=inputs.get("private_years"))
+        private = chicago_taxi_trips(private_path, years=inputs.get("private_years"), sep=sep)
         if public_path is not None:
-            public = chicago_taxi_trips(public_path, years=inputs.get("public_years"))
+            public = chicago_taxi_trips(public_path, years=inputs.get("public_years"), sep=sep)
         # no public trips: the companies' domain is "Unknown" only unless a schema lists them
         schema = chicago_taxi_schema(private.iloc[:0] if public is None else public)
     elif fmt == "sube-taps":
-        private = sube_trips(private_path)
+        private = sube_trips(private_path, sep=sep)
         if public_path is not None:  # without: the schema file must give the domains
-            public = sube_trips(public_path)
+            public = sube_trips(public_path, sep=sep)
             metadata = inputs.get("metadata")
             schema = sube_schema(public, None if metadata is None else resolve_path(metadata, base))
     else:
-        private = read_private_trips(private_path, id_column=id_column)
+        private = read_private_trips(private_path, id_column=id_column, sep=sep)
         public = (
-            None if public_path is None else read_public_trips(public_path, id_column=id_column)
+            None
+            if public_path is None
+            else read_public_trips(public_path, id_column=id_column, sep=sep)
         )
     schema_path = schema_file or (
         None if inputs.get("schema") is None else resolve_path(inputs["schema"], base)

@@ -33,6 +33,7 @@ TRIPS_TABLE: dict[str, Any] = {
     "metadata": "path",
     "schema": "path",
     "format": ("csv", "parquet"),
+    "sep": str,
 }
 
 
@@ -215,6 +216,11 @@ def check_io(
             raise ConfigError(
                 f"{source}: key {where} has the wrong type ({type(value).__name__} {value!r}; "
                 "expected true or false)"
+            )
+        if rule is int and (not isinstance(value, int) or isinstance(value, bool)):
+            raise ConfigError(
+                f"{source}: key {where} has the wrong type ({type(value).__name__} {value!r}; "
+                "expected an integer)"
             )
         if rule in ("path", "spec") or rule is str:
             if not isinstance(value, str) or not value.strip():

@@ -37,6 +37,7 @@ __all__ = [
     "JSON_SIZE_LIMIT",
     "PARQUET_SUFFIXES",
     "atomic_path",
+    "check_sep",
     "fingerprint",
     "id_strings",
     "read_arrow",
@@ -153,13 +154,31 @@ def _checked(path: str | os.PathLike[str]) -> tuple[Path, str]:
     return p, fmt
 
 
+def _open_csv(p: Path) -> Any:
+    """A CSV file opened for its (decompressed) bytes: plain, gzip, bz2 or xz."""
+    name = p.name.lower()
+    if name.endswith(".gz"):
+        import gzip
+
+        return gzip.open(p, "rb")
+    if name.endswith(".bz2"):
+        import bz2
+
+        return bz2.open(p, "rb")
+    if name.endswith(".xz"):
+        import lzma
+
+        return lzma.open(p, "rb")
+    return p.open("rb")
+
+
 def _bad_utf8(p: Path) -> str | None:
     """Where a plain CSV file stops being UTF-8 (line and byte), or None if it is all UTF-8."""
     import codecs
 
     decoder = codecs.getincrementaldecoder("utf-8")()
     line, offset = 1, 0
-    with p.open("rb") as fh:
+    with _open_csv(p) as fh:
         for block in iter(lambda: fh.read(1 << 20), b""):
             try:
                 decoder.decode(block)
@@ -177,7 +196,7 @@ def _unreadable(p: Path, fmt: str, exc: Exception) -> InputError:
     if fmt == "csv" and p.is_file() and p.stat().st_size == 0:
         msg = "the file is empty (no header line)"
     elif fmt == "csv" and (isinstance(exc, UnicodeDecodeError) or "UTF8" in msg.upper()):
-        where = _bad_utf8(p) if p.name.lower().endswith(".csv") else None
+        where = _bad_utf8(p) if not p.name.lower().endswith(".zst") else None
         msg = (
             f"not UTF-8 text{f' ({where})' if where else ''}: CSV inputs must be UTF-8 (a BOM is "
             "allowed); re-save it as UTF-8, e.g. iconv -f latin1 -t utf-8"
@@ -185,20 +204,56 @@ def _unreadable(p: Path, fmt: str, exc: Exception) -> InputError:
     return InputError(f"{p}: cannot read {fmt.upper()} file: {msg}")
 
 
-def _raw_names(p: Path, fmt: str) -> list[str]:
+#: delimiters a CSV header is tested for when it reads as one column (:func:`_delimiter_hint`)
+_OTHER_SEPS = (";", "\t", "|")
+
+
+def check_sep(sep: str | None) -> str | None:
+    """``sep`` (one character; ``\\t`` or ``tab`` for a tab), or None for the comma."""
+    if sep is None:
+        return None
+    sep = "\t" if sep in ("\\t", "tab") else sep
+    if len(sep) != 1 or sep in '"\r\n':
+        raise ConfigError(f"--sep {sep!r}: expected one character, e.g. ';' or tab")
+    return sep
+
+
+def _delimiter_hint(p: Path, names: Sequence[str], sep: str | None) -> None:
+    """Refuse a CSV whose header reads as one column holding another delimiter.
+
+    Decided from the header line only: the header is the file's schema (public), not a record,
+    so no private value enters the decision.
+    """
+    if len(names) != 1:
+        return
+    for other in _OTHER_SEPS:
+        if other != (sep or ",") and other in names[0]:
+            shown = "\\t" if other == "\t" else other
+            raise InputError(
+                f"{p}: the header is one column {names[0][:60]!r}: looks like "
+                f"{shown!r}-separated: pass --sep '{shown}'"
+            )
+
+
+def _raw_names(p: Path, fmt: str, sep: str | None = None) -> list[str]:
     if fmt == "csv":
-        return [str(c) for c in pd.read_csv(p, nrows=0).columns]
+        names = [str(c) for c in pd.read_csv(p, nrows=0, sep=sep or ",").columns]
+        _delimiter_hint(p, names, sep)
+        return names
     import pyarrow.parquet as pq
 
     return list(pq.read_schema(p).names)
 
 
-def table_columns(path: str | os.PathLike[str]) -> list[str]:
+def table_columns(path: str | os.PathLike[str], *, sep: str | None = None) -> list[str]:
     """The column names of a CSV or Parquet table (stripped, as :func:`read_table` gives them),
-    read from its header or schema only. Raises :class:`InputError` like :func:`read_table`."""
+    read from its header or schema only (``sep``: the CSV delimiter, default comma). Raises
+    :class:`InputError` like :func:`read_table`."""
     p, fmt = _checked(path)
     try:
-        return [c.strip() for c in _raw_names(p, fmt)]
+        return [c.strip() for c in _raw_names(p, fmt, sep)]
+    except InputError:
+        raise
     except Exception as exc:
         raise _unreadable(p, fmt, exc) from exc
 
@@ -226,6 +281,8 @@ def read_arrow(
     p, fmt = _checked(path)
     try:
         raw = {c.strip(): c for c in _raw_names(p, fmt)}
+        if fmt == "csv":
+            _require_utf8(p)
         use = [raw[c] for c in dict.fromkeys(columns) if c in raw]
         if fmt == "csv":
             ids = {raw[c]: str for c in strings if c in raw}
@@ -260,8 +317,12 @@ def read_table(
     columns: list[str] | None = None,
     dtype: dict[str, Any] | None = None,
     text: Sequence[str] = (),
+    sep: str | None = None,
 ) -> pd.DataFrame:
-    """Read a CSV or Parquet table, chosen by extension.
+    """Read a CSV or Parquet table, chosen by extension (``sep``: the CSV delimiter, default
+    comma; a header that reads as one column holding ``;``, tab or ``|`` is refused with a hint).
+
+    A CSV file must be UTF-8 in every byte, read columns or not (:func:`_require_utf8`).
 
     ``columns`` restricts the columns read (missing ones are ignored here; callers validate);
     ``dtype`` maps column names to dtypes for CSV parsing (e.g. ``str`` for identifiers so that
@@ -275,12 +336,15 @@ def read_table(
     p, fmt = _checked(path)
     try:
         if fmt == "csv":
-            header = pd.read_csv(p, nrows=0).columns
+            header = _raw_names(p, fmt, sep)
+            _require_utf8(p)
             usecols = None if columns is None else [c for c in columns if c in header]
             dtypes = {k: v for k, v in (dtype or {}).items() if k in header}
             dtypes |= {k: "string" for k in text if k in header and k not in dtypes}
-            df = pd.read_csv(p, usecols=usecols, dtype=dtypes or None, engine="pyarrow")
-            df = _csv_ids(p, df, {k: v for k, v in dtypes.items() if v is str})
+            df = pd.read_csv(
+                p, usecols=usecols, dtype=dtypes or None, engine="pyarrow", sep=sep or ","
+            )
+            df = _csv_ids(p, df, {k: v for k, v in dtypes.items() if v is str}, sep)
         else:
             import pyarrow.parquet as pq
 
@@ -290,6 +354,8 @@ def read_table(
             if dtype:
                 asked = {k: v for k, v in dtype.items() if k in df.columns}
                 df = df.astype({k: v for k, v in asked.items() if not _numeric_id(df, k, v)})
+    except InputError:
+        raise
     except Exception as exc:  # parser errors of pandas / pyarrow, permissions, corrupt files
         raise _unreadable(p, fmt, exc) from exc
     for k in [k for k, v in (dtype or {}).items() if k in df.columns and _numeric_id(df, k, v)]:
@@ -303,7 +369,24 @@ def _numeric_id(df: pd.DataFrame, column: str, dtype: Any) -> bool:
     return dtype is str and pd.api.types.is_numeric_dtype(df[column])
 
 
-def _csv_ids(p: Path, df: pd.DataFrame, text: dict[str, Any]) -> pd.DataFrame:
+def _require_utf8(p: Path) -> None:
+    """Refuse a CSV file that is not UTF-8 anywhere, in the columns read or not (the parsers
+    check only the columns they turn into text). The bytes are checked on their own: no rule
+    depends on other rows. Plain, gzip, bz2 and xz files (zstd ones are checked by their
+    parser only)."""
+    if p.name.lower().endswith(".zst"):
+        return
+    where = _bad_utf8(p)
+    if where is not None:
+        raise InputError(
+            f"{p}: cannot read CSV file: not UTF-8 text ({where}): CSV inputs must be UTF-8 "
+            "(a BOM is allowed); re-save it as UTF-8, e.g. iconv -f latin1 -t utf-8"
+        )
+
+
+def _csv_ids(
+    p: Path, df: pd.DataFrame, text: dict[str, Any], sep: str | None = None
+) -> pd.DataFrame:
     """Identifier columns of a CSV file with the empty string as their only missing value.
 
     pandas reads ``NA``, ``None``, ``null``, ``nan`` ... as missing; as identifiers they are
@@ -319,6 +402,7 @@ def _csv_ids(p: Path, df: pd.DataFrame, text: dict[str, Any]) -> pd.DataFrame:
 
     table = pacsv.read_csv(
         pa.input_stream(str(p)),
+        parse_options=pacsv.ParseOptions(delimiter=sep or ","),
         convert_options=pacsv.ConvertOptions(
             include_columns=names,
             column_types={c: pa.string() for c in names},

@@ -21,13 +21,14 @@ from typing import Any
 import pandas as pd
 
 from synth import datasets
+from synth.cli.inputmap import add_input_map_options, input_map_from_args, mapped_input
 from synth.cli.options import add_quiet_option
 from synth.config import EMBEDDED
 from synth.errors import ConfigError, InputError
 from synth.evaluate.suite import PAPER_KS, evaluate_sequences, evaluate_trips
 from synth.evaluate.trajectories import evaluate_trajectories
 from synth.internal import INTERNAL_NOTICE, check_outside_releases, default_evaluation_dir
-from synth.io import read_table, release_dir, table_format
+from synth.io import check_sep, read_table, release_dir, table_format
 from synth.logs import private_message
 from synth.records import load_sequences, truncate_sequences
 from synth.release import DATA_KINDS, Release, read_manifest
@@ -116,6 +117,14 @@ def _sequence_options(p: argparse.ArgumentParser) -> None:
         metavar="COL",
         help="location column when ORIGINAL is taps (default: the release's, if ORIGINAL has it)",
     )
+    seq.add_argument(
+        "--on-unknown",
+        choices=("error", "drop"),
+        default="error",
+        help="with a taxonomy (--taxonomy or the release's): locations of ORIGINAL missing from "
+        "it fail, or their taps are dropped (as the generator did with --on-unknown drop)",
+    )
+    add_input_map_options(p, skip=("time", "resolution"))
 
 
 def _trip_options(p: argparse.ArgumentParser) -> None:
@@ -236,10 +245,6 @@ def _evaluate_sequences(
     if location is None:
         stated = _from_manifests(manifests, "location_column")
         location = stated if stated and stated in _columns(args.original) else None
-    original = load_sequences(args.original, location_column=location)
-    synthetic = {n: load_sequences(t) for n, t in tables.items()}
-    if args.baseline:  # the truncated ceiling: what a release of this height could reach
-        synthetic = {BASELINE: truncate_sequences(original, int(height)), **synthetic}
     taxonomy = args.taxonomy
     if taxonomy is None:
         stated = _from_manifests(manifests, "taxonomy")
@@ -247,7 +252,19 @@ def _evaluate_sequences(
             name = stated[len(EMBEDDED) :]
             stated = str(datasets.path(name)) if name in datasets.FILES else None
         taxonomy = stated if isinstance(stated, str) and Path(stated).exists() else None
-    universe = Taxonomy.from_spec(taxonomy).leaves() if taxonomy else None
+    tax = Taxonomy.from_spec(taxonomy) if taxonomy else None
+    universe = tax.leaves() if tax is not None else None
+    args.location_column = location
+    data, location, _ = mapped_input(args.original, input_map_from_args(args))
+    original = load_sequences(
+        data,
+        location_column=location,
+        taxonomy=tax if args.on_unknown == "drop" else None,
+        on_unknown=args.on_unknown,
+    )
+    synthetic = {n: load_sequences(t) for n, t in tables.items()}
+    if args.baseline:  # the truncated ceiling: what a release of this height could reach
+        synthetic = {BASELINE: truncate_sequences(original, int(height)), **synthetic}
     ks = sorted({k for k in PAPER_KS if k <= args.top_k} | {args.top_k})
     results = evaluate_sequences(
         original,
@@ -295,7 +312,7 @@ def _evaluate_trips(
     id_column = args.id_column or _from_manifests(manifests, "id_column") or "card_id"
     time_column = args.time_column or _from_manifests(manifests, "order_column") or "on_time"
     ids = {id_column: str}
-    original = read_table(args.original, dtype=ids)
+    original = read_table(args.original, dtype=ids, sep=check_sep(args.sep))
     synthetic = {n: read_table(t, dtype=ids) for n, t in tables.items()}
     destination = args.destination_column
     return evaluate_trips(

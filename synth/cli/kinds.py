@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from synth.cli.inputmap import INPUT_MAP_KEYS
 from synth.config import TRIPS_TABLE
 from synth.gtfs import ROUTE_RULES
 
@@ -45,12 +46,14 @@ def _make_sequences(
     from prefixtree.release import release_sequences
 
     data = kw.pop("data", None)
-    return release_sequences(
-        io["input"] if data is None else data,
+    location = io.get("location_column")
+    data, location, columns = _mapped(io, data, params.get("time_bins"), "time_bins")
+    summary = release_sequences(
+        data,
         out,
         taxonomy=io["taxonomy"],
         params=params,
-        location_column=io.get("location_column"),
+        location_column=location,
         locations=io.get("locations"),
         on_unknown=io.get("on_unknown", "error"),
         gtfs_stations=io.get("gtfs_stations", False),
@@ -60,6 +63,7 @@ def _make_sequences(
         timezone=io.get("timezone"),
         **kw,
     )
+    return summary if columns is None else f"{summary}\n  {columns}"
 
 
 #: keys of a ``[trips]`` table -> keys of :func:`archetypes.release.release_trips`'s ``inputs``
@@ -69,6 +73,7 @@ _TRIP_INPUTS = (
     ("private_years", "private_years"),
     ("metadata", "metadata"),
     ("schema", "schema"),
+    ("sep", "sep"),
 )
 
 
@@ -99,17 +104,40 @@ def _make_marginals(
     settings = dict(params)
     if "timezone" in io:
         settings.setdefault("timezone", io["timezone"])
-    return release_marginals(
-        io["input"] if data is None else data,
+    location = io.get("location_column")
+    data, location, columns = _mapped(io, data, settings.get("bin_minutes", 15), "bin_minutes")
+    if settings.get("privacy_unit") is not None and not isinstance(data, str | os.PathLike):
+        from synth.cli.inputmap import input_map_from_io
+
+        if settings["privacy_unit"] == input_map_from_io(io).card_column:
+            settings["privacy_unit"] = "card_id"  # the mapped card column is read as card_id
+    summary = release_marginals(
+        data,
         out,
         params={**settings, "on_unknown": io.get("on_unknown", "error")},
         taxonomy=io.get("taxonomy"),
         gtfs_stations=io.get("gtfs_stations", False),
         gtfs_route_rule=io.get("gtfs_route_rule"),
-        location_column=io.get("location_column", "stop_id"),
+        location_column=location or "stop_id",
         format=io.get("format", "csv"),
         source=io["input"],
         **kw,
+    )
+    return summary if columns is None else f"{summary}\n  {columns}"
+
+
+def _mapped(
+    io: Mapping[str, Any], data: Any, time_bin: int | None, bin_key: str
+) -> tuple[Any, str | None, str | None]:
+    """The input of a config table (``data``: already loaded, else its ``input`` file) read with
+    its input-mapping keys (:mod:`synth.cli.inputmap`)."""
+    from synth.cli.inputmap import input_map_from_io, mapped_input
+
+    return mapped_input(
+        io["input"] if data is None else data,
+        input_map_from_io(io),
+        time_bin=time_bin,
+        bin_flag=bin_key,
     )
 
 
@@ -137,6 +165,7 @@ _SEQUENCES_TABLE: dict[str, Any] = {
     "gtfs_route_rule": ROUTE_RULES,
     "format": ("csv", "parquet"),
     "timezone": str,
+    **INPUT_MAP_KEYS,
 }
 _MARGINALS_TABLE: dict[str, Any] = {
     "input": "path",
@@ -147,6 +176,7 @@ _MARGINALS_TABLE: dict[str, Any] = {
     "gtfs_route_rule": ROUTE_RULES,
     "format": ("csv", "parquet"),
     "timezone": str,
+    **INPUT_MAP_KEYS,
 }
 
 RELEASE_KINDS: dict[str, ReleaseKind] = {

@@ -12,6 +12,7 @@ import sys
 
 import pandas as pd
 
+from synth.cli.inputmap import add_input_map_options, input_map_from_args, mapped_input
 from synth.cli.options import (
     add_engine_options,
     add_gtfs_route_rule_option,
@@ -69,7 +70,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--level", type=int, help="taxonomy level the locations are collapsed to")
     p.add_argument(
         "--location-column",
-        default="stop_id",
+        default=None,
         metavar="COL",
         help="location column of taps (default stop_id; e.g. id_linea for SUBE lines)",
     )
@@ -101,6 +102,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="with --privacy-unit: events kept per card and side over all partitions (default 1)",
     )
     p.add_argument("--format", choices=("csv", "parquet"), default="csv", help="table file format")
+    add_input_map_options(p)
     add_timezone_option(p)
     add_seed_option(p)
     add_quiet_option(p)
@@ -124,8 +126,15 @@ def run(args: argparse.Namespace) -> int:
     """Fit the release and write it."""
     warn_if_seeded(args.seed)
     mode: Mode = "consistent" if args.consistent else "pure" if args.pure else "sbh"
+    imap = input_map_from_args(args)
+    data, location_column, columns = mapped_input(
+        args.input, imap, time_bin=args.bin, bin_flag="--bin"
+    )
+    unit = args.privacy_unit
+    if unit is not None and isinstance(data, pd.DataFrame) and unit == imap.card_column:
+        unit = "card_id"  # the mapped card column is read as card_id
     summary = release_marginals(
-        args.input,
+        data,
         args.out,
         params={
             "epsilon": args.epsilon,
@@ -135,7 +144,7 @@ def run(args: argparse.Namespace) -> int:
             "level": args.level,
             "modes": None if args.modes is None else [m.strip() for m in args.modes.split(",")],
             "days": None if args.days is None else _days(args.days),
-            "privacy_unit": args.privacy_unit,
+            "privacy_unit": unit,
             "max_contributions": args.max_contributions,
             "on_unknown": args.on_unknown,
             "timezone": args.timezone,
@@ -144,12 +153,15 @@ def run(args: argparse.Namespace) -> int:
         taxonomy=args.taxonomy,
         gtfs_stations=args.gtfs_stations,
         gtfs_route_rule=args.gtfs_route_rule,
-        location_column=args.location_column,
+        location_column=location_column or "stop_id",
         format=args.format,
+        source=args.input,
         seed=args.seed,
         progress=Progress(args.quiet),
         provenance_key=provenance_key(args.provenance_key_file),
     )
     if not args.quiet:
+        if columns:
+            print(columns, file=sys.stderr)
         print(summary, file=sys.stderr)
     return 0

@@ -29,6 +29,7 @@ from prefixtree.synthesizer import (
     THRESHOLD_RULES,
     VARIANTS,
 )
+from synth.cli.inputmap import add_input_map_options, input_map_from_args, mapped_input
 from synth.cli.options import (
     add_engine_options,
     add_gtfs_route_rule_option,
@@ -72,6 +73,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--out", required=True, metavar="DIR", help="release directory")
     _tuning_options(p)
     _input_options(p)
+    add_input_map_options(p)
     add_timezone_option(p)
     add_seed_option(p)
     add_quiet_option(p)
@@ -260,8 +262,11 @@ def _input_options(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Load, fit, release; returns the exit status."""
     warn_if_seeded(args.seed)
+    data, location_column, columns = mapped_input(
+        args.input, input_map_from_args(args), time_bin=args.time_bin
+    )
     summary = release_sequences(
-        args.input,
+        data,
         args.out,
         taxonomy=str(args.taxonomy),
         params={
@@ -289,7 +294,7 @@ def run(args: argparse.Namespace) -> int:
             "level_weights": args.level_weights,
             **engine_params(args),
         },
-        location_column=args.location_column,
+        location_column=location_column,
         locations=args.locations,
         on_unknown=args.on_unknown,
         gtfs_stations=args.gtfs_stations,
@@ -298,8 +303,11 @@ def run(args: argparse.Namespace) -> int:
         seed=args.seed,
         progress=Progress(args.quiet),
         timezone=args.timezone,
+        source=args.input,
         provenance_key=provenance_key(args.provenance_key_file),
     )
     if not args.quiet:
+        if columns:
+            print(columns, file=sys.stderr)
         print(summary, file=sys.stderr)
     return 0

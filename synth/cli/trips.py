@@ -41,6 +41,7 @@ from synth.cli.options import (
 )
 from synth.config import TRIPS_TABLE, check_io, check_params, load_config
 from synth.errors import ConfigError
+from synth.io import check_sep
 from synth.privacy import check_budget
 from synth.progress import Progress
 from synth.provenance import (
@@ -99,6 +100,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--schema", default=None, metavar="FILE", help="public column domains (JSON)")
     p.add_argument("--input-format", choices=INPUT_FORMATS, default=None)
     p.add_argument("--id-column", default=None, help="the individual's id column")
+    p.add_argument(
+        "--sep",
+        default=None,
+        metavar="CHAR",
+        help="CSV delimiter of PRIVATE and PUBLIC, e.g. ';' or tab (default ','; sep in a config)",
+    )
     p.add_argument("--key-columns", default=None, help="comma-separated key columns")
     p.add_argument("--category-column", default=None, help="per-individual category column")
     p.add_argument("--n-records", type=int, default=None, help="number of synthetic trips")
@@ -180,11 +187,14 @@ def _settings(
             ("private_years", "private_years"),
             ("metadata", "metadata"),
             ("schema", "schema"),
+            ("sep", "sep"),
         )
         if source in io
     }
     if args.input_format is not None:
         inputs["format"] = args.input_format
+    if args.sep is not None:
+        inputs["sep"] = check_sep(args.sep)
     for flag in ("epsilon", "delta", "id_column", "category_column"):
         if getattr(args, flag) is not None:
             params[flag] = getattr(args, flag)

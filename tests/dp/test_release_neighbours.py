@@ -130,6 +130,9 @@ def _write_inputs(folder: Path, added: bool, path: tuple[str, ...], quirk: str) 
     (long-format sequences), ``trips.csv`` and ``public.csv`` (archetypes)."""
     folder.mkdir(parents=True)
     frame = taps(path if added else None, quirk)
+    if quirk == "mapped":  # an agency's own layout, read with the input-mapping flags
+        _write_mapped(folder, frame, added)
+        return
     frame.to_csv(folder / "taps.csv", index=False)
     frame.drop(columns="tap").to_csv(folder / "boardings.csv", index=False)
     long = frame.rename(columns={"card_id": "seq_id", "stop_id": "location"})
@@ -140,6 +143,25 @@ def _write_inputs(folder: Path, added: bool, path: tuple[str, ...], quirk: str) 
     text = {"hour": str} if quirk == "ids" else {}
     trips(added, quirk).astype(text).to_parquet(folder / "trips.parquet", index=False)
     trips(False).assign(card=lambda t: "p" + t["card"]).to_csv(folder / "public.csv", index=False)
+
+
+#: the agency layout of the "mapped" quirk and the flags that read it (issue 29)
+MAPPED_COLUMNS = {"card_id": "tarjeta", "time": "momento", "stop_id": "parada", "tap": "tipo"}
+MAPPED = ("--card-column", "tarjeta", "--time-column", "momento", "--location-column", "parada")
+MAPPED += ("--tap-column", "tipo", "--tap-off-values", "SALIDA", "--sep", ";")
+MAPPED += ("--drop-missing-ids",)
+
+
+def _write_mapped(folder: Path, frame: pd.DataFrame, added: bool) -> None:
+    """``taps.csv``: D's taps renamed, ``;``-separated, tap-offs written ``SALIDA``; D' also
+    holds a tap without a card id, which ``--drop-missing-ids`` drops on its own."""
+    frame = frame.assign(tap=frame["tap"].map({"on": "ENTRADA", "off": " salida "}))
+    if added:
+        orphan = pd.DataFrame(
+            [("", f"{DAY}T07:05:00", "1", "bus", "ENTRADA")], columns=frame.columns
+        )
+        frame = pd.concat([frame, orphan], ignore_index=True)
+    frame.rename(columns=MAPPED_COLUMNS).to_csv(folder / "taps.csv", index=False, sep=";")
 
 
 @pytest.fixture
@@ -240,6 +262,11 @@ COMMANDS: dict[str, tuple[Argv, tuple[str, ...]]] = {
     "marginals card": (_marginals(*CARD), PATHS[0]),
     "marginals consistent card": (_marginals("--consistent", *CARD), PATHS[0]),
     "marginals pure card": (_marginals(*PURE, *CARD), PATHS[0]),
+    "sequences mapped": (_sequences(*MAPPED, source="taps.csv"), PATHS[3]),
+    "marginals mapped card": (
+        _marginals(*MAPPED, "--privacy-unit", "tarjeta", "--max-contributions", "2"),
+        PATHS[0],
+    ),
     "trips": (_trips(False), ()),
     "trips stand-in": (_trips(True), ()),
     "trips parquet": (_trips(False, "trips.parquet"), ()),
@@ -310,11 +337,16 @@ def _run_config_text(pub: Path) -> str:
     ).replace("{pub}", str(pub))
 
 
+def _quirk(name: str) -> str:
+    """The mapped commands read the agency layout; the others D's plain files."""
+    return "mapped" if "mapped" in name else "plain"
+
+
 @pytest.mark.parametrize("name", [pytest.param(n, marks=FINGERPRINT_XFAIL) for n in COMMANDS])
 def test_published_bytes_equal_on_neighbours(name: str, tmp_path: Path, public: Path) -> None:
     """Identically seeded noise on D and D': manifest, schema and headers are equal."""
-    d = _release(name, tmp_path, public, added=False)
-    d_prime = _release(name, tmp_path, public, added=True)
+    d = _release(name, tmp_path, public, added=False, quirk=_quirk(name))
+    d_prime = _release(name, tmp_path, public, added=True, quirk=_quirk(name))
     assert_public_bytes_equal(d, d_prime)
 
 
@@ -401,8 +433,8 @@ ZERO_CASES = [n for n in COMMANDS if not n.startswith("trips")]
 def test_zero_noise_release_moves_by_one_card(
     name: str, tmp_path: Path, public: Path, zero_noise: object
 ) -> None:
-    d = _release(name, tmp_path, public, added=False)
-    d_prime = _release(name, tmp_path, public, added=True)
+    d = _release(name, tmp_path, public, added=False, quirk=_quirk(name))
+    d_prime = _release(name, tmp_path, public, added=True, quirk=_quirk(name))
     assert_one_card_apart(name, d, d_prime)
 
 
