@@ -243,8 +243,11 @@ def _sequences(stage: Path, taps: Any, seed: int | None, step: _Steps) -> dict[s
             sube_lines,
             seed=_seed(seed, 2),
             step=step,
-            location=str(config.io["location_column"]),
             params=settings["sequences-sube-timed"].params,
+            reading={
+                "location_column": config.io["location_column"],
+                "on_unknown": config.io["on_unknown"],
+            },
         ),
         "sequences-montreal-simulated": _prefix_tree(
             stage,
