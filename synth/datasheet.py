@@ -121,9 +121,10 @@ def _bounds(manifest: Mapping[str, Any]) -> list[str]:
             out.append(f"times floored to {p['time_bin_minutes']}-minute bins")
         out.append(f"the tree holds at most {p.get('max_nodes'):,} nodes")
     elif g == "archetypes":
+        order = p.get("order_column")
         out.append(
             f"at most k = {p.get('max_records_per_individual')} rows per "
-            f"{p.get('id_column')} (the first by {p.get('order_column')})"
+            f"{p.get('id_column')} (the first " + (f"by {order})" if order else "as read)")
         )
         out.append(f"{p.get('n_archetypes')} archetypes; values binned to the public schema")
     elif g == "opal-marginals":
@@ -132,6 +133,12 @@ def _bounds(manifest: Mapping[str, Any]) -> list[str]:
             out.append(f"at most {p['max_contributions']} taps per {p.get('privacy_unit')} counted")
         if p.get("level") is not None:
             out.append(f"locations at taxonomy level {p['level']}")
+        for spend in manifest.get("spends") or []:
+            if spend.get("threshold") is not None:
+                out.append(
+                    f"{spend.get('label')}: cells with a noisy count below "
+                    f"{float(spend['threshold']):g} are suppressed (absent from the file)"
+                )
     return out
 
 
@@ -174,6 +181,19 @@ def _header(path: Path) -> list[str]:
     return [c.strip('"') for c in first.split(",")] if first else []
 
 
+def _schema_meaning(name: str, spec: Any) -> str:
+    kind = spec.get("kind") if isinstance(spec, dict) else None
+    if kind == "id":
+        return f"synthetic {name}: groups the rows of one made-up individual; not a real identifier"
+    if kind == "categorical":
+        n = len(spec.get("values") or [])
+        other = f"; values outside it become {spec['other']!r}" if spec.get("other") else ""
+        return f"one of {n:,} public values (listed in schema.json){other}"
+    if kind == "numeric":
+        return f"a number between {spec.get('min')} and {spec.get('max')} (the public range)"
+    return "see schema.json"
+
+
 def _schema_columns(folder: Path) -> dict[str, str]:
     import json
 
@@ -181,12 +201,9 @@ def _schema_columns(folder: Path) -> dict[str, str]:
     if not path.is_file():
         return {}
     schema = json.loads(path.read_text(encoding="utf-8"))
-    columns = schema.get("columns", schema) if isinstance(schema, dict) else {}
-    out = {}
-    for name, spec in columns.items() if isinstance(columns, dict) else []:
-        kind = spec.get("kind") or spec.get("type") if isinstance(spec, dict) else None
-        out[str(name)] = f"{kind or 'value'} column; its public domain is in schema.json"
-    return out
+    if not isinstance(schema, dict):
+        return {}
+    return {str(name): _schema_meaning(str(name), spec) for name, spec in schema.items()}
 
 
 def read_names(path: str | os.PathLike[str]) -> dict[str, str]:
@@ -203,9 +220,8 @@ def read_names(path: str | os.PathLike[str]) -> dict[str, str]:
         names: dict[str, str] = {}
         stops = tables.get("stops.txt")
         if stops is not None and "stop_name" in stops:
-            names.update(
-                zip(stops["stop_id"].astype(str), stops["stop_name"].astype(str), strict=True)
-            )
+            named = stops[stops["stop_name"].notna()]
+            names.update(zip(named["stop_id"], named["stop_name"], strict=True))
         routes = tables.get("routes.txt")
         if routes is not None:
             label = next((c for c in ("route_short_name", "route_long_name") if c in routes), None)
@@ -307,9 +323,13 @@ def render_readme(sheet: Mapping[str, Any]) -> str:
     lines += [f"- {b}" for b in sheet["bounded"]] or ["- nothing"]
     lines += ["", "## Known distortions (by design)", ""]
     lines += [f"- {d}" for d in sheet["distortions"]] or ["- none stated"]
-    lines += ["", "## Location names", ""]
     names = sheet["location_names"]
-    if names["names"]:
+    located = any(c["name"] == "location" for f in sheet["files"] for c in f["columns"])
+    if located or names["names"]:
+        lines += ["", "## Location names", ""]
+    if not located and not names["names"]:
+        pass
+    elif names["names"]:
         shown = list(names["names"].items())[:README_NAMES]
         lines += [f"From the public {names['source']}.", "", "| location | name |", "|---|---|"]
         lines += [f"| `{_md_cell(k)}` | {_md_cell(v)} |" for k, v in shown]
