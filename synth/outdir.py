@@ -48,6 +48,8 @@ SIGNATURES = ("manifest.json", "audit.json", "evaluation.json", "private-evaluat
 CONTAINER_FILES = ("config.toml", "report.html")
 #: Suffixes of the files the tool writes into an output folder (other files are the user's).
 TOOL_SUFFIXES = (".csv", ".parquet", ".json", ".html", ".png", ".svg", ".xml", ".gz", ".toml")
+#: Files the tool writes by exact name (a release's datasheet, :mod:`synth.datasheet`).
+TOOL_FILES = ("README.md",)
 _STAGE = re.compile(r"\.(?:stage|old)-(\d+)-[A-Za-z0-9_]+$")
 
 
@@ -136,6 +138,7 @@ def _split(out: Path) -> tuple[list[Path], list[Path]]:
         for e in entries
         if (e.is_dir() and is_tool_output(e, 1))
         or (e.is_file() and e.name.lower().endswith(TOOL_SUFFIXES))
+        or (e.is_file() and e.name in TOOL_FILES)
         or e.name.startswith(".")  # the tool's own temporary files
     ]
     return ours, [e for e in entries if e not in ours]

@@ -119,6 +119,21 @@ GLOSSARY: dict[str, tuple[frozenset[str], str]] = {
         _ALL,
         ": how much one privacy unit can change a noisy step's counts; noise is scaled to it.",
     ),
+    "Mechanism": (
+        _ALL,
+        ": the noisy step used (discrete Laplace or Gaussian noise on counts, a noisy "
+        "threshold ...), drawn from exact secure samplers.",
+    ),
+    "Noise scale": (
+        _ALL,
+        ": the spread of the noise added to each count (Laplace scale b, Gaussian sigma); "
+        "larger means noisier.",
+    ),
+    "Threshold": (
+        _ALL,
+        ": counts whose noisy value falls below it are dropped (a node of the tree, a cell of "
+        "a table), so rare paths and small cells are absent.",
+    ),
     "Basic composition": (
         _ALL,
         ": the epsilons (and deltas) of several noisy steps on the same data add up (Dwork and "
@@ -163,6 +178,10 @@ TERMS: dict[str, str] = {
     "delta": "Epsilon, delta",
     "privacy": "Epsilon, delta",
     "sensitivity": "Sensitivity",
+    "mechanism": "Mechanism",
+    "scale": "Noise scale",
+    "threshold": "Threshold",
+    "cells outside": "Error bound",
     "verdict": "Traffic light",
 }
 
@@ -232,9 +251,10 @@ summary{cursor:pointer;font-weight:600}p.note{color:#444;font-size:.92em}
 dl.glossary{font-size:.9em;background:#f4f7fb;padding:.6em .8em;border-radius:4px}
 dl.glossary dt{font-weight:600;margin-top:.4em}dl.glossary dd{margin-left:1.2em}
 a.term{color:inherit;text-decoration:underline dotted}
-td.light{white-space:nowrap;font-weight:600}td.light::before{content:"\25CF  ";font-size:1.2em}
-td.green::before{color:#1b7f3a}td.amber::before{color:#d08a00}td.red::before{color:#c0132c}
-td.grey::before{color:#999}ul.checklist{margin:.3em 0 .6em}ul.checklist li{margin:.15em 0}
+td.light{white-space:nowrap;font-weight:600;text-align:left}td.light span{font-size:1.3em}
+td.green span{color:#1b7f3a}td.amber span{color:#d08a00}td.red span{color:#c0132c}
+td.grey span{color:#999}table.verdict td,table.verdict th{text-align:left}
+ul.checklist{margin:.3em 0 .6em}ul.checklist li{margin:.15em 0}
 p.warning{background:#fff4d6;border-left:4px solid #d08a00;padding:.5em .8em}
 table.sample td{font-family:ui-monospace,monospace;font-size:.85em;text-align:left}
 """

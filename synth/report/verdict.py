@@ -213,14 +213,19 @@ def fitness(entry: ReleaseEntry) -> tuple[list[str], dict[str, tuple[str, str]],
 def fitness_section(entries: Sequence[ReleaseEntry]) -> str:
     """The verdict section: per release (the non-private ceiling left out), its checklist, a
     table of traffic lights per intended use with the thresholds, and warnings."""
+    sequences = any(e.results is not None and e.results["kind"] == "sequences" for e in entries)
+    ceiling = (
+        "; pattern mining is judged against the "
+        + term_link("truncated ceiling", "Truncated ceiling")
+        if sequences
+        else ""
+    )
     parts = [
         f'<h2 id="{SECTION_ID}">Fit to publish, and for what?</h2>',
-        '<p class="note">Each release is checked against fixed thresholds: conventions of this '
+        '<p class="note">Each release is checked against fixed limits: conventions of this '
         "report, stated beside each light and chosen before looking at any data (a TV distance "
         "of 0.05 moves 5% of a distribution, about the rounding of a published percentage "
-        "table; pattern mining is judged against the "
-        + term_link("truncated ceiling", "Truncated ceiling")
-        + "). They are not statistical tests: adapt them to your use. "
+        f"table{ceiling}). They are not statistical tests: adapt them to your use. "
         + term_link("Traffic light", "Traffic light")
         + ": green fit, amber usable with care, red not fit, grey does not apply.</p>",
     ]
@@ -229,7 +234,8 @@ def fitness_section(entries: Sequence[ReleaseEntry]) -> str:
             continue
         checks, lights, warnings = fitness(e)
         rows = "".join(
-            f'<tr><td>{html.escape(use)}</td><td class="light {light}">{light}</td>'
+            f'<tr><td>{html.escape(use)}</td><td class="light {light}"><span>\u25cf</span> '
+            f"{light}</td>"
             f'<td class="text">{html.escape(why)}</td></tr>'
             for use, (light, why) in lights.items()
         )
@@ -238,7 +244,7 @@ def fitness_section(entries: Sequence[ReleaseEntry]) -> str:
             f"<h3>{html.escape(e.name)}</h3>"
             '<ul class="checklist">' + "".join(f"<li>{c}</li>" for c in checks) + "</ul>"
             '<table class="verdict"><tr><th>intended use</th><th>verdict</th>'
-            f"<th>why (threshold)</th></tr>{rows}</table>"
+            f"<th>why (the limits applied)</th></tr>{rows}</table>"
             + "".join(f'<p class="warning">{html.escape(w)}</p>' for w in warnings)
             + "</div>"
         )

@@ -172,7 +172,9 @@ def test_report_opens_with_notice_and_summary(
         "k-marginal score",
     ):
         assert term in text  # the glossary line
-    assert page.images == 6  # one row of panels per evaluated release, and the time panels
+    assert (
+        page.images == 9
+    )  # per evaluated release its panels (sequences: two rows), the time panels
     [report] = list(out.parent.rglob("private-report.html"))
     assert 'id="time"' in report.read_text(encoding="utf-8")  # the timed SUBE release's time
 

@@ -144,7 +144,8 @@ def test_manifest_is_identical_on_neighbouring_inputs(
 ) -> None:
     root = neighbours["root"]
     # the public domains of a trips release (schema.json) come from the schema or public trips
-    files = ["manifest.json", *(["schema.json"] if kind == "trips" else [])]
+    files = ["manifest.json", "README.md", "datasheet.json"]  # the datasheet too
+    files += ["schema.json"] if kind == "trips" else []
     written = []
     for which in ("d", "d1"):
         out = tmp_path / which
@@ -208,7 +209,16 @@ def test_provenance_record_is_beside_the_release_never_inside(
     assert main([*argv, "--seed", "1", "--provenance-key-file", str(key_file), "--quiet"]) == 0
     # the release directory is the same, byte for byte, with or without the record
     names = sorted(p.name for p in keyed.iterdir())
-    assert names == sorted(p.name for p in plain.iterdir()) == ["manifest.json", "sequences.csv"]
+    assert (
+        names
+        == sorted(p.name for p in plain.iterdir())
+        == [
+            "README.md",
+            "datasheet.json",
+            "manifest.json",
+            "sequences.csv",
+        ]
+    )
     for n in names:
         assert (keyed / n).read_bytes() == (plain / n).read_bytes()
     assert not (plain.parent / f"plain{SUFFIX}").exists()  # only when asked for
