@@ -119,7 +119,7 @@ def _bounds(manifest: Mapping[str, Any]) -> list[str]:
         out.append(f"height h = {p.get('height')}: each sequence is cut to its first h locations")
         if p.get("time_bin_minutes"):
             out.append(f"times floored to {p['time_bin_minutes']}-minute bins")
-        out.append(f"the tree holds at most {p.get('max_nodes'):,} nodes")
+        out.append(f"the model holds at most {p.get('max_nodes'):,} tree nodes (a memory bound)")
     elif g == "archetypes":
         order = p.get("order_column")
         out.append(
@@ -142,6 +142,14 @@ def _bounds(manifest: Mapping[str, Any]) -> list[str]:
     return out
 
 
+def _floored(minutes: int) -> str:
+    start = (8 * 60 + 59) // minutes * minutes
+    return (
+        f"times are floored to {minutes}-minute bins: a tap at 08:59 is shown at "
+        f"{start // 60:02d}:{start % 60:02d}"
+    )
+
+
 def _distortions(manifest: Mapping[str, Any]) -> list[str]:
     """The distortions of the method, by design."""
     p = manifest.get("parameters") or {}
@@ -154,6 +162,7 @@ def _distortions(manifest: Mapping[str, Any]) -> list[str]:
             "counts carry noise: small groups of passengers are over- or under-represented; "
             "chains of several boardings tend to be shorter than in reality",
             "the number of passengers is itself noisy",
+            *([_floored(int(p["time_bin_minutes"]))] if p.get("time_bin_minutes") else []),
         ]
     if g == "archetypes":
         return [
@@ -317,6 +326,7 @@ def render_readme(sheet: Mapping[str, Any]) -> str:
         lines += [f"### `{f['file']}`", "", "| column | what it holds |", "|---|---|"]
         lines += [f"| `{_md_cell(c['name'])}` | {_md_cell(c['meaning'])} |" for c in f["columns"]]
         lines.append("")
+    lines += ["Other files:", ""]
     for name, text in sheet["other_files"].items():
         lines.append(f"- `{name}`: {text}")
     lines += ["", "## What was truncated or bounded", ""]

@@ -254,6 +254,7 @@ a.term{color:inherit;text-decoration:underline dotted}
 td.light{white-space:nowrap;font-weight:600;text-align:left}td.light span{font-size:1.3em}
 td.green span{color:#1b7f3a}td.amber span{color:#d08a00}td.red span{color:#c0132c}
 td.grey span{color:#999}table.verdict td,table.verdict th{text-align:left}
+table.verdict{width:100%}table.verdict td:first-child{white-space:nowrap;width:10em}
 ul.checklist{margin:.3em 0 .6em}ul.checklist li{margin:.15em 0}
 p.warning{background:#fff4d6;border-left:4px solid #d08a00;padding:.5em .8em}
 table.sample td{font-family:ui-monospace,monospace;font-size:.85em;text-align:left}

@@ -206,7 +206,11 @@ def fitness(entry: ReleaseEntry) -> tuple[list[str], dict[str, tuple[str, str]],
             checks, lights, warnings = _trips(entry.results, entry.key)
         return [html.escape(first), *checks], lights, warnings
     check = f"reference check: {entry.verdict}" if entry.verdict else "not evaluated"
-    lights = {use: ("grey", "aggregate counts, not microdata: read the table") for use in USES}
+    lights = {
+        "pattern mining": ("grey", "does not apply: counts per stop and time, no sequences"),
+        "OD/flows": ("grey", "does not apply: counts per location, no origin-destination pairs"),
+        "simulation input": ("grey", "does not apply: aggregate counts, no individual rows"),
+    }
     return [html.escape(first), html.escape(check)], lights, []
 
 
