@@ -265,7 +265,6 @@ def build_datasheet(
 ) -> dict[str, Any]:
     """The datasheet of the release in ``folder`` (its data files written) with ``manifest``."""
     from synth import __version__
-    from synth.release import FORMATS
 
     root = Path(folder)
     params = manifest.get("parameters") or {}
@@ -273,7 +272,7 @@ def build_datasheet(
     described = {**_COLUMNS, **_schema_columns(root)}
     files = []
     for path in sorted(root.iterdir()):
-        if path.suffix.lstrip(".") in FORMATS and not path.name.startswith("."):
+        if path.suffix in (".csv", ".parquet") and not path.name.startswith("."):
             columns = [
                 {"name": c, "meaning": described.get(c, "see the manifest's parameters")}
                 for c in _header(path)

@@ -17,7 +17,8 @@ from typing import Any
 
 import pandas as pd
 
-from synth.evaluate.patterns import _encode, pattern_support
+from synth.evaluate.patterns import pattern_support
+from synth.records import encode_sequences
 
 __all__ = ["SAMPLE_ROWS", "length_profile", "pattern_supports", "sample_rows"]
 
@@ -43,7 +44,8 @@ def pattern_supports(seqs: pd.DataFrame, patterns: Sequence[Sequence[str]]) -> l
     naming a location the release lacks."""
     if len(seqs) == 0:
         return [0] * len(patterns)
-    codes, locations = _encode(seqs)
+    locations = sorted(seqs["location"].astype(str).unique())
+    codes = encode_sequences(seqs.assign(location=seqs["location"].astype(str)), locations)
     index = {loc: i for i, loc in enumerate(locations)}
     out = []
     for pattern in patterns:
