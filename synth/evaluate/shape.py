@@ -5,7 +5,7 @@
   (the chains transfer analysts study);
 - :func:`pattern_supports`: how many sequences of a release contain each given pattern (the
   original's top patterns, Chen et al. 2012, section 3.3), to plot real against synthetic;
-- :func:`sample_rows`: the first rows of a released table, as the report shows them.
+- :func:`sample_rows`: rows spread through a released table, as the report shows them.
 
 All JSON-ready; the report (:mod:`synth.report`) renders them.
 """
@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from synth.evaluate.patterns import pattern_support
@@ -55,10 +56,23 @@ def pattern_supports(seqs: pd.DataFrame, patterns: Sequence[Sequence[str]]) -> l
 
 
 def sample_rows(frame: pd.DataFrame, n: int = SAMPLE_ROWS) -> dict[str, Any]:
-    """The first ``n`` rows of ``frame``: ``{"columns": [...], "rows": [[...], ...]}`` (values
-    as strings; the release's own order)."""
-    head = frame.head(n)
+    """Rows spread through ``frame`` (the release's own order, no randomness): for sequences the
+    whole sequences of ``n // 2`` ids evenly spaced among the ids (at most ``3 * n`` rows), else
+    ``n`` evenly spaced rows. ``{"columns": [...], "rows": [[...], ...], "what": ...}``, values
+    as strings."""
+    if len(frame) == 0:
+        head = frame
+        what = "the released file is empty"
+    elif "seq_id" in frame.columns:
+        ids = frame["seq_id"].drop_duplicates()
+        picks = ids.iloc[np.unique(np.linspace(0, len(ids) - 1, max(n // 2, 1)).astype(int))]
+        head = frame[frame["seq_id"].isin(set(picks))].head(3 * n)
+        what = f"{len(picks)} whole sequences spread evenly through the released file"
+    else:
+        head = frame.iloc[np.unique(np.linspace(0, len(frame) - 1, n).astype(int))]
+        what = f"{len(head)} rows spread evenly through the released file"
     return {
         "columns": [str(c) for c in head.columns],
         "rows": [[("" if pd.isna(v) else str(v)) for v in row] for row in head.itertuples(False)],
+        "what": what,
     }

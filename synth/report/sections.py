@@ -126,8 +126,9 @@ def sample_rows_section(results: Mapping[str, Any]) -> list[str]:
         if name.startswith(NO_PRIVACY_PREFIX) or not sample:
             continue
         out.append(
-            f'<details class="sample" open><summary>Sample rows of {html.escape(name)} (the '
-            f"first {len(sample['rows'])} rows of the released file, as published)</summary>"
+            f'<details class="sample" open><summary>Sample rows of {html.escape(name)} '
+            f"({html.escape(str(sample.get('what', 'rows of the released file')))}, as "
+            "published)</summary>"
             + html_table(sample["columns"], sample["rows"], cls="sample")
             + "</details>"
         )

@@ -214,7 +214,11 @@ def test_sequence_plots_and_sample_rows(report: tuple[Report, dict, pd.DataFrame
     assert len(page.samples) == 3  # same, single, tree; not the non-private ceiling
     header, *rows = page.samples[-1]
     assert header == ["seq_id", "pos", "location"]
-    assert rows == [[str(v) for v in r] for r in tree.head(8).itertuples(index=False)]
+    ids = tree["seq_id"].drop_duplicates()
+    picked = ids.iloc[np.linspace(0, len(ids) - 1, 4).astype(int)]  # evenly spread
+    expected = tree[tree["seq_id"].isin(set(picked))].head(24)
+    assert rows == [[str(v) for v in r] for r in expected.itertuples(index=False)]
+    assert len({r[0] for r in rows}) == 4  # whole sequences, not the first rows of one
 
 
 def _uncovered(page: Report) -> list[str]:
@@ -264,4 +268,5 @@ def test_trip_report_verdict_and_sample_rows() -> None:
     assert any(c.startswith("OD matrices within 10%: yes") for c in checks)
     header, *sample = page.samples[0]
     assert header == list(trips.columns) and len(sample) == 8
+    assert sample[-1] == [str(v) for v in trips.iloc[-1]]  # spread to the last row
     assert _uncovered(page) == []
