@@ -41,9 +41,9 @@ DATASHEET_JSON = "datasheet.json"
 README_NAMES = 40
 
 _KINDS = {
-    "prefixtree": "passenger sequences",
-    "archetypes": "trips",
-    "opal-marginals": "marginal count tables",
+    "prefixtree": "Synthetic passenger sequences",
+    "archetypes": "Synthetic trips",
+    "opal-marginals": "Noisy count tables of tap-ons and tap-offs",
 }
 _WHAT = {
     "prefixtree": "Synthetic passenger sequences: each sequence is one made-up passenger's "
@@ -69,6 +69,10 @@ _COLUMNS = {
 }
 
 
+#: marginal releases whose unit is one row (a tap or a trip), not a card
+_ROW_UNITS = ("tap", "trip", "row", "None")
+
+
 def _fmt(x: float) -> str:
     return f"{x:g}"
 
@@ -85,9 +89,9 @@ def _unit_phrase(manifest: Mapping[str, Any]) -> str:
         return f"one {unit} (every row with its {column} value{kept})"
     if params.get("generator") == "opal-marginals":
         k = params.get("max_contributions")
-        if str(params.get("privacy_unit")) in ("tap", "trip", "row", "None"):
+        if str(params.get("privacy_unit")) in _ROW_UNITS:
             return f"one {unit}"
-        return f"one {unit} (with all its taps, at most {k} counted)"
+        return f"one {unit} (with all its taps, at most {k} counted per side)"
     return f"one {unit}"
 
 
@@ -129,8 +133,11 @@ def _bounds(manifest: Mapping[str, Any]) -> list[str]:
         out.append(f"{p.get('n_archetypes')} archetypes; values binned to the public schema")
     elif g == "opal-marginals":
         out.append(f"times in {p.get('bin_minutes')}-minute bins")
-        if p.get("max_contributions"):
-            out.append(f"at most {p['max_contributions']} taps per {p.get('privacy_unit')} counted")
+        if p.get("max_contributions") and str(p.get("privacy_unit")) not in _ROW_UNITS:
+            out.append(
+                f"at most {p['max_contributions']} taps per {p.get('privacy_unit')} counted on "
+                "each side (tap-on, tap-off), the first by time"
+            )
         if p.get("level") is not None:
             out.append(f"locations at taxonomy level {p['level']}")
         for spend in manifest.get("spends") or []:
@@ -281,7 +288,7 @@ def build_datasheet(
     names, source = _public_names(public_inputs or {})
     cap = manifest.get("guarantee") or manifest.get("cap") or {}
     return {
-        "title": f"Synthetic {_KINDS.get(generator, 'data')} (transit-synth {__version__})",
+        "title": f"{_KINDS.get(generator, 'Synthetic data')} (transit-synth {__version__})",
         "what": _WHAT.get(generator, "A differentially private release."),
         "files": files,
         "other_files": {
@@ -321,9 +328,19 @@ def render_readme(sheet: Mapping[str, Any]) -> str:
         "## Files",
         "",
     ]
-    for f in sheet["files"]:
+    if len(sheet["files"]) == 1:
+        f = sheet["files"][0]
         lines += [f"### `{f['file']}`", "", "| column | what it holds |", "|---|---|"]
         lines += [f"| `{_md_cell(c['name'])}` | {_md_cell(c['meaning'])} |" for c in f["columns"]]
+        lines.append("")
+    elif sheet["files"]:  # one table of files, then each column once
+        lines += ["| file | columns |", "|---|---|"]
+        for f in sheet["files"]:
+            columns = ", ".join(f"`{c['name']}`" for c in f["columns"])
+            lines.append(f"| `{f['file']}` | {columns} |")
+        meanings = {c["name"]: c["meaning"] for f in sheet["files"] for c in f["columns"]}
+        lines += ["", "| column | what it holds |", "|---|---|"]
+        lines += [f"| `{_md_cell(k)}` | {_md_cell(v)} |" for k, v in meanings.items()]
         lines.append("")
     lines += ["Other files:", ""]
     for name, text in sheet["other_files"].items():

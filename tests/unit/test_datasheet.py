@@ -7,6 +7,7 @@ the data is checked on neighbouring datasets in tests/dp/test_release_neighbours
 from __future__ import annotations
 
 import json
+import re
 import zipfile
 from pathlib import Path
 
@@ -121,9 +122,19 @@ def test_marginals_datasheet_states_suppression_and_unit(tmp_path: Path) -> None
     ).fit(taps)
     readme, sheet = _read(release.write(tmp_path / "m").path)
     assert {f["file"] for f in sheet["files"]} >= {"on_location.csv", "on_time_location.csv"}
-    assert "one card_id (with all its taps, at most 2 counted)" in sheet["privacy"]["in_words"]
+    assert (
+        "one card_id (with all its taps, at most 2 counted per side)"
+        in sheet["privacy"]["in_words"]
+    )
     assert any("are suppressed (absent from the file)" in b for b in sheet["bounded"])
     assert "| `count` | noisy number of taps in this cell" in readme
+    assert "| `on_time_location.csv` | `mode`, `day`, `time`, `location`, `count` |" in readme
+    per_row = OpalRelease(epsilon=4.0, delta=1e-6, random_state=1).fit(taps)
+    _, sheet = _read(per_row.write(tmp_path / "rows").path)
+    in_words = sheet["privacy"]["in_words"]
+    assert re.match(r"Adding or removing one (tap|trip) changes", in_words), in_words
+    assert "the budget applies to each (mode, day) partition" in in_words
+    assert not any(b.startswith("at most") for b in sheet["bounded"])  # no per-card bound
 
 
 def test_trips_datasheet_describes_the_schema(tmp_path: Path) -> None:
