@@ -246,7 +246,12 @@ def read_names(path: str | os.PathLike[str]) -> dict[str, str]:
                     if isinstance(name, str) and name:
                         names[f"route:{rid}"] = name
         return names
-    frame = pd.read_csv(source, dtype=str, keep_default_na=False)
+    if not source.is_file():
+        raise InputError(f"{source}: names file not found")
+    try:
+        frame = pd.read_csv(source, dtype=str, keep_default_na=False, encoding="utf-8")
+    except (ValueError, UnicodeDecodeError, pd.errors.ParserError) as exc:
+        raise InputError(f"{source}: not a readable CSV names file ({exc})") from exc
     if list(frame.columns[:2]) != ["location", "name"]:
         raise InputError(f"{source}: a names file has the columns location,name")
     return dict(zip(frame["location"], frame["name"], strict=True))

@@ -14,6 +14,7 @@ import pandas as pd
 
 from synth.cli.options import (
     add_engine_options,
+    add_names_option,
     add_provenance_option,
     add_quiet_option,
     add_seed_option,
@@ -104,6 +105,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_quiet_option(p)
     add_engine_options(p)
     add_provenance_option(p)
+    add_names_option(p)
     p.set_defaults(func=run)
 
 
@@ -146,6 +148,7 @@ def run(args: argparse.Namespace) -> int:
         seed=args.seed,
         progress=Progress(args.quiet),
         provenance_key=provenance_key(args.provenance_key_file),
+        names=args.names,
     )
     if not args.quiet:
         print(summary, file=sys.stderr)

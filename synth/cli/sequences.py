@@ -30,6 +30,7 @@ from prefixtree.synthesizer import (
 )
 from synth.cli.options import (
     add_engine_options,
+    add_names_option,
     add_provenance_option,
     add_quiet_option,
     add_seed_option,
@@ -75,6 +76,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_quiet_option(p)
     add_engine_options(p)
     add_provenance_option(p)
+    add_names_option(p)
     p.set_defaults(func=run)
 
 
@@ -272,6 +274,7 @@ def run(args: argparse.Namespace) -> int:
         progress=Progress(args.quiet),
         timezone=args.timezone,
         provenance_key=provenance_key(args.provenance_key_file),
+        names=args.names,
     )
     if not args.quiet:
         print(summary, file=sys.stderr)

@@ -59,7 +59,7 @@ def test_demo_writes_the_release_directories(
     )
     combined = json.loads((out / "releases" / "manifest.json").read_text())
     assert sorted(r["name"] for r in combined["releases"]) == sorted(RELEASES)
-    assert sum(len(u["releases"]) for u in combined["guarantee_per_unit"].values()) == 5
+    assert sum(len(u["releases"]) for u in combined["guarantee_per_unit"].values()) == len(RELEASES)
     for name, data in RELEASES.items():
         folder = out / "releases" / name
         manifest = json.loads((folder / "manifest.json").read_text())
@@ -71,8 +71,9 @@ def test_demo_writes_the_release_directories(
         text = (folder / "manifest.json").read_text()
         assert "miercoles" not in text and "chicago_taxi" not in text
         assert len(pd.read_csv(folder / data)) > 0
-        # only DP data files and the manifest: no report, no evaluation
-        assert all(p.suffix in (".csv", ".json") for p in folder.iterdir())
+        # only DP data files, the manifest and the datasheet: no report, no evaluation
+        assert all(p.suffix in (".csv", ".json") or p.name == "README.md" for p in folder.iterdir())
+        assert {"README.md", "datasheet.json"} <= {p.name for p in folder.iterdir()}
         assert not [p for p in folder.iterdir() if "report" in p.name or "eval" in p.name]
     internal = out / "evaluation-private"
     assert sorted(p.name for p in internal.iterdir()) == [

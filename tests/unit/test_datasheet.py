@@ -175,3 +175,45 @@ def test_trips_datasheet_describes_the_schema(tmp_path: Path) -> None:
     manifest = (tmp_path / "t" / "manifest.json").read_text(encoding="utf-8")
     assert "add or remove one card: every row with its card value" in manifest
     assert "None" not in readme and "## Location names" not in readme
+
+
+def test_cli_names_option(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--names FILE`` on ``sequences`` and ``marginals``: the names reach the datasheet; a
+    bad names file is one error line, exit 2, before anything is written."""
+    from synth.cli import main
+
+    data = _sequences(200)
+    data.to_csv(tmp_path / "seqs.csv", index=False)
+    tax = tmp_path / "tax.csv"
+    tax.write_text(
+        "child,parent\n"
+        + "".join(f"{s},L{1 + (s > 'd')}\n" for s in "abcdefgh")
+        + "L1,root\nL2,root\n"
+    )
+    names = tmp_path / "names.csv"
+    names.write_text("location,name\na,Alpha\n", encoding="utf-8")
+    argv = ["sequences", str(tmp_path / "seqs.csv"), "--taxonomy", str(tax), "--epsilon", "1"]
+    argv += ["--height", "3", "--seed", "1", "--quiet"]
+    assert main([*argv, "--out", str(tmp_path / "rel"), "--names", str(names)]) == 0
+    assert "| `a` | Alpha |" in (tmp_path / "rel" / "README.md").read_text(encoding="utf-8")
+    bad = tmp_path / "bad.csv"
+    bad.write_text("stop,label\na,A\n", encoding="utf-8")
+    for given in (bad, tmp_path / "missing.csv"):
+        capsys.readouterr()
+        assert main([*argv, "--out", str(tmp_path / "no"), "--names", str(given)]) == 2
+        assert len(capsys.readouterr().err.strip().splitlines()) == 1
+        assert not (tmp_path / "no").exists()
+    taps = pd.DataFrame(
+        {
+            "card_id": [f"c{i % 50}" for i in range(200)],
+            "time": "2024-03-05 07:00",
+            "stop_id": ["a", "b"] * 100,
+            "mode": "bus",
+        }
+    )
+    taps.to_csv(tmp_path / "taps.csv", index=False)
+    margs = ["marginals", str(tmp_path / "taps.csv"), "--epsilon", "1", "--delta", "1e-6"]
+    out = tmp_path / "m"
+    assert main([*margs, "--out", str(out), "--names", str(names), "--quiet", "--seed", "1"]) == 0
+    sheet = json.loads((out / "datasheet.json").read_text(encoding="utf-8"))
+    assert sheet["location_names"]["names"] == {"a": "Alpha"}
