@@ -9,7 +9,7 @@ adapt them to its use:
 - a TV distance of 0.05 ("within 5%") moves at most 5% of a distribution's mass, about the
   rounding an analyst accepts in a published percentage table; 0.15 is three times that;
 - pattern mining is judged against the truncated ceiling (a release of height h can at best find
-  what the original cut to h holds; Chen et al. 2012 compare with it): 80% of the ceiling
+  what the original cut to h holds): 80% of the ceiling
   means 4 in 5 of the findable top patterns are right; below 50%, most of the list is wrong;
 - count queries on busy locations (the popularity workload) are the flows planners read; a
   relative error of 10% is taken as the order of the day-to-day variation of a line's boardings
