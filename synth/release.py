@@ -2,7 +2,9 @@
 
 A release directory is ``manifest.json`` (the privacy ledger's JSON,
 :meth:`~synth.privacy.PrivacyLedger.to_dict`) plus its data: ``sequences.csv|parquet`` (prefix
-tree), ``trips.csv|parquet`` and ``schema.json`` (archetypes), one file per table (marginals).
+tree), ``trips.csv|parquet`` and ``schema.json`` (archetypes), one file per table (marginals),
+and its datasheet for the public, ``README.md`` and ``datasheet.json`` (:mod:`synth.datasheet`,
+written with the manifest from public facts only).
 
 The release contract: a fitted :class:`~synth.generator.Generator`'s ``manifest()`` is
 :func:`build_manifest` (the one manifest builder: the ledger, the generator's public parameters
