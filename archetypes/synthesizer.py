@@ -508,8 +508,8 @@ class ArchetypeSynthesizer(JointSampling):
             epsilon=self.epsilon,
             delta=self.delta,
             unit=self.unit,
-            neighbouring=(
-                f"add or remove one {self.unit} with all its trips "
+            neighbouring=(  # the unit is the id column's value, whatever its rows are
+                f"add or remove one {self.unit}: every row with its {self.id_column} value "
                 f"(at most {self.max_records_per_individual} kept)"
             ),
         )

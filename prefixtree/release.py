@@ -12,6 +12,7 @@ from typing import Any
 import pandas as pd
 
 from prefixtree.synthesizer import PrefixTreeSynthesizer
+from synth.datasheet import read_names
 from synth.errors import ConfigError, InputError
 from synth.io import read_table, table_format
 from synth.progress import Progress
@@ -62,6 +63,7 @@ def release_sequences(
     source: str | os.PathLike[str] | None = None,
     timezone: str | None = None,
     provenance_key: bytes | None = None,
+    names: str | os.PathLike[str] | None = None,
 ) -> str:
     """Write a prefix-tree release of ``input`` into ``out`` (atomically); returns a summary line.
 
@@ -80,6 +82,8 @@ def release_sequences(
     spec = str(taxonomy)
     public = _public_locations(spec, locations)
     check_format(format)
+    if names is not None:
+        read_names(names)  # a bad names file fails before the data is read
     recorded = source if source is not None else input
     provenance = (
         None if provenance_key is None else private_inputs(provenance_key, {"input": recorded})
@@ -104,6 +108,7 @@ def release_sequences(
         del seqs  # the input is not needed for the release
         step("release")
         extra = {} if locations is None else {"locations": locations}
+        extra.update({} if names is None else {"names": names})  # the datasheet's names
         written = synth.write(out, format=format, public_inputs=extra)
     if provenance is not None:
         write_provenance(out, provenance, command="sequences")

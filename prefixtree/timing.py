@@ -264,8 +264,11 @@ def sample_minutes(
 
 
 def clock_labels(minutes: IntArray) -> npt.NDArray[np.str_]:
-    """``HH:MM`` for minutes of the day."""
+    """``HH:MM`` for minutes of the day (an empty array for none: a chunk whose sequences all
+    vanished)."""
     m = np.asarray(minutes, dtype=np.int64)
+    if m.size == 0:  # numpy's zfill has no width to take the maximum of
+        return np.empty(m.shape, dtype="<U5")
     return np.char.add(
         np.char.add(np.char.zfill((m // 60).astype(str), 2), ":"),
         np.char.zfill((m % 60).astype(str), 2),

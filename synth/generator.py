@@ -359,17 +359,19 @@ class Generator:
         public_inputs: Mapping[str, str | os.PathLike[str]] | None = None,
         force: bool | None = None,
     ) -> Written:
-        """Write the release directory ``out``: the data files (``format`` "csv" or "parquet")
-        and :meth:`manifest`, staged and put in place whole (:func:`synth.release.write_release`:
+        """Write the release directory ``out``: the data files (``format`` "csv" or "parquet"),
+        :meth:`manifest` and the datasheet (``README.md``, ``datasheet.json``), staged and put
+        in place whole (:func:`synth.release.write_release`:
         an existing folder of the user's is never replaced; ``force`` as ``--force``)."""
         from synth.release import Written, check_format, write_release
 
         self._check_fitted()
         check_format(format)
         manifest = self.manifest(public_inputs)
+        inputs = {**self.public_inputs(), **dict(public_inputs or {})}
         with write_release(out, force=force) as release:
             counts = self._write_data(release, format)
-            release.manifest(manifest)
+            release.manifest(manifest, inputs)  # and the datasheet (README.md, datasheet.json)
         return Written(Path(out), dict(counts))
 
     def _write_data(

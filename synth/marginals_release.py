@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 import pandas as pd
 
+from synth.datasheet import read_names
 from synth.errors import ConfigError, TransitSynthWarning
 from synth.logs import private_message
 from synth.marginals import TABLES, OpalRelease
@@ -56,6 +57,7 @@ def release_marginals(
     progress: Progress | None = None,
     source: str | os.PathLike[str] | None = None,
     provenance_key: bytes | None = None,
+    names: str | os.PathLike[str] | None = None,
 ) -> str:
     """Fit an :class:`~synth.sbh.OpalRelease` on ``input`` and write it into ``out`` atomically;
     returns a summary line. ``input`` is a file or a frame of trips or taps (``source``: the file
@@ -68,6 +70,8 @@ def release_marginals(
     """
     progress = Progress(quiet=True) if progress is None else progress
     check_format(format)
+    if names is not None:
+        read_names(names)  # a bad names file fails before the data is read
     recorded = source if source is not None else input
     provenance = (
         None if provenance_key is None else private_inputs(provenance_key, {"input": recorded})
@@ -100,7 +104,8 @@ def release_marginals(
         step("fit")
         release.fit(data)
         step("write")
-        written = release.write(out, format=format).path
+        inputs = None if names is None else {"names": names}  # the datasheet's location names
+        written = release.write(out, format=format, public_inputs=inputs).path
     if provenance is not None:
         write_provenance(out, provenance, command="marginals")
     warn_if_underspent(release.ledger_, str(out))

@@ -2,7 +2,9 @@
 
 A release directory is ``manifest.json`` (the privacy ledger's JSON,
 :meth:`~synth.privacy.PrivacyLedger.to_dict`) plus its data: ``sequences.csv|parquet`` (prefix
-tree), ``trips.csv|parquet`` and ``schema.json`` (archetypes), one file per table (marginals).
+tree), ``trips.csv|parquet`` and ``schema.json`` (archetypes), one file per table (marginals),
+and its datasheet for the public, ``README.md`` and ``datasheet.json`` (:mod:`synth.datasheet`,
+written with the manifest from public facts only).
 
 The release contract: a fitted :class:`~synth.generator.Generator`'s ``manifest()`` is
 :func:`build_manifest` (the one manifest builder: the ledger, the generator's public parameters
@@ -58,6 +60,7 @@ __all__ = [
     "combined_manifest",
     "encode_json",
     "find_data_file",
+    "guarantee_in_words",
     "manifest_kind",
     "open_release",
     "read_manifest",
@@ -149,9 +152,23 @@ def build_manifest(
     if "generator" not in parameters:
         raise ValueError("a release manifest names its generator (parameters['generator'])")
     manifest = ledger.to_dict(parameters=dict(parameters), public_inputs=public_inputs)
+    manifest["guarantee_in_words"] = guarantee_in_words(manifest)
     manifest = json.loads(encode_json(manifest))
     validate_manifest(manifest, "the manifest")
     return dict(manifest)
+
+
+def guarantee_in_words(manifest: Mapping[str, Any]) -> str:
+    """The manifest's ``guarantee_in_words``: the guarantee (the cap) as the one figure that
+    counts, beside which ``spent`` and ``remaining`` are bookkeeping."""
+    cap = manifest.get("guarantee") or manifest.get("cap") or {}
+    eps, delta = float(cap.get("epsilon", float("nan"))), float(cap.get("delta", 0.0))
+    return (
+        f"The guarantee is epsilon {eps:g}, delta {delta:g} per {manifest.get('privacy_unit')} "
+        f"({manifest.get('neighbouring')}): this is what counts. 'spent' and 'remaining' are "
+        "bookkeeping of the noisy steps; spending less than the budget does not strengthen the "
+        "guarantee."
+    )
 
 
 #: ``kind`` of the manifest of a ``run`` or demo output (several releases of the same data).
@@ -279,9 +296,32 @@ class ReleaseWriter:
         path.write_text(encode_json(data, sort_keys=False), encoding="utf-8")
         return path
 
-    def manifest(self, manifest: Mapping[str, Any]) -> Path:
-        """Write the release's ``manifest.json`` (its privacy claim)."""
-        return write_manifest(self.path, manifest)
+    def manifest(
+        self,
+        manifest: Mapping[str, Any],
+        public_inputs: Mapping[str, str | os.PathLike[str]] | None = None,
+    ) -> Path:
+        """Write the release's ``manifest.json`` (its privacy claim), then its datasheet
+        (``README.md`` and ``datasheet.json``, :mod:`synth.datasheet`) from the manifest, the
+        data files' headers and the ``public_inputs`` (a GTFS taxonomy or a names file gives
+        location names): call it once the data files are written."""
+        path = write_manifest(self.path, manifest)
+        self.datasheet(manifest, public_inputs)
+        return path
+
+    def datasheet(
+        self,
+        manifest: Mapping[str, Any],
+        public_inputs: Mapping[str, str | os.PathLike[str]] | None = None,
+    ) -> Path:
+        """Write ``README.md`` and ``datasheet.json`` (public facts and the manifest only)."""
+        from synth.datasheet import DATASHEET_JSON, DATASHEET_README, build_datasheet, render_readme
+
+        sheet = build_datasheet(self.path, manifest, public_inputs)
+        self.file(DATASHEET_JSON).write_text(encode_json(sheet, sort_keys=False), encoding="utf-8")
+        path = self.file(DATASHEET_README)
+        path.write_text(render_readme(sheet), encoding="utf-8")
+        return path
 
     @property
     def complete(self) -> bool:

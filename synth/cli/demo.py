@@ -485,7 +485,8 @@ def _run(args: argparse.Namespace, step: _Steps) -> None:
 def _summary(out: Path, sequences: dict[str, Any], trips: dict[str, Any], quiet: bool) -> None:
     """Where everything went, and the headline figures."""
     print(
-        f"releases written to {out / RELEASES_DIR}/ (publishable: data and manifest.json only; "
+        f"releases written to {out / RELEASES_DIR}/ (publishable: data, manifest.json and the "
+        "datasheet README.md/datasheet.json; "
         f"{RELEASES_DIR}/manifest.json: the guarantee of publishing them all)"
     )
     print(

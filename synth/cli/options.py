@@ -125,6 +125,18 @@ def add_provenance_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_names_option(parser: argparse.ArgumentParser) -> None:
+    """Add ``--names FILE`` (public location names for the release's datasheet)."""
+    parser.add_argument(
+        "--names",
+        default=None,
+        metavar="FILE",
+        help="public CSV location,name: the location names listed in the release's datasheet "
+        "(README.md, datasheet.json); fingerprinted in the manifest (a GTFS zip --taxonomy "
+        "gives its stop and route names without it)",
+    )
+
+
 def add_timezone_option(parser: argparse.ArgumentParser) -> None:
     """``--timezone TZ`` for the commands that read times (README "Data formats")."""
     parser.add_argument(

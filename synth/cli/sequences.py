@@ -33,6 +33,7 @@ from synth.cli.inputmap import add_input_map_options, input_map_from_args, mappe
 from synth.cli.options import (
     add_engine_options,
     add_gtfs_route_rule_option,
+    add_names_option,
     add_provenance_option,
     add_quiet_option,
     add_seed_option,
@@ -79,6 +80,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_quiet_option(p)
     add_engine_options(p)
     add_provenance_option(p)
+    add_names_option(p)
     p.set_defaults(func=run)
 
 
@@ -305,6 +307,7 @@ def run(args: argparse.Namespace) -> int:
         timezone=args.timezone,
         source=args.input,
         provenance_key=provenance_key(args.provenance_key_file),
+        names=args.names,
     )
     if not args.quiet:
         if columns:

@@ -26,6 +26,7 @@ from synth.evaluate.marginals import (
     trips_per_individual,
 )
 from synth.evaluate.patterns import top_k_patterns, utility_curve
+from synth.evaluate.shape import length_profile, pattern_supports, sample_rows
 
 __all__ = ["evaluate_sequences", "evaluate_trips"]
 
@@ -91,9 +92,11 @@ def evaluate_sequences(
             "n_records": len(original),
             "records_outside_universe": orig_index.n_outside_,
             "top_patterns": [[list(p), s] for p, s in orig_top[:N_TOP_SHOWN]],
+            **length_profile(original, height),
         },
         "releases": {},
     }
+    shown = [p for p, _ in orig_top[:N_TOP_SHOWN]]
     for name, synth in releases.items():
         index = CountIndex.from_sequences(synth, locations)
         top = top_k_patterns(synth, k_max)
@@ -113,6 +116,9 @@ def evaluate_sequences(
             },
             "patterns": utility_curve(orig_top, top, sorted(ks)),
             "top_patterns": [[list(p), s] for p, s in top[:N_TOP_SHOWN]],
+            "original_top_supports": pattern_supports(synth, shown),
+            **length_profile(synth, height),
+            "sample_rows": sample_rows(synth),
         }
     return result
 
@@ -187,6 +193,7 @@ def evaluate_trips(
                 destination=str(destination),
                 time_column=time_column,
             )
+        entry["sample_rows"] = sample_rows(synth)
         result["releases"][name] = entry
     return result
 

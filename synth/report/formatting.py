@@ -6,6 +6,7 @@ import base64
 import html
 import io
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -26,51 +27,215 @@ RESULTS_FILE = f"{PRIVATE_PREFIX}evaluation.json"
 NO_PRIVACY_PREFIX = "eps=inf"
 
 
-#: The glossary line's terms: (kinds of evaluation they belong to, HTML text).
+_ALL = frozenset({"sequences", "trips", "marginals"})
+_SEQ = frozenset({"sequences"})
+_TRIPS = frozenset({"trips"})
+
+#: The glossary: term -> (kinds of evaluation it belongs to, HTML text). Every metric the report
+#: names has an entry; :func:`link_terms` links a table heading to its entry (:data:`TERMS`).
 GLOSSARY: dict[str, tuple[frozenset[str], str]] = {
     "Truncated ceiling": (
-        frozenset({"sequences"}),
+        _SEQ,
         "(the line <i>eps=inf (truncated)</i>): the original cut to the first h locations of "
         "each sequence with no noise, i.e. epsilon = infinity; the best any release of height h "
-        "can score, so the gap to it is the price of privacy.",
+        "can score, so the gap to it is the price of privacy. It is not a release.",
     ),
     "TP": (
-        frozenset({"sequences"}),
+        _SEQ,
         "(true positives): of the k most frequent travel patterns of the original, how many are "
-        "also among the k most frequent of the release.",
+        "also among the k most frequent of the release; the ceiling is the truncated "
+        "original's TP.",
     ),
-    "FD": (frozenset({"sequences"}), "(false drops): those missing (k - TP)."),
+    "FD": (_SEQ, "(false drops): those missing (k - TP)."),
+    "Travel pattern": (
+        _SEQ,
+        ": an ordered list of locations that a passenger's sequence passes through in that "
+        "order (other locations may come between); its support is how many sequences contain it.",
+    ),
     "Count query": (
-        frozenset({"sequences"}),
+        _SEQ,
         ": how many passengers' sequences contain a given set of locations; the error is "
-        "relative to the true count.",
+        "relative to the true count (small counts measured against a floor). The popularity "
+        "workload asks about busy locations (flows planners look at), the uniform one about any.",
     ),
+    "Query length": (
+        _SEQ,
+        ": how many locations a count query names; longer queries ask about longer journeys "
+        "and are rarer, so their error is larger.",
+    ),
+    "Length distribution": (
+        _SEQ,
+        ": the share of sequences with 1, 2, ... locations (longer than h counted as h).",
+    ),
+    "Multi-boarding share": (
+        _SEQ,
+        ": the share of passengers with two or more boardings in the day (the chains transfer "
+        "analyses use).",
+    ),
+    "Hour profile": (
+        _SEQ,
+        ": the share of taps in each hour of the day (timed releases).",
+    ),
+    "Transitions kept": (
+        _SEQ,
+        ": of the original's most frequent moves from one location (and time bin) to the next, "
+        "how many are among the release's most frequent.",
+    ),
+    "Gap": (_SEQ, ": the number of time bins between two consecutive taps of a passenger."),
     "k-marginal score": (
-        frozenset({"trips"}),
+        _TRIPS,
         ": 1000 x (1 - average TV distance) over random 2-column distributions (NIST temporal "
-        "map challenge); 1000 means identical distributions.",
+        "map challenge); 1000 means identical distributions. A <i>k-marginal</i> is the joint "
+        "distribution of k columns.",
+    ),
+    "OD matrix": (
+        _TRIPS,
+        ": origin-destination matrix, trips from each origin to each destination per time "
+        "bin; compared by TV distance.",
     ),
     "TV distance": (
-        frozenset({"trips", "marginals"}),
-        "(total variation): half the summed absolute difference of two distributions; "
-        "0 = identical, 1 = disjoint.",
+        _ALL,
+        "(total variation): half the summed absolute difference of two distributions, i.e. the "
+        "share of the mass in the wrong place; 0 = identical, 1 = disjoint. Within 5% means "
+        "TV at most 0.05.",
+    ),
+    "Error bound": (
+        frozenset({"marginals"}),
+        ": for a cell of a marginal release, a count the noise exceeds only with probability "
+        "beta (here 5%).",
+    ),
+    "Privacy unit": (
+        _ALL,
+        ": who is protected: the guarantee holds for adding or removing one such unit (a card "
+        "with all its taps, a taxi trip ...) from the data.",
     ),
     "Epsilon, delta": (
-        frozenset({"sequences", "trips", "marginals"}),
+        _ALL,
         ": adding or removing one privacy unit changes the probability of any output by at most "
-        "a factor e<sup>epsilon</sup>, except with probability delta.",
+        "a factor e<sup>epsilon</sup>, except with probability delta. The guarantee is the "
+        "budget asked (the cap), whatever was spent.",
+    ),
+    "Sensitivity": (
+        _ALL,
+        ": how much one privacy unit can change a noisy step's counts; noise is scaled to it.",
+    ),
+    "Mechanism": (
+        _ALL,
+        ": the noisy step used (discrete Laplace or Gaussian noise on counts, a noisy "
+        "threshold ...), drawn from exact secure samplers.",
+    ),
+    "Noise scale": (
+        _ALL,
+        ": the spread of the noise added to each count (Laplace scale b, Gaussian sigma); "
+        "larger means noisier.",
+    ),
+    "Threshold": (
+        _ALL,
+        ": counts whose noisy value falls below it are dropped (a node of the tree, a cell of "
+        "a table), so rare paths and small cells are absent.",
+    ),
+    "Basic composition": (
+        _ALL,
+        ": the epsilons (and deltas) of several noisy steps on the same data add up (Dwork and "
+        "Roth 2014, Theorem 3.16); <i>exact rational arithmetic</i> means the sums are kept as "
+        "exact fractions, so rounding never understates the total.",
+    ),
+    "Traffic light": (
+        _ALL,
+        ": green = fit for the use at the stated threshold; amber = usable with care (read "
+        "the figure); red = not fit; grey = does not apply.",
     ),
 }
 
+#: heading words -> glossary term (longest first when linking)
+TERMS: dict[str, str] = {
+    "eps=inf (truncated)": "Truncated ceiling",
+    "ceiling": "Truncated ceiling",
+    "TP": "TP",
+    "FD": "FD",
+    "travel patterns": "Travel pattern",
+    "patterns": "Travel pattern",
+    "count-query error": "Count query",
+    "count queries": "Count query",
+    "query length": "Query length",
+    "length distribution": "Length distribution",
+    "mean length": "Length distribution",
+    "multi-boarding": "Multi-boarding share",
+    "hour profile": "Hour profile",
+    "TV hour of day": "Hour profile",
+    "TV first hour": "Hour profile",
+    "TV length": "Length distribution",
+    "TV gap": "Gap",
+    "transitions kept": "Transitions kept",
+    "k-marginal score": "k-marginal score",
+    "origin-destination": "OD matrix",
+    "OD": "OD matrix",
+    "TV": "TV distance",
+    "error bound": "Error bound",
+    "privacy unit": "Privacy unit",
+    "unit": "Privacy unit",
+    "epsilon": "Epsilon, delta",
+    "delta": "Epsilon, delta",
+    "privacy": "Epsilon, delta",
+    "sensitivity": "Sensitivity",
+    "mechanism": "Mechanism",
+    "scale": "Noise scale",
+    "threshold": "Threshold",
+    "cells outside": "Error bound",
+    "verdict": "Traffic light",
+}
+
+
+def term_id(term: str) -> str:
+    """The HTML id of a glossary term's entry."""
+    return "g-" + re.sub(r"[^a-z0-9]+", "-", term.lower()).strip("-")
+
+
+def term_link(label: str, term: str) -> str:
+    """``label`` (plain text) linked to the glossary entry of ``term``."""
+    if term not in GLOSSARY:
+        raise KeyError(f"no glossary entry {term!r}")
+    return f'<a class="term" href="#{term_id(term)}">{html.escape(label)}</a>'
+
+
+_TERM_RE = re.compile(
+    "|".join(
+        rf"(?<![\w-]){re.escape(html.escape(k))}(?![\w-])"
+        for k in sorted(TERMS, key=len, reverse=True)
+    ),
+    re.IGNORECASE,
+)
+_TERMS_LOWER = {k.lower(): v for k, v in TERMS.items()}
+
+
+def link_terms(page: str) -> str:
+    """Every table heading (``<th>``) of ``page`` with its first glossary word linked to the
+    glossary (:data:`TERMS`); headings with no such word are left as they are."""
+
+    def heading(match: re.Match[str]) -> str:
+        text = match.group(2)
+        if 'class="term"' in text:
+            return match.group(0)
+        found = _TERM_RE.search(text)
+        if found is None:
+            return match.group(0)
+        word = html.unescape(found.group(0))
+        term = _TERMS_LOWER[word.lower()]
+        linked = text[: found.start()] + term_link(word, term) + text[found.end() :]
+        return f"{match.group(1)}{linked}</th>"
+
+    return re.sub(r"(<th[^>]*>)(.*?)</th>", heading, page, flags=re.S)
+
 
 def glossary(kinds: set[str]) -> str:
-    """The glossary line: the terms of the evaluations of ``kinds`` (sequences, trips,
-    marginals)."""
-    return " ".join(
-        f"<b>{term}</b> {text}".replace("</b> :", "</b>:")
+    """The glossary section: the terms of the evaluations of ``kinds`` (sequences, trips,
+    marginals), each with its id (:func:`term_id`) for the links."""
+    entries = "".join(
+        f'<dt id="{term_id(term)}">{term}</dt><dd>{text.lstrip(": ")}</dd>'
         for term, (used, text) in GLOSSARY.items()
         if used & kinds
     )
+    return f'<h2 id="glossary">Glossary</h2><dl class="glossary">{entries}</dl>'
 
 
 STYLE = """
@@ -83,7 +248,16 @@ th{background:#eee}td:first-child,th:first-child{text-align:left}td.text,th.text
 table.summary td,table.summary th,table.params td{text-align:left}img{max-width:100%}
 details{margin:.5em 0;background:#f7f7f7;padding:.3em .8em;border-radius:4px}
 summary{cursor:pointer;font-weight:600}p.note{color:#444;font-size:.92em}
-p.glossary{font-size:.88em;color:#333;background:#f4f7fb;padding:.6em .8em;border-radius:4px}
+dl.glossary{font-size:.9em;background:#f4f7fb;padding:.6em .8em;border-radius:4px}
+dl.glossary dt{font-weight:600;margin-top:.4em}dl.glossary dd{margin-left:1.2em}
+a.term{color:inherit;text-decoration:underline dotted}
+td.light{white-space:nowrap;font-weight:600;text-align:left}td.light span{font-size:1.3em}
+td.green span{color:#1b7f3a}td.amber span{color:#d08a00}td.red span{color:#c0132c}
+td.grey span{color:#999}table.verdict td,table.verdict th{text-align:left}
+table.verdict{width:100%}table.verdict td:first-child{white-space:nowrap;width:10em}
+ul.checklist{margin:.3em 0 .6em}ul.checklist li{margin:.15em 0}
+p.warning{background:#fff4d6;border-left:4px solid #d08a00;padding:.5em .8em}
+table.sample td{font-family:ui-monospace,monospace;font-size:.85em;text-align:left}
 """
 
 

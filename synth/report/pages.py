@@ -11,10 +11,11 @@ from typing import Any
 from synth import __version__
 from synth.internal import INTERNAL_NOTICE
 from synth.io import atomic_path
-from synth.report.formatting import STYLE, ReleaseEntry
+from synth.report.formatting import STYLE, ReleaseEntry, glossary, link_terms
 from synth.report.manifests import manifest_section
 from synth.report.sections import evaluation_sections
-from synth.report.summary import summary_section
+from synth.report.summary import entry_kinds, summary_section
+from synth.report.verdict import fitness_section
 
 
 # --------------------------------------------------------------------------- pages
@@ -39,11 +40,13 @@ def render_demo(
     intro: str = "",
 ) -> str:
     """The demo's page: summary, then each (heading, sections) of ``details``, then manifests."""
-    sections = [intro, summary_section(entries)] if intro else [summary_section(entries)]
+    sections = [intro] if intro else []
+    sections += [summary_section(entries), fitness_section(entries)]
     for heading, body in details:
         sections.append(f"<h2>{html.escape(heading)}</h2>")
         sections.extend(body)
-    return render_page(title, sections, notice=INTERNAL_NOTICE)
+    sections.append(glossary(entry_kinds(entries)))
+    return link_terms(render_page(title, sections, notice=INTERNAL_NOTICE))
 
 
 def render_report(
@@ -69,11 +72,13 @@ def render_report(
     kind = "passenger sequences" if results["kind"] == "sequences" else "trips"
     sections = [
         summary_section(entries),
+        fitness_section(entries),
         f"<h2>Details: {kind} against the original</h2>",
         *evaluation_sections(results),
         *(manifest_section(n, m) for n, m in manifests.items()),
+        glossary(entry_kinds(entries)),
     ]
-    return render_page(f"transit-synth evaluation ({kind})", sections, notice=notice)
+    return link_terms(render_page(f"transit-synth evaluation ({kind})", sections, notice=notice))
 
 
 def write_html(text: str, path: str | os.PathLike[str]) -> Path:

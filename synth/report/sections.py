@@ -8,7 +8,7 @@ from typing import Any
 
 from matplotlib.figure import Figure
 
-from synth.report.formatting import html_table, new_figure, percent, png_img
+from synth.report.formatting import NO_PRIVACY_PREFIX, html_table, new_figure, percent, png_img
 from synth.report.trajectories import trajectory_section
 
 
@@ -72,11 +72,67 @@ def _sequence_sections(results: Mapping[str, Any]) -> list[str]:
     return [
         intro,
         png_img(fig),
+        *_shape_figure(results),
         html_table(header, rows),
         "<details><summary>Most frequent travel patterns of the original (exact)</summary>"
         + html_table(["pattern", "sequences containing it"], top)
         + "</details>",
     ]
+
+
+#: alt text of the chain-length and pattern-support figure (the tests find it by it)
+SHAPE_FIGURE = "Chain lengths and top-pattern supports"
+
+
+def _shape_figure(results: Mapping[str, Any]) -> list[str]:
+    """Real against synthetic: the length distribution and the supports of the original's top
+    patterns (the count error by query length is the first figure)."""
+    orig = results["original"]
+    releases = {
+        n: r
+        for n, r in results["releases"].items()
+        if not n.startswith(NO_PRIVACY_PREFIX) and "lengths" in r
+    }
+    if not releases or not orig.get("lengths"):
+        return []
+    fig, (left, right) = new_figure(SHAPE_FIGURE, 2)
+    xs, ys = zip(*orig["lengths"], strict=True)
+    left.plot(xs, ys, color="black", lw=2, marker="o", label="original (cut to h)")
+    for name, rel in releases.items():
+        if rel["lengths"]:
+            rx, ry = zip(*rel["lengths"], strict=True)
+            left.plot(rx, ry, marker=".", label=name)
+    left.set_title("length distribution")
+    left.set_xlabel("locations per sequence (longer than h counted as h)")
+    left.set_ylabel("share of sequences")
+    left.legend(fontsize=8)
+    top = orig["top_patterns"]
+    ranks = list(range(1, len(top) + 1))
+    right.bar(ranks, [s for _, s in top], color="lightgrey", label="original")
+    for name, rel in releases.items():
+        right.plot(ranks, rel["original_top_supports"], marker="o", ls="", label=name)
+    right.set_title(f"supports of the original's top {len(top)} patterns")
+    right.set_xlabel("rank of the pattern in the original")
+    right.set_ylabel("sequences containing it")
+    right.legend(fontsize=8)
+    return [png_img(fig)]
+
+
+def sample_rows_section(results: Mapping[str, Any]) -> list[str]:
+    """The first rows of each released table (the non-private ceiling left out)."""
+    out = []
+    for name, rel in results["releases"].items():
+        sample = rel.get("sample_rows")
+        if name.startswith(NO_PRIVACY_PREFIX) or not sample:
+            continue
+        out.append(
+            f'<details class="sample" open><summary>Sample rows of {html.escape(name)} '
+            f"({html.escape(str(sample.get('what', 'rows of the released file')))}, as "
+            "published)</summary>"
+            + html_table(sample["columns"], sample["rows"], cls="sample")
+            + "</details>"
+        )
+    return out
 
 
 # --------------------------------------------------------------------------- trips
@@ -189,5 +245,5 @@ def evaluation_sections(results: Mapping[str, Any]) -> list[str]:
     """HTML (figures and tables) of ``evaluate_sequences`` / ``evaluate_trips`` results."""
     if results["kind"] == "sequences":
         timed = trajectory_section(results["trajectories"]) if results.get("trajectories") else []
-        return _sequence_sections(results) + timed
-    return _trip_sections(results)
+        return _sequence_sections(results) + timed + sample_rows_section(results)
+    return _trip_sections(results) + sample_rows_section(results)

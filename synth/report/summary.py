@@ -7,7 +7,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from synth.report.formatting import GENERATORS, NO_PRIVACY_PREFIX, ReleaseEntry, glossary, percent
+from synth.report.formatting import GENERATORS, NO_PRIVACY_PREFIX, ReleaseEntry, percent
 
 
 # --------------------------------------------------------------------------- summary
@@ -127,7 +127,6 @@ def reference_verdict(table: Any, beta: float = 0.05) -> str:
 def summary_section(entries: Sequence[ReleaseEntry]) -> str:
     """The opening table: per release, what it is, unit, epsilon/delta in words, verdict."""
     rows = []
-    kinds = {str(e.results["kind"]) if e.results else "marginals" for e in entries}
     for e in entries:
         line = e.verdict
         if line is None and e.results is not None and e.key is not None:
@@ -149,5 +148,11 @@ def summary_section(entries: Sequence[ReleaseEntry]) -> str:
     return (
         "<h2>Summary</h2>"
         f'<table class="summary"><tr>{head}</tr>{"".join(rows)}</table>'
-        f'<p class="glossary">{glossary(kinds)}</p>'
+        '<p class="note">Terms are explained in the <a href="#glossary">glossary</a> at the end; '
+        "the verdict per intended use follows.</p>"
     )
+
+
+def entry_kinds(entries: Sequence[ReleaseEntry]) -> set[str]:
+    """The kinds of evaluation of ``entries`` (a release without results: marginals)."""
+    return {str(e.results["kind"]) if e.results else "marginals" for e in entries}

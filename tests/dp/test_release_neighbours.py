@@ -347,6 +347,7 @@ def test_published_bytes_equal_on_neighbours(name: str, tmp_path: Path, public: 
     """Identically seeded noise on D and D': manifest, schema and headers are equal."""
     d = _release(name, tmp_path, public, added=False, quirk=_quirk(name))
     d_prime = _release(name, tmp_path, public, added=True, quirk=_quirk(name))
+    assert {"README.md", "datasheet.json", "manifest.json"} <= {p.name for p in d.iterdir()}
     assert_public_bytes_equal(d, d_prime)
 
 
@@ -364,6 +365,8 @@ def test_run_config_bytes_equal_on_neighbours(tmp_path: Path, public: Path) -> N
     assert sorted(p.name for p in outs[0].iterdir()) == sorted(names)
     combined = json.loads((outs[0] / "manifest.json").read_text())  # the run's combined claim
     assert sorted(r["name"] for r in combined["releases"]) == sorted(COMMANDS_KINDS)
+    for kind in COMMANDS_KINDS:  # every release has its datasheet, compared below
+        assert {"README.md", "datasheet.json"} <= {p.name for p in (outs[0] / kind).iterdir()}
     assert_public_bytes_equal(*outs)  # manifest.json and config.toml byte-equal on D and D'
 
 
@@ -542,6 +545,33 @@ def test_canary_exact_count_in_manifest_is_caught(
         assert_public_bytes_equal(d, d_prime)
 
 
+def row_count_in_datasheet(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Canary: the datasheet states how many rows the (noisy) data file has."""
+    import synth.datasheet
+
+    build = synth.datasheet.build_datasheet
+
+    def with_rows(folder: Path, *args: object, **kwargs: object) -> dict[str, object]:
+        sheet = build(folder, *args, **kwargs)  # type: ignore[arg-type]
+        rows = sum(len(p.read_text().splitlines()) for p in Path(folder).glob("*.csv"))
+        return {**sheet, "what": f"{sheet['what']} {rows} rows."}
+
+    monkeypatch.setattr(synth.datasheet, "build_datasheet", with_rows)
+
+
+def test_canary_row_count_in_datasheet_is_caught(
+    tmp_path: Path, public: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The datasheet is compared byte for byte like the manifest: a count of the released rows
+    (which moves with one card) in README.md is caught."""
+    _public_fingerprint(monkeypatch)
+    row_count_in_datasheet(monkeypatch)
+    d = _release("sequences hybrid", tmp_path, public, added=False)
+    d_prime = _release("sequences hybrid", tmp_path, public, added=True)
+    with pytest.raises(AssertionError, match=r"(README\.md|datasheet\.json) differs"):
+        assert_public_bytes_equal(d, d_prime)
+
+
 @pytest.mark.parametrize("name", ["marginals", "sequences hybrid"])
 def test_canary_column_wide_id_rule_is_caught(
     name: str, tmp_path: Path, public: Path, zero_noise: object, monkeypatch: pytest.MonkeyPatch
@@ -584,8 +614,10 @@ def test_demo_manifests_equal_on_neighbours(
     published = sorted(
         p.relative_to(outs[0])
         for p in outs[0].rglob("*")
-        if p.name in ("manifest.json", "schema.json") and "private" not in str(p)
+        if p.name in ("manifest.json", "schema.json", "README.md", "datasheet.json")
+        and "private" not in str(p)
     )
     assert len(published) >= 5
+    assert sum(p.name == "README.md" for p in published) >= 4  # each release's datasheet
     for rel in published:
         assert (outs[0] / rel).read_bytes() == (outs[1] / rel).read_bytes(), rel

@@ -32,6 +32,7 @@ RELEASES = {
 #: the public files each release fingerprints (the shipped taxonomies, the public Tuesday)
 PUBLIC_FILES = {
     "sequences-sube": ["sube_line_taxonomy.csv"],
+    "sequences-sube-timed": ["sube_line_taxonomy.csv"],
     "sequences-montreal-simulated": ["montreal_taxonomy.csv"],
     "trips-sube": ["martes_trx.parquet"],
 }
@@ -73,8 +74,9 @@ def test_demo_writes_the_release_directories(
         text = (folder / "manifest.json").read_text()
         assert "miercoles" not in text and "chicago_taxi" not in text
         assert len(pd.read_csv(folder / data)) > 0
-        # only DP data files and the manifest: no report, no evaluation
-        assert all(p.suffix in (".csv", ".json") for p in folder.iterdir())
+        # only DP data files, the manifest and the datasheet: no report, no evaluation
+        assert all(p.suffix in (".csv", ".json") or p.name == "README.md" for p in folder.iterdir())
+        assert {"README.md", "datasheet.json"} <= {p.name for p in folder.iterdir()}
         assert not [p for p in folder.iterdir() if "report" in p.name or "eval" in p.name]
     internal = out / "evaluation-private"
     assert sorted(p.name for p in internal.iterdir()) == [
@@ -174,7 +176,9 @@ def test_report_opens_with_notice_and_summary(
         "k-marginal score",
     ):
         assert term in text  # the glossary line
-    assert page.images == 6  # one row of panels per evaluated release, and the time panels
+    assert (
+        page.images == 9
+    )  # per evaluated release its panels (sequences: two rows), the time panels
     [report] = list(out.parent.rglob("private-report.html"))
     assert 'id="time"' in report.read_text(encoding="utf-8")  # the timed SUBE release's time
 

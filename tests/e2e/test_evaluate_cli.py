@@ -61,7 +61,7 @@ def test_evaluate_sequences_writes_json_and_report(
     assert results["releases"]["release"]["patterns"][0]["k"] == 20
     parser = _Images()
     parser.feed((out / "private-report.html").read_text(encoding="utf-8"))
-    assert len(parser.srcs) == 1  # error per subset (both workloads) and TP vs k: one row
+    assert len(parser.srcs) == 2  # error per subset and TP vs k; lengths and pattern supports
     assert all(s.startswith("data:image/png;base64,") for s in parser.srcs)
     printed = capsys.readouterr().out
     assert re.search(

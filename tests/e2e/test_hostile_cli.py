@@ -192,9 +192,21 @@ def test_out_is_a_file(data, tmp_path, capsys) -> None:
 def test_rerun_with_another_format_leaves_no_stale_file(data, tmp_path) -> None:
     out = tmp_path / "release"
     assert main(_sequences(data, out)) == 0
-    assert sorted(p.name for p in out.iterdir()) == [MARKER, "manifest.json", "sequences.csv"]
+    assert sorted(p.name for p in out.iterdir()) == [
+        MARKER,
+        "README.md",
+        "datasheet.json",
+        "manifest.json",
+        "sequences.csv",
+    ]
     assert main(_sequences(data, out, "--format", "parquet")) == 0
-    assert sorted(p.name for p in out.iterdir()) == [MARKER, "manifest.json", "sequences.parquet"]
+    assert sorted(p.name for p in out.iterdir()) == [
+        MARKER,
+        "README.md",
+        "datasheet.json",
+        "manifest.json",
+        "sequences.parquet",
+    ]
     assert main(["export", str(out), "--to", "od", "--quiet"]) == 0  # readable, one data file
     _no_stage(tmp_path)
 

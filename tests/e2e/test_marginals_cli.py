@@ -65,7 +65,7 @@ def test_default_release_writes_six_tables_and_manifest(taps_csv: Path, tmp_path
         == 0
     )
     assert sorted(p.name for p in out.iterdir()) == sorted(
-        [f"{t}.csv" for t in TABLES] + ["manifest.json", MARKER]
+        [f"{t}.csv" for t in TABLES] + ["README.md", "datasheet.json", "manifest.json", MARKER]
     )
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["spent"]["epsilon"] == 8.0

@@ -145,7 +145,8 @@ def test_manifest_is_identical_on_neighbouring_inputs(
 ) -> None:
     root = neighbours["root"]
     # the public domains of a trips release (schema.json) come from the schema or public trips
-    files = ["manifest.json", *(["schema.json"] if kind == "trips" else [])]
+    files = ["manifest.json", "README.md", "datasheet.json"]  # the datasheet too
+    files += ["schema.json"] if kind == "trips" else []
     written = []
     for which in ("d", "d1"):
         out = tmp_path / which
@@ -213,7 +214,13 @@ def test_provenance_record_is_beside_the_release_never_inside(
     assert (
         names
         == sorted(p.name for p in plain.iterdir())
-        == [MARKER, "manifest.json", "sequences.csv"]
+        == [
+            MARKER,
+            "README.md",
+            "datasheet.json",
+            "manifest.json",
+            "sequences.csv",
+        ]
     )
     for n in names:
         assert (keyed / n).read_bytes() == (plain / n).read_bytes()

@@ -167,12 +167,17 @@ class _Sections(HTMLParser):
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         self.ids += [v for k, v in attrs if k == "id" and v]
         self.images += tag == "img"
-        self._in_th = tag == "th"
+        if tag == "th":  # a heading's whole text (its glossary link included)
+            self._in_th = True
+            self.headers.append("")
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "th":
+            self._in_th = False
 
     def handle_data(self, data: str) -> None:
         if self._in_th:
-            self.headers.append(data)
-            self._in_th = False
+            self.headers[-1] += data
 
 
 def test_report_has_the_time_section() -> None:

@@ -184,8 +184,8 @@ def test_write_is_the_release_contract(name: str, tmp_path: Path) -> None:
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
     assert manifest == generator.manifest() and manifest["parameters"]["generator"]
     files = sorted(p.name for p in Path(written).iterdir())
-    assert "manifest.json" in files and len(files) > 1
-    assert all(f.endswith((".parquet", ".json")) for f in files)
+    assert {"manifest.json", "README.md", "datasheet.json"} <= set(files) and len(files) > 3
+    assert all(f.endswith((".parquet", ".json")) for f in files if f != "README.md")
     assert all(isinstance(n, int) for n in written.counts.values())
     with pytest.raises(ConfigError):
         generator.write(tmp_path / "other", format="xlsx")

@@ -207,3 +207,11 @@ def test_sequences_made_longer_are_copies_of_released_ones() -> None:
     assert ((out >= 0).sum(axis=1) == target).all()
     assert (out[target == 2] == [1, 2, -1]).all()  # the only released sequence of length 2
     assert (out[target == 3, 0] == 0).all()  # no donor: the sequence is continued (chain)
+
+
+def test_clock_labels_of_no_minutes() -> None:
+    """A chunk with no timed point (every sequence of it dropped) gives no label, not an error."""
+    from prefixtree.timing import clock_labels
+
+    assert clock_labels(np.array([], dtype=np.int64)).shape == (0,)
+    assert clock_labels(np.array([0, 61, 1439])).tolist() == ["00:00", "01:01", "23:59"]

@@ -350,7 +350,7 @@ def test_save_writes_tables_and_manifest(tmp_path: Path) -> None:
     rel = OpalRelease(random_state=ZeroNoise()).fit(_trips())
     out = rel.write(tmp_path / "rel", format="parquet").path
     assert sorted(p.name for p in out.iterdir()) == sorted(
-        [f"{t}.parquet" for t in TABLES] + ["manifest.json", MARKER]
+        [f"{t}.parquet" for t in TABLES] + ["README.md", "datasheet.json", "manifest.json", MARKER]
     )
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["parameters"]["tables"]["on_time"]["error_bound"] > 0

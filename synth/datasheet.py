@@ -1,0 +1,375 @@
+"""The datasheet of a release: ``README.md`` and ``datasheet.json``, for the public.
+
+Every release directory (written by :func:`synth.release.write_release`) carries a plain-language
+datasheet in the spirit of Gebru et al. 2021 ("Datasheets for datasets"): what each file holds,
+column by column; the location names when a public source has them (a GTFS feed's ``stop_name``
+and ``route_short_name``, or a names file ``location,name`` given as the public input
+``names``); the privacy guarantee in one sentence per unit; what was truncated or bounded; and the
+distortions the method makes by design.
+
+It is written from public facts only: the manifest (the privacy ledger and the public
+parameters), the data files' column headers (fixed by the configuration) and public input files.
+Never from the private data, and never from the noisy data values either, so the datasheet is
+the same bytes on neighbouring datasets (checked by ``tests/dp/test_release_neighbours.py`` like
+every other published file).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from synth.errors import InputError
+
+__all__ = [
+    "DATASHEET_JSON",
+    "DATASHEET_README",
+    "build_datasheet",
+    "guarantee_sentence",
+    "read_names",
+    "render_readme",
+]
+
+DATASHEET_README = "README.md"
+DATASHEET_JSON = "datasheet.json"
+#: at most this many location names are listed in README.md (all are in datasheet.json)
+README_NAMES = 40
+
+_KINDS = {
+    "prefixtree": "Synthetic passenger sequences",
+    "archetypes": "Synthetic trips",
+    "opal-marginals": "Noisy count tables of tap-ons and tap-offs",
+}
+_WHAT = {
+    "prefixtree": "Synthetic passenger sequences: each sequence is one made-up passenger's "
+    "ordered locations (stations, lines or zones) of one day. They come from a noisy prefix "
+    "tree of the real sequences (Chen et al. 2012). No row is a real passenger.",
+    "archetypes": "Synthetic trips: each row is one made-up trip, drawn from noisy archetypes "
+    "(clusters) and noisy column distributions of the real trips (NIST temporal map "
+    "challenge, GooseDP team). No row is a real trip.",
+    "opal-marginals": "Noisy counts of tap-ons and tap-offs by mode, day, time bin and location "
+    "(the Opal release method, Asghar et al. 2018). Each file is one table of counts; small "
+    "noisy counts are suppressed.",
+}
+#: column -> what it holds (columns of the trips schema are described from schema.json)
+_COLUMNS = {
+    "seq_id": "synthetic passenger number (0, 1, ...); not a real card or person",
+    "pos": "position of the location in the passenger's sequence (0 = first)",
+    "location": "location id (station, line or zone, as in the public taxonomy)",
+    "time": "time of the tap, floored to the time bin (HH:MM)",
+    "location_name": "the location's public name",
+    "mode": "travel mode (bus, train, ...)",
+    "day": "service day",
+    "count": "noisy number of taps in this cell (cells below the threshold are absent)",
+}
+
+
+#: marginal releases whose unit is one row (a tap or a trip), not a card
+_ROW_UNITS = ("tap", "trip", "row", "None")
+
+
+def _fmt(x: float) -> str:
+    return f"{x:g}"
+
+
+def _unit_phrase(manifest: Mapping[str, Any]) -> str:
+    params = manifest.get("parameters") or {}
+    unit = str(manifest.get("privacy_unit") or "individual")
+    if params.get("generator") == "prefixtree":
+        return f"one {unit} (with all its taps)"
+    if params.get("generator") == "archetypes":
+        column = params.get("id_column") or "id"
+        k = params.get("max_records_per_individual")
+        kept = f", at most {k} kept" if k else ""
+        return f"one {unit} (every row with its {column} value{kept})"
+    if params.get("generator") == "opal-marginals":
+        k = params.get("max_contributions")
+        if str(params.get("privacy_unit")) in _ROW_UNITS:
+            return f"one {unit}"
+        return f"one {unit} (with all its taps, at most {k} counted per side)"
+    return f"one {unit}"
+
+
+def guarantee_sentence(manifest: Mapping[str, Any]) -> str:
+    """The guarantee of ``manifest`` in one plain sentence (its unit, epsilon, delta)."""
+    cap = manifest.get("guarantee") or manifest.get("cap") or {}
+    eps = float(cap.get("epsilon", math.nan))
+    delta = float(cap.get("delta", 0.0))
+    factor = math.exp(eps) if eps < 700 else math.inf
+    shown = f"{factor:.2f}" if factor < 10 else f"{factor:,.0f}"
+    text = (
+        f"Adding or removing {_unit_phrase(manifest)} changes the probability of any output of "
+        f"this release by at most a factor e^{_fmt(eps)} (about {shown})"
+    )
+    if delta:
+        text += f", except with probability at most {delta:.2g} (delta)"
+    scope = (manifest.get("parameters") or {}).get("budget_scope")
+    if scope and str(scope).startswith("each"):
+        text += f"; the budget applies to {scope}"
+    return text + f": epsilon {_fmt(eps)}, delta {delta:g} per {manifest.get('privacy_unit')}."
+
+
+def _bounds(manifest: Mapping[str, Any]) -> list[str]:
+    """What was truncated or bounded, from the public parameters."""
+    p = manifest.get("parameters") or {}
+    g = p.get("generator")
+    out = []
+    if g == "prefixtree":
+        out.append(f"height h = {p.get('height')}: each sequence is cut to its first h locations")
+        if p.get("time_bin_minutes"):
+            out.append(f"times floored to {p['time_bin_minutes']}-minute bins")
+        out.append(f"the model holds at most {p.get('max_nodes'):,} tree nodes (a memory bound)")
+    elif g == "archetypes":
+        order = p.get("order_column")
+        out.append(
+            f"at most k = {p.get('max_records_per_individual')} rows per "
+            f"{p.get('id_column')} (the first " + (f"by {order})" if order else "as read)")
+        )
+        out.append(f"{p.get('n_archetypes')} archetypes; values binned to the public schema")
+    elif g == "opal-marginals":
+        out.append(f"times in {p.get('bin_minutes')}-minute bins")
+        if p.get("max_contributions") and str(p.get("privacy_unit")) not in _ROW_UNITS:
+            out.append(
+                f"at most {p['max_contributions']} taps per {p.get('privacy_unit')} counted on "
+                "each side (tap-on, tap-off), the first by time"
+            )
+        if p.get("level") is not None:
+            out.append(f"locations at taxonomy level {p['level']}")
+        for spend in manifest.get("spends") or []:
+            if spend.get("threshold") is not None:
+                out.append(
+                    f"{spend.get('label')}: cells with a noisy count below "
+                    f"{float(spend['threshold']):g} are suppressed (absent from the file)"
+                )
+    return out
+
+
+def _floored(minutes: int) -> str:
+    start = (8 * 60 + 59) // minutes * minutes
+    return (
+        f"times are floored to {minutes}-minute bins: a tap at 08:59 is shown at "
+        f"{start // 60:02d}:{start % 60:02d}"
+    )
+
+
+def _distortions(manifest: Mapping[str, Any]) -> list[str]:
+    """The distortions of the method, by design."""
+    p = manifest.get("parameters") or {}
+    g = p.get("generator")
+    if g == "prefixtree":
+        return [
+            f"sequences longer than h = {p.get('height')} are cut: long journeys are missing "
+            "their end",
+            "rare paths (below the noisy threshold of their tree level) are absent",
+            "counts carry noise: small groups of passengers are over- or under-represented; "
+            "chains of several boardings tend to be shorter than in reality",
+            "the number of passengers is itself noisy",
+            *([_floored(int(p["time_bin_minutes"]))] if p.get("time_bin_minutes") else []),
+        ]
+    if g == "archetypes":
+        return [
+            "individuals with more than k rows keep only k",
+            "continuous values (times, amounts) are drawn within public bins, not measured",
+            "relations between columns hold only as far as the archetypes and completion "
+            "columns carry them",
+        ]
+    if g == "opal-marginals":
+        return [
+            "cells whose noisy count is below the threshold are absent (treat as small, not zero)",
+            "each count carries noise; totals over many cells add the noise of each",
+            "taps beyond the per-unit limit are not counted",
+        ]
+    return []
+
+
+def _header(path: Path) -> list[str]:
+    if path.suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        return list(pq.read_schema(path).names)
+    with path.open(encoding="utf-8") as handle:
+        first = handle.readline().strip()
+    return [c.strip('"') for c in first.split(",")] if first else []
+
+
+def _schema_meaning(name: str, spec: Any) -> str:
+    kind = spec.get("kind") if isinstance(spec, dict) else None
+    if kind == "id":
+        return f"synthetic {name}: groups the rows of one made-up individual; not a real identifier"
+    if kind == "categorical":
+        n = len(spec.get("values") or [])
+        other = f"; values outside it become {spec['other']!r}" if spec.get("other") else ""
+        return f"one of {n:,} public values (listed in schema.json){other}"
+    if kind == "numeric":
+        return f"a number between {spec.get('min')} and {spec.get('max')} (the public range)"
+    return "see schema.json"
+
+
+def _schema_columns(folder: Path) -> dict[str, str]:
+    import json
+
+    path = folder / "schema.json"
+    if not path.is_file():
+        return {}
+    schema = json.loads(path.read_text(encoding="utf-8"))
+    if not isinstance(schema, dict):
+        return {}
+    return {str(name): _schema_meaning(str(name), spec) for name, spec in schema.items()}
+
+
+def read_names(path: str | os.PathLike[str]) -> dict[str, str]:
+    """Public location names: a CSV ``location,name``, or a GTFS zip (``stop_name`` per stop id,
+    ``route_short_name`` (else ``route_long_name``) per ``route:<route_id>``)."""
+    source = Path(path)
+    if source.suffix == ".zip":
+        from synth.gtfs import read_gtfs
+
+        try:
+            tables = read_gtfs(source, {"stops.txt": ["stop_id"], "routes.txt": ["route_id"]})
+        except InputError:
+            return {}
+        names: dict[str, str] = {}
+        stops = tables.get("stops.txt")
+        if stops is not None and "stop_name" in stops:
+            named = stops[stops["stop_name"].notna()]
+            names.update(zip(named["stop_id"], named["stop_name"], strict=True))
+        routes = tables.get("routes.txt")
+        if routes is not None:
+            label = next((c for c in ("route_short_name", "route_long_name") if c in routes), None)
+            if label is not None:
+                for rid, name in zip(routes["route_id"], routes[label], strict=True):
+                    if isinstance(name, str) and name:
+                        names[f"route:{rid}"] = name
+        return names
+    if not source.is_file():
+        raise InputError(f"{source}: names file not found")
+    try:
+        frame = pd.read_csv(source, dtype=str, keep_default_na=False, encoding="utf-8")
+    except (ValueError, UnicodeDecodeError, pd.errors.ParserError) as exc:
+        raise InputError(f"{source}: not a readable CSV names file ({exc})") from exc
+    if list(frame.columns[:2]) != ["location", "name"]:
+        raise InputError(f"{source}: a names file has the columns location,name")
+    return dict(zip(frame["location"], frame["name"], strict=True))
+
+
+def _public_names(public_inputs: Mapping[str, str | os.PathLike[str]]) -> tuple[dict, str | None]:
+    for role in ("names", "taxonomy"):
+        path = public_inputs.get(role)
+        if path is None or not Path(path).is_file():
+            continue
+        if role == "taxonomy" and Path(path).suffix != ".zip":
+            continue
+        names = read_names(path)
+        if names:
+            return names, f"{role} file {Path(path).name}"
+    return {}, None
+
+
+def build_datasheet(
+    folder: str | os.PathLike[str],
+    manifest: Mapping[str, Any],
+    public_inputs: Mapping[str, str | os.PathLike[str]] | None = None,
+) -> dict[str, Any]:
+    """The datasheet of the release in ``folder`` (its data files written) with ``manifest``."""
+    from synth import __version__
+
+    root = Path(folder)
+    params = manifest.get("parameters") or {}
+    generator = str(params.get("generator"))
+    described = {**_COLUMNS, **_schema_columns(root)}
+    files = []
+    for path in sorted(root.iterdir()):
+        if path.suffix in (".csv", ".parquet") and not path.name.startswith("."):
+            columns = [
+                {"name": c, "meaning": described.get(c, "see the manifest's parameters")}
+                for c in _header(path)
+            ]
+            files.append({"file": path.name, "columns": columns})
+    names, source = _public_names(public_inputs or {})
+    cap = manifest.get("guarantee") or manifest.get("cap") or {}
+    return {
+        "title": f"{_KINDS.get(generator, 'Synthetic data')} (transit-synth {__version__})",
+        "what": _WHAT.get(generator, "A differentially private release."),
+        "files": files,
+        "other_files": {
+            "manifest.json": "the privacy ledger: every noisy step, its unit, sensitivity, "
+            "epsilon and delta; the guarantee is its 'guarantee' entry",
+            **(
+                {"schema.json": "the public value domains"}
+                if (root / "schema.json").is_file()
+                else {}
+            ),
+        },
+        "privacy": {
+            "unit": manifest.get("privacy_unit"),
+            "neighbouring": manifest.get("neighbouring"),
+            "epsilon": cap.get("epsilon"),
+            "delta": cap.get("delta"),
+            "in_words": guarantee_sentence(manifest),
+        },
+        "bounded": _bounds(manifest),
+        "distortions": _distortions(manifest),
+        "location_names": {"source": source, "names": dict(sorted(names.items()))},
+    }
+
+
+def _md_cell(text: object) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def render_readme(sheet: Mapping[str, Any]) -> str:
+    """``README.md`` of a datasheet (:func:`build_datasheet`)."""
+    lines = [f"# {sheet['title']}", "", sheet["what"], "", "## Privacy guarantee", ""]
+    lines += [sheet["privacy"]["in_words"], ""]
+    lines += [
+        "This is what counts: the manifest's `spent` and `remaining` are bookkeeping of the noisy "
+        "steps and neither weakens nor strengthens it.",
+        "",
+        "## Files",
+        "",
+    ]
+    if len(sheet["files"]) == 1:
+        f = sheet["files"][0]
+        lines += [f"### `{f['file']}`", "", "| column | what it holds |", "|---|---|"]
+        lines += [f"| `{_md_cell(c['name'])}` | {_md_cell(c['meaning'])} |" for c in f["columns"]]
+        lines.append("")
+    elif sheet["files"]:  # one table of files, then each column once
+        lines += ["| file | columns |", "|---|---|"]
+        for f in sheet["files"]:
+            columns = ", ".join(f"`{c['name']}`" for c in f["columns"])
+            lines.append(f"| `{f['file']}` | {columns} |")
+        meanings = {c["name"]: c["meaning"] for f in sheet["files"] for c in f["columns"]}
+        lines += ["", "| column | what it holds |", "|---|---|"]
+        lines += [f"| `{_md_cell(k)}` | {_md_cell(v)} |" for k, v in meanings.items()]
+        lines.append("")
+    lines += ["Other files:", ""]
+    for name, text in sheet["other_files"].items():
+        lines.append(f"- `{name}`: {text}")
+    lines += ["", "## What was truncated or bounded", ""]
+    lines += [f"- {b}" for b in sheet["bounded"]] or ["- nothing"]
+    lines += ["", "## Known distortions (by design)", ""]
+    lines += [f"- {d}" for d in sheet["distortions"]] or ["- none stated"]
+    names = sheet["location_names"]
+    located = any(c["name"] == "location" for f in sheet["files"] for c in f["columns"])
+    if located or names["names"]:
+        lines += ["", "## Location names", ""]
+    if not located and not names["names"]:
+        pass
+    elif names["names"]:
+        shown = list(names["names"].items())[:README_NAMES]
+        lines += [f"From the public {names['source']}.", "", "| location | name |", "|---|---|"]
+        lines += [f"| `{_md_cell(k)}` | {_md_cell(v)} |" for k, v in shown]
+        if len(names["names"]) > README_NAMES:
+            lines += ["", f"... {len(names['names']) - README_NAMES:,} more in datasheet.json."]
+    else:
+        lines.append(
+            "No public names were given: locations are the ids of the public taxonomy "
+            "(give a GTFS feed or a names file `location,name` to list names)."
+        )
+    lines += ["", "Written by transit-synth from public facts and the manifest only.", ""]
+    return "\n".join(lines)
