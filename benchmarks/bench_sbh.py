@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from synth.sbh import OpalRelease
+from synth.marginals.opal import OpalRelease
 
 
 def simulate_taps(n: int, *, stops: int = 2000, days: int = 7, seed: int = 0) -> pd.DataFrame:

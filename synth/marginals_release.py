@@ -56,14 +56,13 @@ def release_marginals(
     source: str | os.PathLike[str] | None = None,
     provenance_key: bytes | None = None,
 ) -> str:
-    """Fit an :class:`~synth.sbh.OpalRelease` on ``input`` and write it into ``out`` atomically;
-    returns a summary line. ``input`` is a file or a frame of trips or taps (``source``: the file
-    it came from, for the operator-only provenance record written beside ``out`` with
+    """Fit an :class:`~synth.marginals.opal.OpalRelease` on ``input`` and write it into ``out``
+    atomically; returns a summary line. ``input`` is a file or a frame of trips or taps (``source``:
+    the file it came from, for the operator-only provenance record written beside ``out`` with
     ``provenance_key``, :mod:`synth.provenance`); ``params`` are the release's keyword parameters
     other than ``taxonomy`` (a spec here; ``gtfs_stations``: a GTFS zip's parent stations as its
-    leaves) and ``random_state`` (``seed``). What ``transit-synth
-    marginals`` and ``transit-synth run`` both call.
-    """
+    leaves) and ``random_state`` (``seed``). What ``transit-synth marginals`` and ``transit-synth
+    run`` both call."""
     progress = Progress(quiet=True) if progress is None else progress
     check_format(format)
     recorded = source if source is not None else input

@@ -46,7 +46,7 @@ from synth.provenance import (
     provenance_key,
 )
 
-__all__ = ["check_inputs", "normalize_params", "register", "release_trips", "run"]
+__all__ = ["register", "run"]
 
 FROM_COMMAND_LINE = ("epsilon", "delta", "random_state", "schema")
 

@@ -13,8 +13,8 @@ import pytest
 from prefixtree.synthesizer import PrefixTreeSynthesizer
 from synth.engines import get_engine
 from synth.errors import ConfigError, InputError
+from synth.marginals.opal import OpalRelease
 from synth.records import UnknownLocationWarning, encode_sequences, load_sequences
-from synth.sbh import OpalRelease
 from synth.simulate import simulate_sequences, simulate_taps, write_simulated_sequences
 from synth.taxonomy import Taxonomy
 from tests.conftest import ZeroNoise, position_error_files
