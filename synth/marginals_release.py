@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import warnings
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any, Literal
 
 import pandas as pd
@@ -77,16 +76,11 @@ def release_marginals(
         release = OpalRelease(
             **params, taxonomy=tax, random_state=seed, location_column=location_column
         )
-        release._check()  # fail on bad parameters before reading the data
-        data: pd.DataFrame | str | os.PathLike[str]
-        if release.engine != "memory" and not isinstance(input, pd.DataFrame):
-            data = input  # the engine reads the file (out of core when it can)
-        else:
-            data = load_marginal_input(
-                input if isinstance(input, pd.DataFrame) else Path(input),
-                location_column,
-                release.timezone,
-            )
+        data: pd.DataFrame | str | os.PathLike[str] = input
+        if isinstance(input, pd.DataFrame):
+            data = load_marginal_input(input, location_column, release.timezone)
+        # a file goes to fit as is: fit checks every parameter before it reads the file (the
+        # engine out of core when it can, else load_marginal_input, as here for a frame)
         step("fit")
         release.fit(data)
         step("write")
