@@ -1,4 +1,4 @@
-"""``transit-synth marginals``: the Opal-style SBH marginal release (design.md section 3).
+"""``transit-synth marginals``: the Opal-style SBH marginal release (docs/design.md section 3).
 
 ``transit-synth marginals INPUT --epsilon E --delta D --out DIR [--consistent | --pure]
 [--bin MINUTES]`` writes one file per table (:data:`synth.marginals.grid.TABLES`) and

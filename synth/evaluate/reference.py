@@ -1,6 +1,6 @@
 """Reference check: synthetic microdata against an SBH marginal release of the private data.
 
-The SBH release (:class:`synth.marginals.opal.OpalRelease`) is the reference output (design.md
+The SBH release (:class:`synth.marginals.opal.OpalRelease`) is the reference output (docs/design.md
 section 5): its cells are within a known per-cell error bound of the true counts with probability
 ``1 - beta`` (Asghar et al. 2018, Theorem 6, made exact in
 :meth:`synth.marginals.calibration.SBHCalibration.error_bound`). A synthetic dataset whose

@@ -1,6 +1,6 @@
 """Opal pipeline inputs: trips, taps or long-format sequences read as encoded tap events.
 
-Every value is read on its own (design.md per-value rules): ids and locations by
+Every value is read on its own (docs/design.md section 2, per-value rules): ids and locations by
 :func:`synth.io.id_strings`, times by :func:`synth.times.times_of_day`.
 """
 

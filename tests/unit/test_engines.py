@@ -1,5 +1,5 @@
 """Counting engines: with a zero-noise source (and with seeded noise) every engine gives the same
-counts and the same release on the same input (design.md section 7)."""
+counts and the same release on the same input (docs/design.md section 7)."""
 
 from __future__ import annotations
 
