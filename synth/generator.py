@@ -53,7 +53,6 @@ __all__ = [
     "Generator",
     "InstanceOf",
     "Interval",
-    "NotFittedError",
     "Options",
     "Satisfies",
     "read_data",

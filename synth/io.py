@@ -21,7 +21,6 @@ import numpy as np
 import pandas as pd
 
 from synth.errors import ConfigError, InputError
-from synth.outdir import release_dir
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -37,7 +36,6 @@ __all__ = [
     "id_strings",
     "read_arrow",
     "read_table",
-    "release_dir",
     "table_columns",
     "table_format",
     "write_table",

@@ -29,7 +29,7 @@ from synth.errors import ConfigError, InputError
 from synth.gtfs import read_gtfs
 from synth.io import id_strings, read_table, table_format
 
-__all__ = ["GTFS_MODES", "ROOT", "Taxonomy", "natural_sorted", "read_gtfs"]
+__all__ = ["GTFS_MODES", "ROOT", "Taxonomy", "natural_sorted"]
 
 ROOT = "root"
 

@@ -412,18 +412,7 @@ KNOWN_REEXPORTS: set[str] = {
     "archetypes.synthesizer.sampling_generator <- archetypes.sampling",
     "archetypes.synthesizer.systematic_choice <- archetypes.sampling",
     "prefixtree.synthesizer.MAX_HEIGHT <- prefixtree.plan",
-    "synth.marginals.events.NO_DAY <- synth.times",
-    "synth.audit.report.PLACEHOLDERS <- synth.audit.findings",
-    "synth.audit.report.SEVERITIES <- synth.audit.findings",
-    "synth.audit.report.marginals_command <- synth.audit.findings",
-    "synth.audit.report.render_html <- synth.audit.html",
-    "synth.engines.duckdb_engine.DuckDBPrefixCounter <- synth.engines.duckdb_prefix",
-    "synth.generator.NotFittedError <- synth.errors",
-    "synth.io.release_dir <- synth.outdir",
-    "synth.outdir.MARKER <- synth.outmarker",
-    "synth.outdir.is_tool_output <- synth.outmarker",
     "synth.report.INTERNAL_NOTICE <- synth.internal",
-    "synth.taxonomy.read_gtfs <- synth.gtfs",
 }
 
 

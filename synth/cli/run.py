@@ -290,7 +290,7 @@ def run_config(
 
     With ``provenance_key``, one operator-only record of every release's private input is written
     beside ``out`` (:mod:`synth.provenance`), never inside it."""
-    from synth.io import release_dir
+    from synth.outdir import release_dir
     from synth.progress import Progress
     from synth.provenance import private_inputs, write_provenance
     from synth.release import combined_manifest, read_manifest, write_manifest

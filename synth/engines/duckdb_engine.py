@@ -63,7 +63,7 @@ from synth.engines.duckdb_sql import (
 from synth.errors import ConfigError, InputError
 from synth.records.positions import bad_position_error, duplicate_position_error, duplicate_row
 
-__all__ = ["DuckDBEngine", "DuckDBPrefixCounter"]
+__all__ = ["DuckDBEngine"]
 
 
 class DuckDBEngine(Engine):

@@ -18,7 +18,6 @@ from synth.records import load_taps, load_trips
 from synth.times import NO_DAY, times_of_day
 
 __all__ = [
-    "NO_DAY",
     "Events",
     "bad_row",
     "day_label",

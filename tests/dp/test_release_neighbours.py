@@ -32,7 +32,7 @@ import pytest
 
 from synth.cli import main
 from synth.cli.run import run_config
-from synth.outdir import MARKER
+from synth.outmarker import MARKER
 
 SEED = 11
 #: The cards of D: ``N_CARDS`` cards spread over four paths (each path x mode held by 15 cards, so

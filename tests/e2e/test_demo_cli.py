@@ -17,7 +17,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from synth.outdir import MARKER
+from synth.outmarker import MARKER
 
 RELEASES = {
     "sequences-sube": "sequences.csv",
@@ -61,9 +61,7 @@ def test_demo_writes_the_release_directories(
     )
     combined = json.loads((out / "releases" / "manifest.json").read_text())
     assert sorted(r["name"] for r in combined["releases"]) == sorted(RELEASES)
-    assert sum(len(u["releases"]) for u in combined["guarantee_per_unit"].values()) == len(
-        RELEASES
-    )
+    assert sum(len(u["releases"]) for u in combined["guarantee_per_unit"].values()) == len(RELEASES)
     for name, data in RELEASES.items():
         folder = out / "releases" / name
         manifest = json.loads((folder / "manifest.json").read_text())

@@ -11,7 +11,7 @@ import pytest
 
 from synth.cli import main
 from synth.marginals.grid import TABLES
-from synth.outdir import MARKER
+from synth.outmarker import MARKER
 
 
 @pytest.fixture

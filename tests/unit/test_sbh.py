@@ -17,7 +17,7 @@ from synth.marginals.cells import empty_positions
 from synth.marginals.grid import TABLES
 from synth.marginals.histogram import stability_histogram
 from synth.marginals.opal import OpalRelease, marginal_tables
-from synth.outdir import MARKER
+from synth.outmarker import MARKER
 from synth.privacy import threshold_delta
 from synth.taxonomy import Taxonomy
 from tests.conftest import ZeroNoise
