@@ -32,6 +32,7 @@ RELEASES = {
 #: the public files each release fingerprints (the shipped taxonomies, the public Tuesday)
 PUBLIC_FILES = {
     "sequences-sube": ["sube_line_taxonomy.csv"],
+    "sequences-sube-timed": ["sube_line_taxonomy.csv"],
     "sequences-montreal-simulated": ["montreal_taxonomy.csv"],
     "trips-sube": ["martes_trx.parquet"],
 }
