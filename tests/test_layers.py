@@ -17,6 +17,7 @@ it may only shrink: a new violation fails, and so does an entry that no longer o
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -45,6 +46,16 @@ def _modules(root: Path = ROOT, packages: tuple[str, ...] = PACKAGES) -> dict[st
 
 
 MODULES = _modules()
+
+
+@functools.cache
+def _parsed(path: Path, mtime_ns: int) -> ast.Module:
+    return ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+
+
+def _tree(path: Path) -> ast.Module:
+    """The parsed module (parsed once per test session and file version)."""
+    return _parsed(path, path.stat().st_mtime_ns)
 
 
 def _resolve(module: str, level: int, target: str | None, is_package: bool) -> str:
@@ -86,7 +97,7 @@ def _imports(module: str, modules: dict[str, Path]) -> Iterator[tuple[str, str |
     Names bound by imports are taken module-wide (the guard reads, it does not run the code).
     """
     path = modules[module]
-    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    tree = _tree(path)
     is_package = path.name == "__init__.py"
     bound: dict[str, str] = {}
     for node in ast.walk(tree):
@@ -355,7 +366,7 @@ def test_argparse_lives_in_the_cli_package_only() -> None:
     for module, path in MODULES.items():
         if _is_cli(module):
             continue
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in ast.walk(_tree(path)):
             names = (
                 [a.name for a in node.names]
                 if isinstance(node, ast.Import)
@@ -368,13 +379,19 @@ def test_argparse_lives_in_the_cli_package_only() -> None:
     assert not outside, f"argparse outside synth.cli: {sorted(set(outside))}"
 
 
+@functools.cache
+def _house() -> frozenset[str]:
+    """The violations of this repository (computed once per test session)."""
+    return frozenset(violations())
+
+
 def test_no_new_layer_violations() -> None:
-    new = sorted(violations() - KNOWN_DEBT)
+    new = sorted(_house() - KNOWN_DEBT)
     assert not new, "layer violations (see tests/test_layers.py):\n" + "\n".join(new)
 
 
 def test_known_debt_is_still_owed() -> None:
-    paid = sorted(KNOWN_DEBT - violations())
+    paid = sorted(KNOWN_DEBT - _house())
     assert not paid, "remove from KNOWN_DEBT, it is fixed:\n" + "\n".join(paid)
 
 
@@ -385,7 +402,7 @@ def reexports(modules: dict[str, Path] | None = None) -> set[str]:
     modules = MODULES if modules is None else modules
     found: set[str] = set()
     for module, path in modules.items():
-        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        tree = _tree(path)
         is_package = path.name == "__init__.py"
         imported: dict[str, str] = {}
         listed: list[str] = []
@@ -466,7 +483,7 @@ def function_sizes() -> dict[str, int]:
                 walk(child, module, prefix)
 
     for module, path in MODULES.items():
-        walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path)), module, "")
+        walk(_tree(path), module, "")
     return found
 
 
