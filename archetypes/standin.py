@@ -1,9 +1,10 @@
 """An SBH release of the PRIVATE trips standing in for public data (issue 6, beyond the write-up).
 
 When an agency has no public trips, :class:`~archetypes.synthesizer.ArchetypeSynthesizer` can spend
-a first share of its budget on stability-based histograms (:func:`synth.sbh.stability_histogram`,
-card-unit calibration) of the private trips and learn archetypes, strata, trip pools and completion
-conditionals from the released cells instead. Everything after the release is post-processing.
+a first share of its budget on stability-based histograms
+(:func:`synth.marginals.histogram.stability_histogram`, card-unit calibration) of the private trips
+and learn archetypes, strata, trip pools and completion conditionals from the released cells
+instead. Everything after the release is post-processing.
 
 The release (``public_stand_in``: ``True`` for the defaults, or a mapping with these keys):
 

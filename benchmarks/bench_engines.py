@@ -131,7 +131,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from harness import add_options, write_results
+
 HEIGHT = 6
+
+#: ``--smoke`` (seconds): 2,000 sequences, memory and DuckDB, data in a temporary folder
+SMOKE = {"n": [2_000], "engines": ["memory", "duckdb"], "datasets": ["sequences"]}
 
 
 def _write_inputs(work: Path, n: int, datasets: list[str]) -> dict[str, Path]:
@@ -383,7 +389,7 @@ def _child_command(command: str, dataset: str) -> str:
     return "sequences" if command == "cli" else "fit"
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, nargs="+", default=[10_000_000])
     parser.add_argument(
@@ -425,15 +431,26 @@ def main() -> None:
     parser.add_argument("--child-command", dest="child_command", help=argparse.SUPPRESS)
     parser.add_argument("--input", help=argparse.SUPPRESS)
     parser.add_argument("--time-bins", type=int, default=None, help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    add_options(parser, "2,000 sequences, memory and duckdb, in a temporary folder")
+    args = parser.parse_args(argv)
     if args.child:
         args.command = args.child_command
         _child(args)
-        return
+        return 0
     if args.prepare:  # in a child, so that this process stays small (fork copies its RSS)
         paths = _write_inputs(args.work, args.n[0], args.datasets)
         print(json.dumps({k: str(v) for k, v in paths.items()}))
-        return
+        return 0
+    if args.smoke:
+        vars(args).update(SMOKE)
+        with tempfile.TemporaryDirectory(prefix="bench-engines-") as tmp:
+            args.work = Path(tmp)
+            return _drive(args)
+    return _drive(args)
+
+
+def _drive(args: argparse.Namespace) -> int:
+    """Prepare the inputs, run every engine in its own child, print and write the rows."""
     rows = []
     for n in args.n:
         t0 = time.perf_counter()
@@ -507,7 +524,9 @@ def main() -> None:
             )
     if args.out:
         args.out.write_text(json.dumps(rows, indent=2))
+    write_results(args.json, "engines", rows, args)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

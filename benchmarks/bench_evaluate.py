@@ -10,26 +10,34 @@ pattern mining, each on 1M sequences of length <= 12, in seconds. Two networks:
 
 For each: index build, the uniform and the popularity workload (40,000 queries each), top-k mining,
 and optionally the ``prefixspan`` package on a subsample for comparison (``--oracle-n``). Peak
-resident memory of the process is printed at the end. Each step reports wall-clock and CPU seconds.
+resident memory of the process is printed at the end (this script is the measured process). Each
+step reports wall-clock and CPU seconds.
 
     python benchmarks/bench_evaluate.py [--n 1000000] [--queries 40000] [--k 300] [--oracle-n 20000]
+    python benchmarks/bench_evaluate.py --smoke --json results.json   # seconds
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import resource
+import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from harness import add_options, emit, own_peak_rss_mb, write_results
 
 from synth.evaluate.counts import CountIndex, paper_workload
 from synth.evaluate.patterns import mine_top_k
 from synth.records import encode_sequences
 from synth.simulate import simulate_sequences
+
+#: ``--smoke``: seconds
+SMOKE = {"n": 5_000, "locations": 100, "queries": 500, "k": 20, "oracle_n": 0}
 
 HEIGHT = 12
 
@@ -99,7 +107,7 @@ def bench(
     return row
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
     """Run both networks and print one JSON line each, then the peak memory."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=1_000_000)
@@ -110,16 +118,24 @@ def main() -> None:
     parser.add_argument("--oracle-n", type=int, default=0, help="prefixspan subsample (0: skip)")
     networks = ["metro", "zipf"]
     parser.add_argument("--networks", nargs="+", default=networks, choices=networks)
-    args = parser.parse_args()
+    add_options(parser, f"{SMOKE['n']:,} sequences, {SMOKE['queries']} queries, top {SMOKE['k']}")
+    args = parser.parse_args(argv)
+    if args.smoke:
+        vars(args).update(SMOKE)
+    rows = []
     for name in args.networks:
         if name == "metro":
             codes, n_loc = metro_codes(args.n, args.seed)
         else:
             codes, n_loc = zipf_codes(args.n, args.locations, args.seed)
-        print(json.dumps(bench(name, codes, n_loc, args)), flush=True)
-    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(json.dumps({"peak_rss_mb": round(peak_mb, 1)}))
+        rows.append(emit(bench(name, codes, n_loc, args)))
+    peak = own_peak_rss_mb()
+    emit({"peak_rss_mb": peak})
+    for row in rows:
+        row["process_peak_rss_mb"] = peak
+    write_results(args.json, "evaluate", rows, args)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -3,15 +3,22 @@
 Run: ``python benchmarks/bench_noise.py`` (``--sizes``; ``--opendp-max`` limits the slow OpenDP
 runs; ``--processes 2`` also measures our samplers on two cores, each process drawing half).
 Ours read ``os.urandom``; table construction for a new scale is timed separately (it happens once
-per scale and is cached).
+per scale and is cached). ``--smoke`` (seconds): 10,000 draws; ``--json``: the rows, machine and
+commit (``benchmarks/tables.py`` makes the README table from it).
 """
 
 from __future__ import annotations
 
 import argparse
 import multiprocessing
+import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from harness import add_options, write_results
 
 from synth.privacy import SecureNoise
 
@@ -51,12 +58,15 @@ def parallel_rate(pool: multiprocessing.pool.Pool, kind: str, scale: float, n: i
     return n / (time.perf_counter() - start)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=float, nargs="+", default=[1e6, 1e7])
     parser.add_argument("--opendp-max", type=float, default=1e7, help="largest OpenDP run")
     parser.add_argument("--processes", type=int, default=1, help="also run ours on N processes")
-    args = parser.parse_args()
+    add_options(parser, "10,000 draws per sampler, one process")
+    args = parser.parse_args(argv)
+    if args.smoke:
+        args.sizes, args.processes = [1e4], 1
     sizes = [int(n) for n in args.sizes]
     for scale in LAPLACE_SCALES:  # build (and cache) the tables before any fork
         start = time.perf_counter()
@@ -95,12 +105,19 @@ def main() -> None:
         )
     header = "".join(f"{f'{n:.0e} draws/s':>18}" for n in sizes)
     print(f"{'sampler':<22}{'scale':>8}{header}")
+    results: list[dict[str, Any]] = []
     for name, scale, measure in rows:
-        cells = "".join(f"{measure(n):>18,.0f}" for n in sizes)
+        rates = [measure(n) for n in sizes]
+        cells = "".join(f"{r:>18,.0f}" for r in rates)
         print(f"{name:<22}{scale:>8g}{cells}", flush=True)
+        for n, r in zip(sizes, rates, strict=True):
+            if r == r:  # not NaN (an OpenDP size over --opendp-max)
+                results.append({"sampler": name, "scale": scale, "draws": n, "draws_per_s": r})
     if pool is not None:
         pool.close()
+    write_results(args.json, "noise", results, args)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

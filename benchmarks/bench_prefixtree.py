@@ -198,9 +198,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
-import subprocess
 import sys
 import tempfile
 import time
@@ -209,6 +207,9 @@ from statistics import median
 from typing import Any
 
 import pandas as pd
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from harness import add_options, child, own_peak_rss_mb, write_results
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
@@ -230,23 +231,6 @@ def _network(name: str) -> Any:
         return None, montreal_taxonomy()
     tax = _synthetic_taxonomy()
     return tax, tax
-
-
-def _child(cmd: list[str]) -> dict[str, Any]:
-    """Run ``cmd``; wall time, peak RSS (MB) and stderr of that child alone."""
-    start = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - start
-    err = proc.stderr.read() if proc.stderr else ""
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    if proc.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}):\n{err}")
-    return {
-        "wall_s": round(wall, 2),
-        "peak_rss_mb": round(usage.ru_maxrss / 1024, 1),
-        "stderr": err,
-    }
 
 
 PYARROW_ROUND_TRIP = (
@@ -296,8 +280,8 @@ def speed(args: argparse.Namespace) -> list[dict[str, Any]]:
                 ]
                 clis, bases = [], []
                 for _ in range(args.repeat):  # interleaved: both see the same machine load
-                    clis.append(_child(command))
-                    bases.append(_child(round_trip))
+                    clis.append(child(command))
+                    bases.append(child(round_trip))
                 internal = [
                     float(m.group(1))
                     for m in (re.search(r"\(([\d.]+) s\)\s*$", c["stderr"].strip()) for c in clis)
@@ -588,8 +572,6 @@ def _defaults_datasets(args: argparse.Namespace) -> list[tuple[str, pd.DataFrame
 def _defaults_release(
     seqs: pd.DataFrame, tax: Any, config: str, epsilon: float, height: int, seed: int
 ) -> tuple[pd.DataFrame | None, dict[str, Any]]:
-    import resource
-
     from prefixtree import PrefixTreeSynthesizer
     from prefixtree.presets import FALSE_CHILDREN, hybrid_split
     from synth.errors import ConfigError
@@ -614,7 +596,7 @@ def _defaults_release(
     chosen = syn.parameters()
     return out, {
         "fit_s": round(time.perf_counter() - start, 2),
-        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+        "peak_rss_mb": own_peak_rss_mb(),
         "nodes": len(syn.tree_),
         "variant": chosen["variant"],
         "released": int(out["seq_id"].nunique()),
@@ -671,6 +653,34 @@ def defaults(args: argparse.Namespace) -> list[dict[str, Any]]:
                     print(json.dumps(row, default=str), flush=True)
                     rows.append(row)
     return rows
+
+
+#: ``--smoke`` sizes of each mode (seconds; the data of ``utility`` and ``defaults`` is simulated)
+SMOKE: dict[str, dict[str, Any]] = {
+    "speed": {"n": [2_000], "network": ["synthetic"], "height": 4, "repeat": 1},
+    "utility": {
+        "dataset": ["sim"],
+        "n": 2_000,
+        "epsilons": [1.0],
+        "heights": [4],
+        "variants": ["hybrid"],
+        "queries": 200,
+    },
+    "trajectories": {"n": 2_000, "height": 4, "seeds": [1], "completion": ["none"]},
+    "defaults": {
+        "datasets": ["montreal"],
+        "configs": ["auto"],
+        "montreal_n": 2_000,
+        "seeds": [1],
+        "queries": 200,
+    },
+}
+SMOKE_HELP = {
+    "speed": "2,000 simulated sequences on the synthetic network, h 4, one run",
+    "utility": "2,000 simulated sequences, h 4, epsilon 1, hybrid",
+    "trajectories": "2,000 simulated trajectories, h 4, one seed",
+    "defaults": "Montreal 2,000 simulated, auto, one seed",
+}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -764,9 +774,12 @@ def main(argv: list[str] | None = None) -> int:
     dp.add_argument("--epsilons", type=float, nargs="+", default=[1.0])
     dp.add_argument("--seeds", type=int, nargs="+", default=list(range(1, 11)))
     dp.add_argument("--queries", type=int, default=40_000)
-    for p in (sp, up, tp, dp):
-        p.add_argument("--out", type=Path, default=None, help="write the rows as JSON here")
+    for mode, p in (("speed", sp), ("utility", up), ("trajectories", tp), ("defaults", dp)):
+        add_options(p, SMOKE_HELP[mode])
+        p.add_argument("--out", type=Path, default=None, help="the rows as JSON (bare list)")
     args = parser.parse_args(argv)
+    if args.smoke:
+        vars(args).update(SMOKE[args.mode])
     modes = {
         "speed": speed,
         "utility": utility,
@@ -776,6 +789,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = modes[args.mode](args)
     if args.out is not None:
         args.out.write_text(json.dumps(rows, indent=2, default=str))
+    write_results(args.json, f"prefixtree-{args.mode}", rows, args)
     return 0
 
 

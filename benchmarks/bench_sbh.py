@@ -2,29 +2,32 @@
 
 Issue 5 target: ``OpalRelease.fit`` within 2x the time of the floor (the six tables counted with
 pandas on the same typed input: taps with ``time`` as datetime64, categorical stops and modes),
-measured in the same run. Peak memory is the tracemalloc peak of each step (numpy and pandas
-buffers are traced), in a separate run from the timing.
+measured on the same input. Each step runs in its own child process (:func:`harness.child`), which
+builds the input, times the step and exits: its peak RSS less that of a child that only builds the
+input is the step's memory (``extra_mb``; ``memory_ratio`` compares the two steps' extras).
 
     python benchmarks/bench_sbh.py --sizes 10000000 50000000 \
-        [--sube ../shared/data/sube-buenos-aires]
+        [--sube ../shared/data/sube-buenos-aires] [--json results.json]
+    python benchmarks/bench_sbh.py --smoke      # seconds: 20,000 simulated taps
 """
 
 from __future__ import annotations
 
 import argparse
-import gc
 import json
+import sys
 import time
-import tracemalloc
-from collections.abc import Callable
-from functools import partial
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from synth.sbh import OpalRelease
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from harness import add_options, child, emit, write_results
+
+from synth.marginals.opal import OpalRelease
+
+SMOKE_SIZES = [20_000]
 
 
 def simulate_taps(n: int, *, stops: int = 2000, days: int = 7, seed: int = 0) -> pd.DataFrame:
@@ -73,20 +76,6 @@ def sbh_release(taps: pd.DataFrame, bin_minutes: int = 15) -> dict[str, pd.DataF
     return OpalRelease(bin_minutes=bin_minutes).fit(taps).release()
 
 
-def measure(fn: Callable[[], Any]) -> dict[str, float]:
-    """Wall time (best of one untraced run) and tracemalloc peak (a second, traced run)."""
-    gc.collect()
-    start = time.perf_counter()
-    fn()
-    seconds = time.perf_counter() - start
-    gc.collect()
-    tracemalloc.start()
-    fn()
-    _, peak = tracemalloc.get_traced_memory()
-    tracemalloc.stop()
-    return {"seconds": round(seconds, 3), "peak_mib": round(peak / 2**20, 1)}
-
-
 def sube_taps(folder: Path) -> pd.DataFrame:
     """Both SUBE days as taps (lines as locations; one row without a card id is dropped)."""
     frames = []
@@ -108,35 +97,65 @@ def sube_taps(folder: Path) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
+STEPS = {"input": None, "floor": groupby_floor, "sbh": sbh_release}
+
+
+def _child_step(args: argparse.Namespace) -> None:
+    """In the child: build the input, run one step, report its seconds on stderr."""
+    taps = simulate_taps(args.n) if args.sube is None else sube_taps(args.sube)
+    step = STEPS[args.step]
+    start = time.perf_counter()
+    if step is not None:
+        step(taps, args.bin)
+    print(json.dumps({"seconds": time.perf_counter() - start}), file=sys.stderr)
+
+
+def _measure(step: str, n: int, sube: Path | None, bin_minutes: int) -> dict[str, float]:
+    cmd = [sys.executable, __file__, "--step", step, "--n", str(n), "--bin", str(bin_minutes)]
+    got = child([*cmd, *(["--sube", str(sube)] if sube is not None else [])])
+    seconds = json.loads(got["stderr"].strip().splitlines()[-1])["seconds"]
+    return {"seconds": round(seconds, 3), "peak_rss_mb": got["peak_rss_mb"]}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="*", default=[10_000_000, 50_000_000])
     parser.add_argument("--sube", type=Path, default=None, help="SUBE folder (optional)")
     parser.add_argument("--bin", type=int, default=15)
-    args = parser.parse_args()
-    inputs: list[tuple[str, Callable[[], pd.DataFrame], int]] = [
-        (f"simulated {n:,}", lambda n=n: simulate_taps(n), args.bin) for n in args.sizes
+    parser.add_argument("--step", choices=tuple(STEPS), help=argparse.SUPPRESS)
+    parser.add_argument("--n", type=int, default=0, help=argparse.SUPPRESS)
+    add_options(parser, f"{SMOKE_SIZES[0]:,} simulated taps")
+    args = parser.parse_args(argv)
+    if args.step is not None:
+        _child_step(args)
+        return 0
+    if args.smoke:
+        args.sizes, args.sube = SMOKE_SIZES, None
+    inputs: list[tuple[str, int, Path | None, int]] = [
+        (f"simulated {n:,}", n, None, args.bin) for n in args.sizes
     ]
     if args.sube is not None:
-        inputs.append(("SUBE 2 days", lambda: sube_taps(args.sube), 60))
-    results = []
-    for name, make, bin_minutes in inputs:
-        taps = make()
-        floor = measure(partial(groupby_floor, taps, bin_minutes))
-        sbh = measure(partial(sbh_release, taps, bin_minutes))
+        inputs.append(("SUBE 2 days", 0, args.sube, 60))
+    rows = []
+    for name, n, sube, bin_minutes in inputs:
+        base = _measure("input", n, sube, bin_minutes)
+        floor = _measure("floor", n, sube, bin_minutes)
+        sbh = _measure("sbh", n, sube, bin_minutes)
+        for step in (floor, sbh):
+            step["extra_mb"] = round(max(step["peak_rss_mb"] - base["peak_rss_mb"], 0.1), 1)
         row = {
             "input": name,
-            "rows": len(taps),
+            "rows": n if sube is None else None,
+            "input_peak_rss_mb": base["peak_rss_mb"],
             "floor": floor,
             "sbh": sbh,
-            "time_ratio": round(sbh["seconds"] / floor["seconds"], 2),
-            "memory_ratio": round(sbh["peak_mib"] / max(floor["peak_mib"], 1e-9), 2),
+            "time_ratio": round(sbh["seconds"] / max(floor["seconds"], 1e-9), 2),
+            "memory_ratio": round(sbh["extra_mb"] / floor["extra_mb"], 2),
         }
-        results.append(row)
-        print(json.dumps(row), flush=True)
-        taps = pd.DataFrame()  # free before the next input
-        gc.collect()
+        rows.append(emit(row))
+    write_results(args.json, "sbh", rows, args)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -4,7 +4,7 @@ Each design of :data:`DESIGNS` (keyword arguments of :class:`prefixtree.PrefixTr
 added to the defaults; extend the list to add a candidate) is released on each dataset at each
 epsilon and noise seed, each release in its own child process through
 :func:`prefixtree.release.release_sequences` (the library side of ``transit-synth sequences``,
-Parquet in and out), so that the child's peak RSS (``wait4``, :func:`bench_prefixtree._child`) is
+Parquet in and out), so that the child's peak RSS (``wait4``, :func:`harness.child`) is
 that release's memory (``--in-process``, as ``--smoke`` does, skips the child start-up and reports
 no peak RSS). A design whose keywords this build's synthesizer does not take is reported
 as skipped (e.g. ``time_model`` before the time model lands).
@@ -47,7 +47,8 @@ from typing import Any
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_prefixtree import _child, _grouped_taxonomy
+from bench_prefixtree import _grouped_taxonomy
+from harness import add_options, child, emit, write_results
 
 #: The candidate designs: a name and the synthesizer keywords it adds (``time_bins`` and the
 #: dataset's epsilon / height are set by the benchmark). Extend freely.
@@ -216,12 +217,12 @@ def _run_one(
             )
         figures = {"release_s": round(time.perf_counter() - start, 2), "peak_rss_mb": None}
     else:
-        child = _child([sys.executable, "-c", CHILD, json.dumps(spec)])
-        last = child["stderr"].strip().splitlines()[-1]
+        got = child([sys.executable, "-c", CHILD, json.dumps(spec)])
+        last = got["stderr"].strip().splitlines()[-1]
         figures = {
             "release_s": json.loads(last)["release_s"],
-            "wall_s": child["wall_s"],
-            "peak_rss_mb": child["peak_rss_mb"],
+            "wall_s": got["wall_s"],
+            "peak_rss_mb": got["peak_rss_mb"],
         }
     return {**figures, "release": pd.read_parquet(out / "sequences.parquet")}
 
@@ -240,12 +241,12 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
             top = top_k_patterns(data["original"][["seq_id", "pos", "location"]], 100)
             base = {"dataset": data["label"], "h": data["height"], "bin": data["bin"]}
             ceiling = truncate_sequences(data["original"], data["height"])
-            rows.append(_emit({**base, "design": "ceiling", **_scores(data, ceiling, top)}))
+            rows.append(emit({**base, "design": "ceiling", **_scores(data, ceiling, top)}))
             for design in designs:
                 missing = _accepted(design["kwargs"])
                 if missing:
                     why = f"this build's synthesizer takes no {', '.join(missing)}"
-                    rows.append(_emit({**base, "design": design["name"], "skipped": why}))
+                    rows.append(emit({**base, "design": design["name"], "skipped": why}))
                     continue
                 for epsilon in args.epsilons:
                     for seed in args.seeds:
@@ -253,13 +254,8 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
                         got = _run_one(data, design, epsilon, seed, out, args.in_process)
                         row = {**base, "design": design["name"], "epsilon": epsilon, "seed": seed}
                         row.update(_scores(data, got.pop("release"), top), **got)
-                        rows.append(_emit(row))
+                        rows.append(emit(row))
     return rows
-
-
-def _emit(row: dict[str, Any]) -> dict[str, Any]:
-    print(json.dumps(row), flush=True)
-    return row
 
 
 #: the markdown table's columns: (row key, heading)
@@ -309,18 +305,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--montreal-n", type=int, default=1_000_000)
     parser.add_argument("--wide-n", type=int, default=100_000)
     parser.add_argument("--data-seed", type=int, default=1, help="seed of the simulated data")
-    parser.add_argument(
-        "--smoke",
-        action="store_true",
-        help=f"seconds: {SMOKE['montreal_n']:,} / {SMOKE['wide_n']:,} simulated sequences, "
-        "epsilon 1, one seed, in process (overrides those flags)",
+    add_options(
+        parser,
+        f"{SMOKE['montreal_n']:,} / {SMOKE['wide_n']:,} simulated sequences, epsilon 1, one seed, "
+        "in process (overrides those flags)",
     )
     parser.add_argument(
         "--in-process",
         action="store_true",
         help="release in this process (no child start-up; no per-release peak RSS)",
     )
-    parser.add_argument("--out", type=Path, default=None, help="the rows as JSON")
+    parser.add_argument("--out", type=Path, default=None, help="the rows as JSON (bare list)")
     parser.add_argument("--markdown", type=Path, default=None, help="the table (else printed)")
     args = parser.parse_args(argv)
     unknown = sorted(set(args.designs or ()) - {d["name"] for d in DESIGNS})
@@ -333,6 +328,7 @@ def main(argv: list[str] | None = None) -> int:
     table = markdown(rows)
     if args.out is not None:
         args.out.write_text(json.dumps(rows, indent=2))
+    write_results(args.json, "trajectories", rows, args)
     if args.markdown is not None:
         args.markdown.write_text(table)
     else:

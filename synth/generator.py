@@ -43,6 +43,9 @@ from synth.io import read_table
 if TYPE_CHECKING:
     from synth.release import ReleaseWriter, Written
 
+#: The release that drops the deprecated ``fit`` keywords (CHANGELOG.md, "Deprecations").
+FIT_KEYWORDS_REMOVED_IN = "0.3.0"
+
 __all__ = [
     "COLUMNS",
     "SEQUENCE",
@@ -50,7 +53,6 @@ __all__ = [
     "Generator",
     "InstanceOf",
     "Interval",
-    "NotFittedError",
     "Options",
     "Satisfies",
     "read_data",
@@ -296,15 +298,17 @@ class Generator:
 
     def _deprecated_fit_args(self, given: Mapping[str, Any]) -> dict[str, Any]:
         """The effective values of parameters that used to be ``fit`` arguments: the constructor's,
-        unless passed to ``fit`` (non-None), which still works with a DeprecationWarning. The
-        parameters themselves are not changed (``fit`` never changes them)."""
+        unless passed to ``fit`` (non-None), which still works with a DeprecationWarning until
+        :data:`FIT_KEYWORDS_REMOVED_IN`. The parameters themselves are not changed (``fit`` never
+        changes them)."""
         out = {name: getattr(self, name) for name in given}
         for name, value in given.items():
             if value is None:
                 continue
             warnings.warn(
-                f"{type(self).__name__}.fit({name}=...) is deprecated: pass {name}= to the "
-                "constructor (or set_params)",
+                f"{type(self).__name__}.fit({name}=...) is deprecated and will be removed in "
+                f"transit-synth {FIT_KEYWORDS_REMOVED_IN}: pass {name}= to the constructor (or "
+                "set_params)",
                 DeprecationWarning,
                 stacklevel=3,
             )

@@ -23,7 +23,6 @@ import numpy as np
 import pandas as pd
 
 from synth.errors import ConfigError, InputError
-from synth.outdir import release_dir
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -43,7 +42,6 @@ __all__ = [
     "read_arrow",
     "read_json",
     "read_table",
-    "release_dir",
     "table_columns",
     "table_format",
     "write_table",

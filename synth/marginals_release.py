@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import warnings
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any, Literal
 
 import pandas as pd
@@ -59,9 +58,9 @@ def release_marginals(
     provenance_key: bytes | None = None,
     names: str | os.PathLike[str] | None = None,
 ) -> str:
-    """Fit an :class:`~synth.sbh.OpalRelease` on ``input`` and write it into ``out`` atomically;
-    returns a summary line. ``input`` is a file or a frame of trips or taps (``source``: the file
-    it came from, for the operator-only provenance record written beside ``out`` with
+    """Fit an :class:`~synth.marginals.opal.OpalRelease` on ``input`` and write it into ``out``
+    atomically; returns a summary line. ``input`` is a file or a frame of trips or taps (``source``:
+    the file it came from, for the operator-only provenance record written beside ``out`` with
     ``provenance_key``, :mod:`synth.provenance`); ``params`` are the release's keyword parameters
     other than ``taxonomy`` (a spec here; ``gtfs_stations``: a GTFS zip's parent stations as its
     leaves; ``gtfs_route_rule``: the route of a GTFS stop on several routes,
@@ -91,16 +90,11 @@ def release_marginals(
         release = OpalRelease(
             **params, taxonomy=tax, random_state=seed, location_column=location_column
         )
-        release._check()  # fail on bad parameters before reading the data
-        data: pd.DataFrame | str | os.PathLike[str]
-        if release.engine != "memory" and not isinstance(input, pd.DataFrame):
-            data = input  # the engine reads the file (out of core when it can)
-        else:
-            data = load_marginal_input(
-                input if isinstance(input, pd.DataFrame) else Path(input),
-                location_column,
-                release.timezone,
-            )
+        data: pd.DataFrame | str | os.PathLike[str] = input
+        if isinstance(input, pd.DataFrame):
+            data = load_marginal_input(input, location_column, release.timezone)
+        # a file goes to fit as is: fit checks every parameter before it reads the file (the
+        # engine out of core when it can, else load_marginal_input, as here for a frame)
         step("fit")
         release.fit(data)
         step("write")

@@ -55,7 +55,6 @@ from synth.outmarker import (
     claims,
     identity,
     is_marker,
-    is_tool_output,
     listing,
     remove,
     survey,
@@ -66,10 +65,8 @@ from synth.outmarker import (
 __all__ = [
     "FORCE",
     "INPUTS",
-    "MARKER",
     "Terminated",
     "input_paths",
-    "is_tool_output",
     "release_dir",
     "terminate_on_signals",
 ]

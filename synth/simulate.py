@@ -48,8 +48,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from synth.errors import ConfigError, InputError
+from synth.gtfs import read_gtfs
 from synth.io import atomic_path, table_format
-from synth.taxonomy import Taxonomy, read_gtfs
+from synth.taxonomy import Taxonomy
 
 __all__ = [
     "BLOCK",

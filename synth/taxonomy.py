@@ -1,10 +1,10 @@
-"""Location taxonomies: rooted trees whose leaves are locations (design.md section 2).
+"""Location taxonomies: rooted trees whose leaves are locations (docs/design.md section 2).
 
 A :class:`Taxonomy` wraps a :class:`networkx.DiGraph` with edges ``parent -> child``. Leaves are
 the locations that appear in records (stops, stations, branches); inner nodes generalise them
 (lines, routes, modes); the root sits at level 0. Leaves may sit at different depths. The taxonomy
-is a public input, never read off private data (the KDD'12 hybrid-granularity prefix tree, paper
-004 section 4.1, relies on that).
+is a public input, never read off private data (the hybrid-granularity prefix tree of Chen et al.
+2012, section 4.1, relies on that).
 
 Node naming: leaves keep the raw location ids (strings). Inner nodes built by the constructors below
 carry a prefix so that they can never collide with a location id: ``route:<route_id>`` and
@@ -28,10 +28,10 @@ import numpy as np
 import pandas as pd
 
 from synth.errors import ConfigError, InputError
-from synth.gtfs import check_route_rule, read_gtfs, route_assignment, route_trip_counts
+from synth.gtfs import check_route_rule, route_assignment, route_trip_counts
 from synth.io import id_strings, read_table, table_format
 
-__all__ = ["GTFS_MODES", "ROOT", "Taxonomy", "natural_sorted", "read_gtfs"]
+__all__ = ["GTFS_MODES", "ROOT", "Taxonomy", "natural_sorted"]
 
 ROOT = "root"
 

@@ -25,7 +25,7 @@ _EXPORTS: dict[str, str] = {
     "TableNoise": "release",
     "load_release": "release",
     "audit_release": "report",
-    "render_html": "report",
+    "render_html": "html",
     "write_report": "report",
     "ScaleEstimate": "scale",
     "fit_scale": "scale",

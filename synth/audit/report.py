@@ -23,10 +23,8 @@ import pandas as pd
 
 from synth import __version__
 from synth.audit.findings import (
-    PLACEHOLDERS,
     SEVERITIES,
     differencing_section,
-    marginals_command,
     scale_section,
     zeros_section,
 )
@@ -34,16 +32,12 @@ from synth.audit.html import render_html
 from synth.audit.manifest import consistency_findings, consistency_summary
 from synth.audit.release import load_release
 from synth.errors import ConfigError
-from synth.io import release_dir
+from synth.outdir import release_dir
 
 __all__ = [
-    "PLACEHOLDERS",
-    "SEVERITIES",
     "add_findings",
     "audit_release",
     "base_report",
-    "marginals_command",
-    "render_html",
     "write_report",
 ]
 

@@ -1,4 +1,4 @@
-"""The ``transit-synth`` command line (design.md section 3 is its contract).
+"""The ``transit-synth`` command line (docs/design.md section 3 is its contract).
 
 Each subcommand lives next to the code it runs and is registered here by name: the module named in
 ``COMMANDS`` exposes ``register(subparsers)``, which adds its parser and sets ``func`` to a callable

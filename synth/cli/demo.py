@@ -268,8 +268,8 @@ def _sequences(stage: Path, taps: Any, seed: int | None, step: _Steps) -> dict[s
 def _marginals(stage: Path, taps: Any, seed: int | None, step: _Steps) -> tuple[Any, Any]:
     """The Opal-style SBH release of the SUBE Wednesday taps (the reference output), and the taps
     it was made from (to measure the release's own error against them)."""
+    from synth.marginals.opal import OpalRelease
     from synth.records import load_taps
-    from synth.sbh import OpalRelease
 
     taps = load_taps(taps, location_column="id_linea").rename(
         columns={"id_linea": "stop_id", "modo": "mode"}

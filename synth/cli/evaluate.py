@@ -28,8 +28,9 @@ from synth.errors import ConfigError, InputError
 from synth.evaluate.suite import PAPER_KS, evaluate_sequences, evaluate_trips
 from synth.evaluate.trajectories import evaluate_trajectories
 from synth.internal import INTERNAL_NOTICE, check_outside_releases, default_evaluation_dir
-from synth.io import check_sep, read_table, release_dir, table_format
+from synth.io import check_sep, read_table, table_format
 from synth.logs import private_message
+from synth.outdir import release_dir
 from synth.records import load_sequences, truncate_sequences
 from synth.release import DATA_KINDS, Release, read_manifest
 from synth.report import REPORT_FILE, RESULTS_FILE, verdict, write_report

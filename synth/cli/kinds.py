@@ -35,7 +35,7 @@ def _archetypes() -> Callable[..., Any]:
 
 
 def _opal() -> Callable[..., Any]:
-    from synth.sbh import OpalRelease
+    from synth.marginals.opal import OpalRelease
 
     return OpalRelease
 

@@ -1,8 +1,8 @@
-"""``transit-synth marginals``: the Opal-style SBH marginal release (design.md section 3).
+"""``transit-synth marginals``: the Opal-style SBH marginal release (docs/design.md section 3).
 
 ``transit-synth marginals INPUT --epsilon E --delta D --out DIR [--consistent | --pure]
-[--bin MINUTES]`` writes one file per table (:data:`synth.sbh.TABLES`) and ``manifest.json``
-into DIR, atomically.
+[--bin MINUTES]`` writes one file per table (:data:`synth.marginals.grid.TABLES`) and
+``manifest.json`` into DIR, atomically.
 """
 
 from __future__ import annotations
@@ -25,12 +25,12 @@ from synth.cli.options import (
     warn_if_seeded,
 )
 from synth.errors import ConfigError
+from synth.marginals.opal import Mode
 from synth.marginals_release import release_marginals
 from synth.progress import Progress
 from synth.provenance import (
     provenance_key,
 )
-from synth.sbh import Mode
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -16,8 +16,8 @@ A config holds one or more releases, each a table named after the subcommand tha
 
 each with a sub-table ``parameters`` of the generator's constructor parameters
 (:class:`~prefixtree.PrefixTreeSynthesizer`, :class:`~archetypes.ArchetypeSynthesizer`,
-:class:`~synth.sbh.OpalRelease`; ``random_state`` comes from ``--seed`` and the taxonomy or schema
-objects from the keys above). Several releases of one kind are an array of tables
+:class:`~synth.marginals.opal.OpalRelease`; ``random_state`` comes from ``--seed`` and the
+taxonomy or schema objects from the keys above). Several releases of one kind are an array of tables
 (``[[sequences]]``) with a ``name`` each (e.g. an epsilon sweep); a single table is named after its
 kind. Paths are relative to the config file's folder (absolute paths are allowed);
 ``embedded:NAME`` is a file of the embedded data (:data:`synth.datasets.FILES`, e.g.
@@ -60,7 +60,7 @@ from synth.config import check_io, check_params, dump_config, load_config
 from synth.errors import ConfigError
 from synth.provenance import provenance_key
 
-__all__ = ["KINDS", "Planned", "plan", "register", "run", "run_config"]
+__all__ = ["Planned", "plan", "register", "run", "run_config"]
 
 
 @dataclass
@@ -295,7 +295,7 @@ def run_config(
 
     With ``provenance_key``, one operator-only record of every release's private input is written
     beside ``out`` (:mod:`synth.provenance`), never inside it."""
-    from synth.io import release_dir
+    from synth.outdir import release_dir
     from synth.progress import Progress
     from synth.provenance import private_inputs, write_provenance
     from synth.release import combined_manifest, read_manifest, write_manifest

@@ -21,7 +21,7 @@ import argparse
 import sys
 
 from prefixtree.presets import PRESETS
-from prefixtree.release import read_locations, release_sequences
+from prefixtree.release import release_sequences
 from prefixtree.synthesizer import (
     COMPLETIONS,
     DEFAULT_MAX_NODES,
@@ -46,7 +46,7 @@ from synth.provenance import (
     provenance_key,
 )
 
-__all__ = ["read_locations", "register", "release_sequences", "run"]
+__all__ = ["register", "run"]
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -1,4 +1,4 @@
-"""``transit-synth trips``: GMM-archetype synthetic trips (design.md section 3).
+"""``transit-synth trips``: GMM-archetype synthetic trips (docs/design.md section 3).
 
 ``transit-synth trips PRIVATE --public PUBLIC --epsilon E --delta D --out DIR [--archetypes K]
 [--config FILE]`` writes ``DIR/trips.csv`` (or ``.parquet``), ``DIR/schema.json`` (the public
@@ -48,7 +48,7 @@ from synth.provenance import (
     provenance_key,
 )
 
-__all__ = ["check_inputs", "normalize_params", "register", "release_trips", "run"]
+__all__ = ["register", "run"]
 
 FROM_COMMAND_LINE = ("epsilon", "delta", "random_state", "schema")
 

@@ -1,4 +1,4 @@
-"""Counting engines (design.md section 7): the counting steps of the releases, and nothing else.
+"""Counting engines (docs/design.md section 7): the counting steps of the releases, nothing else.
 
 An engine counts; it never draws noise. The prefix tree asks it, level by level, for the number of
 sequences in each (surviving node, time bin, location) cell and then tells it which node each cell

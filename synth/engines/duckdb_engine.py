@@ -64,7 +64,7 @@ from synth.engines.duckdb_sql import (
 from synth.errors import ConfigError, InputError
 from synth.records.positions import bad_position_error, duplicate_position_error, duplicate_row
 
-__all__ = ["DuckDBEngine", "DuckDBPrefixCounter"]
+__all__ = ["DuckDBEngine"]
 
 
 class DuckDBEngine(Engine):
@@ -128,7 +128,7 @@ class DuckDBEngine(Engine):
                 "--engine-memory-limit, or lower threads)"
             ) from None
 
-    def _name(self, stem: str) -> str:
+    def temp_table(self, stem: str) -> str:
         self._n += 1
         return f"_{stem}_{self._n}"
 
@@ -157,7 +157,7 @@ class DuckDBEngine(Engine):
         if time_bins is not None:
             bins = np.asarray(time_bins)
             cols.update({f"b{j}": bins[:, j].astype(np.int32) for j in range(height)})
-        table = self._name("seq")
+        table = self.temp_table("seq")
         self.con.register("_input_matrix", pa.table(cols))
         self.sql(f"CREATE TABLE {table} AS SELECT * FROM _input_matrix")
         self.con.unregister("_input_matrix")
@@ -170,7 +170,7 @@ class DuckDBEngine(Engine):
             n_locations=n_locations,
         )
 
-    def _source(self, path: Path) -> tuple[str, str] | None:
+    def read_source(self, path: Path) -> tuple[str, str] | None:
         from synth.io import table_format
 
         fmt = table_format(path)
@@ -193,7 +193,7 @@ class DuckDBEngine(Engine):
         p = Path(path)
         if not p.is_file():
             raise InputError(f"{p}: file not found")
-        source = self._source(p)
+        source = self.read_source(p)
         if source is None:
             return None
         src, fmt = source
@@ -308,7 +308,7 @@ class DuckDBEngine(Engine):
             raise bad_position_error(p, n_bad_pos)
         known = f"JOIN {locs} l ON {loc_expr} = l.name"
         rows = rows_sql(kind, "tap" in columns, sid, pos, minute, stamp, f"{src} {known}")
-        table = self._name("seq")
+        table = self.temp_table("seq")
         self._wide(table, rows, sid, height, with_time, time_bin_minutes, n_rows)
         if kind == "sequences":  # duplicates are an error; gaps (or dropped rows) renumbered
             self._renumber(p, table, rows, sid, pos, src, height, time_bin_minutes, n_rows)
@@ -328,7 +328,7 @@ class DuckDBEngine(Engine):
 
     def _location_table(self, locations: Sequence[str]) -> str:
         """A table ``name, code`` of the taxonomy's leaves (code = index in ``locations``)."""
-        locs = self._name("locs")
+        locs = self.temp_table("locs")
         self.con.register(
             "_locations",
             pa.table({"name": pa.array(list(locations)), "code": np.arange(len(locations))}),
@@ -397,7 +397,7 @@ class DuckDBEngine(Engine):
             )
         return f"({minute})", stamp
 
-    def _memory_limit_bytes(self) -> float:
+    def memory_limit_bytes(self) -> float:
         value = str(
             self.sql("SELECT value FROM duckdb_settings() WHERE name = 'memory_limit'").fetchone()[
                 0
@@ -437,7 +437,7 @@ class DuckDBEngine(Engine):
                 running = ", ".join(f"coalesce({m}, 0)" for m in minutes[: j + 1])
                 cols.append(f"CAST(greatest({running}) // {int(width or 1)} AS INTEGER) AS b{j}")
         per_pass = max(
-            self._min_rows_per_pass, int(self._rows_per_gb * self._memory_limit_bytes() / 1e9)
+            self._min_rows_per_pass, int(self._rows_per_gb * self.memory_limit_bytes() / 1e9)
         )
         passes = max(1, -(-n_rows // per_pass))
         agg = f"{', '.join(cols)}, count(*) AS n, min(pos) AS lo, max(pos) AS hi"
@@ -479,13 +479,13 @@ class DuckDBEngine(Engine):
             )
         except (NotGrouped, pa.ArrowException):  # e.g. an unreadable file: the SQL path's error
             return None
-        table = self._name("seq")
+        table = self.temp_table("seq")
         cols = [f"c{j} {scan.code_type}" for j in range(height)]
         if time_bin_minutes is not None:
             cols += [f"b{j} SMALLINT" for j in range(height)]
         # in memory when it surely fits (at most one sequence per input row), else on disk
         row_bytes = height * (scan.code_dtype().itemsize + (2 if time_bin_minutes else 0))
-        temporary = scan.n_rows * row_bytes <= self._memory_limit_bytes()
+        temporary = scan.n_rows * row_bytes <= self.memory_limit_bytes()
         self.sql(f"CREATE {'TEMP ' if temporary else ''}TABLE {table} ({', '.join(cols)})")
         pending: list[pa.Table] = []
 
@@ -537,7 +537,7 @@ class DuckDBEngine(Engine):
         cols = event_columns(events, max_contributions)
         bound = "unit" in cols
         self.con.register("_events", pa.table(cols))
-        kept = self._name("events")
+        kept = self.temp_table("events")
         if bound:
             self.sql(
                 f"CREATE TABLE {kept} AS SELECT side, part, minute, loc FROM _events QUALIFY "
@@ -548,13 +548,12 @@ class DuckDBEngine(Engine):
             self.sql(f"CREATE TABLE {kept} AS SELECT side, part, minute, loc FROM _events")
         self.con.unregister("_events")
         out = {
-            name: self._table_counts(kept, name, n_locations, n_bins, bin_minutes)
-            for name in tables
+            name: self.table_counts(kept, name, n_locations, n_bins, bin_minutes) for name in tables
         }
         self.sql(f"DROP TABLE {kept}")
         return out
 
-    def _table_counts(
+    def table_counts(
         self, kept: str, name: str, n_locations: int, n_bins: int, bin_minutes: int
     ) -> Counts:
         side, has_time, has_loc = table_spec(name)

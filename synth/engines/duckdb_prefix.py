@@ -40,7 +40,7 @@ class DuckDBPrefixCounter:
         self._level = 0
         self.n_sequences = int(engine.sql(f"SELECT count(*) FROM {table}").fetchone()[0])
         row_bytes = 8 + 4 * height * (2 if has_bins else 1)  # at most: node, codes, bins
-        fits = self.n_sequences * row_bytes <= engine._memory_limit_bytes()
+        fits = self.n_sequences * row_bytes <= engine.memory_limit_bytes()
         self._kind = "TEMP TABLE" if fits else "TABLE"
 
     def _key(self, level: int, alias: str = "") -> str:

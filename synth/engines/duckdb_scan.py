@@ -363,7 +363,7 @@ class DuckDBEventScan:
             keep = codes >= 0
             values = [v for v, k in zip(labels, keep, strict=True) if k]
             con.register(name, pa.table({"v": pa.array(values), "code": codes[keep]}))
-        kept = eng._name("events")
+        kept = eng.temp_table("events")
         bound = (
             f"QUALIFY row_number() OVER (PARTITION BY unit, side ORDER BY minute, part, loc, row) "
             f"<= {int(max_contributions)}"
@@ -379,7 +379,7 @@ class DuckDBEventScan:
         for name in maps:
             con.unregister(name)
         out = {
-            name: eng._table_counts(kept, name, n_locations, n_bins, bin_minutes) for name in tables
+            name: eng.table_counts(kept, name, n_locations, n_bins, bin_minutes) for name in tables
         }
         eng.sql(f"DROP TABLE {kept}")
         return out
@@ -391,7 +391,7 @@ class DuckDBEventScan:
 def scan_events(
     engine: SQLSession, path: Path, location_column: str, unit_column: str | None
 ) -> DuckDBEventScan | None:
-    source = engine._source(path)
+    source = engine.read_source(path)
     if source is None:
         return None
     src, fmt = source
@@ -438,7 +438,7 @@ def scan_events(
             f"{id_sql(ident(lcol))} AS loc, {unit} AS unit, {row} AS row, "
             f"CAST({col} AS VARCHAR) AS raw_time FROM {src} WHERE {cond}"
         )
-    table = engine._name("sbh_events")
+    table = engine.temp_table("sbh_events")
     engine.sql(f"CREATE TABLE {table} AS {' UNION ALL '.join(selects)}")
     empty_unit = "unit IS NULL OR unit = ''" if unit_column else "FALSE"
     bad = engine.sql(

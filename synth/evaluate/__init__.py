@@ -1,4 +1,4 @@
-"""Utility of synthetic releases: count queries, sequential patterns, marginal scores (design.md 6).
+"""Utility of releases: count queries, sequential patterns, marginals (docs/design.md section 6).
 
 Sequences follow Chen et al. 2012 (sections 3.3 and 5.1); trips follow the NIST temporal map
 challenge's k-marginal scoring. :func:`evaluate_sequences` / :func:`evaluate_trips` run everything

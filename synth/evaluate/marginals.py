@@ -1,4 +1,4 @@
-"""Marginal metrics of trip tables (NIST temporal map challenge scoring; design.md section 6).
+"""Marginal metrics of trip tables (NIST temporal map challenge scoring, docs/design.md section 6).
 
 Both tables are first discretised on a common domain (:func:`discretise`): categorical columns keep
 their values, numeric columns with many distinct values get equal-width bins over the original's

@@ -2,12 +2,12 @@
 
 Both exports are post-processing of a published release (the synthetic data of
 ``transit-synth sequences`` or ``transit-synth trips``): they never read private data and do not
-change the privacy guarantee of the release (design.md section 4).
+change the privacy guarantee of the release (docs/design.md section 4).
 
 **Plans.** A release is first turned into one plan per person (:class:`Release`, column ``steps``):
 the places the person is at, in order, each followed by a leg, except the last one.
 
-* *Sequences* (prefix tree, paper 004): a sequence is a person (``seq_id``); its locations in
+* *Sequences* (prefix tree, Chen et al. 2012): a sequence is a person (``seq_id``); its locations in
   ``pos`` order are the steps and each pair of consecutive locations is one ``pt`` leg. A
   sequence of one location is a person without legs.
 * *Trips with origin and destination* (``on_stop``/``off_stop``, ``origin``/``destination``, or

@@ -25,7 +25,8 @@ from synth.export.od import check_bin_minutes, od_matrix, write_od
 from synth.export.periods import od_by_period, parse_periods
 from synth.export.plans import Plans, matsim_plans, parse_activity_types
 from synth.export.releases import Release, read_release
-from synth.io import atomic_path, release_dir
+from synth.io import atomic_path
+from synth.outdir import release_dir
 
 #: The MATSim config holding the scaling of a sample (``--sample-share``).
 SCALING_FILE = "scaling-config.xml"
@@ -51,7 +52,7 @@ def export_release(
 ) -> dict[str, Any]:
     """Export a release directory (``to`` = ``"od"`` or ``"matsim"``) into ``out`` (default: the
     release directory): ``od.csv``/``od.parquet`` or ``population.xml``, plus ``export-<to>.json``
-    describing the export. Written through :func:`synth.io.release_dir` (all or nothing).
+    describing the export. Written through :func:`synth.outdir.release_dir` (all or nothing).
     ``csv_escape``: see :func:`write_od`. A timed release's OD export also writes
     ``od-periods.csv`` (or ``.parquet``): the matrices per period of ``periods`` (a spec of
     :func:`~synth.export.periods.parse_periods`; default the five periods of

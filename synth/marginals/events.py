@@ -1,6 +1,6 @@
 """Opal pipeline inputs: trips, taps or long-format sequences read as encoded tap events.
 
-Every value is read on its own (design.md per-value rules): ids and locations by
+Every value is read on its own (docs/design.md section 2, per-value rules): ids and locations by
 :func:`synth.io.id_strings`, times by :func:`synth.times.times_of_day`.
 """
 
@@ -18,7 +18,6 @@ from synth.records import load_taps, load_trips
 from synth.times import NO_DAY, times_of_day
 
 __all__ = [
-    "NO_DAY",
     "Events",
     "bad_row",
     "day_label",

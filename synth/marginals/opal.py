@@ -278,8 +278,8 @@ class OpalRelease(Generator):
 
         ``data`` is a frame of trips, taps or sequences, or a trips/taps file: the DuckDB engine
         reads the usual layouts itself (out of core); otherwise the file is loaded as
-        ``transit-synth marginals`` does. ``fit(location_column=...)`` is deprecated: pass it to
-        the constructor.
+        ``transit-synth marginals`` does. ``fit(location_column=...)`` is deprecated (removed in
+        0.3.0): pass it to the constructor.
         """
         self._check()
         location = self._deprecated_fit_args({"location_column": location_column})

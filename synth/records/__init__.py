@@ -1,4 +1,4 @@
-"""Records: taps, long-format sequences and trips (design.md section 2), loaded and validated.
+"""Records: taps, long-format sequences and trips (docs/design.md section 2), loaded and validated.
 
 Formats (CSV or Parquet, by extension):
 
@@ -21,9 +21,9 @@ taxonomy) either raise (``on_unknown="error"``) or are dropped (``on_unknown="dr
 :class:`UnknownLocationWarning` says how many rows went, and the returned frame carries the count in
 ``df.attrs["dropped_unknown"]``.
 
-Contribution bounding is deterministic (paper 004 section 3; design.md section 4): the first ``h``
-locations of a sequence (:func:`truncate_sequences`) and the first ``k`` trips of a card by time
-(:func:`bound_trips`), ties broken by input row order.
+Contribution bounding is deterministic (Chen et al. 2012, section 3; docs/design.md section 4): the
+first ``h`` locations of a sequence (:func:`truncate_sequences`) and the first ``k`` trips of a card
+by time (:func:`bound_trips`), ties broken by input row order.
 
 The package: :mod:`~synth.records.common` (constants, column checks, time columns),
 :mod:`~synth.records.codes` (id columns as arrow text and integer codes),

@@ -1,4 +1,4 @@
-"""The evaluation report: one self-contained HTML page for the data holder (design.md section 6).
+"""The evaluation report: a self-contained HTML page for the data holder (docs/design.md section 6).
 
 The page compares synthetic releases with the ORIGINAL data, so it is an internal file: its first
 heading says so (:data:`INTERNAL_NOTICE`) and its file name starts with ``private-``. It opens with

@@ -57,10 +57,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from synth.marginals.grid import TABLES
 from synth.marginals_release import release_marginals
 from synth.privacy import threshold_delta
 from synth.privacy.harness import EpsilonAudit, Event, audit_epsilon
-from synth.sbh import TABLES
 from tests.conftest import scale_noise
 
 #: Thousands of releases of random neighbours: whether one stops early (an underspend) or keeps few
@@ -569,7 +569,7 @@ def low_threshold(monkeypatch: pytest.MonkeyPatch) -> None:
         cal = calibrate(*args, **kwargs)
         return dataclasses.replace(cal, threshold=cal.threshold - 1)
 
-    for module in ("synth.marginals.histogram", "synth.marginals.opal", "synth.sbh"):
+    for module in ("synth.marginals.histogram", "synth.marginals.opal"):
         monkeypatch.setattr(f"{module}.calibrate", lowered)
 
 

@@ -32,7 +32,7 @@ import pytest
 
 from synth.cli import main
 from synth.cli.run import run_config
-from synth.outdir import MARKER
+from synth.outmarker import MARKER
 
 SEED = 11
 #: The cards of D: ``N_CARDS`` cards spread over four paths (each path x mode held by 15 cards, so
@@ -477,20 +477,19 @@ def _public_fingerprint(monkeypatch: pytest.MonkeyPatch) -> None:
 def exact_count_in_manifest(monkeypatch: pytest.MonkeyPatch) -> None:
     """Canary: the Opal manifest's parameters record the exact number of input events."""
     import synth.marginals.opal
-    import synth.sbh
 
-    read, parameters = synth.marginals.opal.read_events, synth.sbh.OpalRelease.parameters
+    read, parameters = synth.marginals.opal.read_events, synth.marginals.opal.OpalRelease.parameters
     seen: dict[str, int] = {}
 
     def reading(data: pd.DataFrame, **kwargs: object) -> object:
         seen["events"] = len(data)
         return read(data, **kwargs)  # type: ignore[arg-type]
 
-    def with_count(self: synth.sbh.OpalRelease) -> dict[str, object]:
+    def with_count(self: synth.marginals.opal.OpalRelease) -> dict[str, object]:
         return {**parameters(self), "input_events": seen["events"]}
 
     monkeypatch.setattr(synth.marginals.opal, "read_events", reading)
-    monkeypatch.setattr(synth.sbh.OpalRelease, "parameters", with_count)
+    monkeypatch.setattr(synth.marginals.opal.OpalRelease, "parameters", with_count)
 
 
 def column_wide_ids(series: pd.Series, **_: object) -> pd.Series:

@@ -16,9 +16,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from synth.engines.kernels import count_keys
+from synth.marginals.calibration import SBHCalibration, calibrate
+from synth.marginals.cells import noisy_cells
+from synth.marginals.histogram import stability_histogram
 from synth.privacy import SecureNoise
 from synth.privacy.harness import Event, audit_epsilon
-from synth.sbh import SBHCalibration, _count, _noisy_cells, calibrate, stability_histogram
 
 EPS, DELTA = 1.0, 0.1
 DOMAIN = ["a", "b", "c", "z"]
@@ -62,9 +65,9 @@ def broken(cal: SBHCalibration, *, pure_domain: bool) -> Callable:
     def run(rows: pd.DataFrame, n: int) -> pd.DataFrame:
         x = pd.Index(DOMAIN).get_indexer(rows["x"])
         keys = (np.repeat(np.arange(n), len(rows)) * len(DOMAIN) + np.tile(x, n)).astype(np.int64)
-        present, counts = _count(keys, n * len(DOMAIN))
+        present, counts = count_keys(keys, n * len(DOMAIN))
         domain = n * len(DOMAIN) if pure_domain else None
-        kept, values = _noisy_cells(present, counts, cal, SecureNoise(seed=len(rows) + n), domain)
+        kept, values = noisy_cells(present, counts, cal, SecureNoise(seed=len(rows) + n), domain)
         trial, code = np.divmod(kept, len(DOMAIN))
         out = pd.DataFrame({"trial": trial, "x": np.asarray(DOMAIN)[code], "count": values})
         out.attrs["trials"] = n

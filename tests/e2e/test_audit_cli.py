@@ -155,8 +155,8 @@ def test_every_remedy_command_runs(release: Path, tmp_path: Path) -> None:
     assert commands[("scale", "low")].endswith(f"--min-count {int(2 * threshold)}")
     assert "--pure" in commands[("zeros", "low")]
     # differencing finds nothing in this release; its remedy's command comes from the same code
+    from synth.audit.findings import marginals_command
     from synth.audit.release import load_release
-    from synth.audit.report import marginals_command
 
     consistent = marginals_command(load_release(release), "consistent")
     assert not any(f["title"].startswith("Scale recovery not run") for f in report["findings"])

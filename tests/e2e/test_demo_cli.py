@@ -17,7 +17,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from synth.outdir import MARKER
+from synth.outmarker import MARKER
 
 RELEASES = {
     "sequences-sube": "sequences.csv",

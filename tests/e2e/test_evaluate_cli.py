@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from synth.cli import main
-from synth.outdir import MARKER
+from synth.outmarker import MARKER
 
 
 class _Images(HTMLParser):

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from synth.cli import main
-from synth.outdir import MARKER
+from synth.outmarker import MARKER
 
 ROOT = Path(__file__).resolve().parents[2]
 TAXONOMY = "child,parent\nA,line:1\nB,line:1\nC,line:2\nD,line:2\nline:1,root\nline:2,root\n"
@@ -304,7 +304,7 @@ def slow(frames, path):
     return n
 cli.write_sequences = slow
 from synth.cli import main
-from synth.outdir import MARKER
+from synth.outmarker import MARKER
 sys.exit(main(sys.argv[1:]))
 """
 

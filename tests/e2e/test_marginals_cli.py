@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 
 from synth.cli import main
-from synth.outdir import MARKER
-from synth.sbh import TABLES
+from synth.marginals.grid import TABLES
+from synth.outmarker import MARKER
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from synth.cli import main
-from synth.outdir import MARKER
+from synth.outmarker import MARKER
 
 TAXONOMY = "child,parent\nA,line:1\nB,line:1\nC,line:2\nD,line:2\nline:1,root\nline:2,root\n"
 TAPS = "card_id,time,stop_id\n" + "".join(

@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 
 from synth.cli import main
-from synth.outdir import MARKER
+from synth.outmarker import MARKER
 from synth.provenance import ENV_VAR, SUFFIX, input_hmac
 
 TAXONOMY = "child,parent\ns1,north\ns2,north\ns3,south\ns4,south\nnorth,root\nsouth,root\n"

@@ -13,9 +13,10 @@ import pandas as pd
 import pytest
 
 from synth.cli import main
-from synth.cli.run import KINDS, plan
+from synth.cli.kinds import KINDS
+from synth.cli.run import plan
 from synth.config import load_config
-from synth.outdir import MARKER
+from synth.outmarker import MARKER
 from synth.simulate import simulate_taps, write_simulated_sequences
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"

@@ -11,8 +11,8 @@ import pytest
 
 from synth.audit import difference_tables, load_release, table_pairs, theorem5_halfwidth
 from synth.audit.differencing import noise_pmf, sum_quantile
+from synth.marginals.opal import OpalRelease
 from synth.privacy import SecureNoise
-from synth.sbh import OpalRelease
 
 # 08:00 on one day: two busy stops and one whose 14 tap-offs the time x location table suppresses
 # (threshold 18 at scale 1); the time table (scale 2, threshold 35) releases the row's total.

@@ -15,7 +15,7 @@ from synth.audit import fit_scale, load_release, named_pairs, route_pairs
 from synth.audit.differencing import noise_pmf
 from synth.audit.scale import difference_logpmf, paired_counts
 from synth.errors import ConfigError, InputError
-from synth.sbh import OpalRelease
+from synth.marginals.opal import OpalRelease
 
 MANLY, QUAY = "Manly Wharf", "Circular Quay No. 3 Wharf"
 

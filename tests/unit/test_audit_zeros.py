@@ -12,8 +12,8 @@ import pytest
 from synth.audit import audit_release, check_zeros, load_release, second_algorithm, theorem1_delta
 from synth.audit.release import zeros_perturbed
 from synth.audit.zeros import presence_probability
+from synth.marginals.opal import OpalRelease
 from synth.privacy import threshold_delta
-from synth.sbh import OpalRelease
 from synth.taxonomy import Taxonomy
 
 

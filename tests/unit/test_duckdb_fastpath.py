@@ -122,7 +122,7 @@ def test_wide_table_in_memory_only_when_it_fits(
 ) -> None:
     """A wide table that may not fit in memory_limit is written to the database file."""
     if not fits:
-        monkeypatch.setattr(DuckDBEngine, "_memory_limit_bytes", lambda self: 1000.0)
+        monkeypatch.setattr(DuckDBEngine, "memory_limit_bytes", lambda self: 1000.0)
     path = tmp_path / "s.parquet"
     _padded(200, 11).to_parquet(path, index=False)
     assert _same_counts(path, taxonomy) == "grouped"

@@ -1,5 +1,5 @@
 """Counting engines: with a zero-noise source (and with seeded noise) every engine gives the same
-counts and the same release on the same input (design.md section 7)."""
+counts and the same release on the same input (docs/design.md section 7)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ import pytest
 from prefixtree.synthesizer import PrefixTreeSynthesizer
 from synth.engines import get_engine
 from synth.errors import ConfigError, InputError
+from synth.marginals.opal import OpalRelease
 from synth.records import UnknownLocationWarning, encode_sequences, load_sequences
-from synth.sbh import OpalRelease
 from synth.simulate import simulate_sequences, simulate_taps, write_simulated_sequences
 from synth.taxonomy import Taxonomy
 from tests.conftest import ZeroNoise, position_error_files

@@ -16,8 +16,8 @@ import pytest
 
 from prefixtree.synthesizer import PrefixTreeSynthesizer
 from synth.errors import ConfigError, InputError
+from synth.marginals.opal import OpalRelease
 from synth.records import load_sequences
-from synth.sbh import OpalRelease
 from synth.simulate import _montreal, simulate_sequences, simulate_taps
 from tests.conftest import ZeroNoise, flat_taxonomy, position_error_files
 

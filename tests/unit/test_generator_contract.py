@@ -249,7 +249,8 @@ def test_old_fit_keywords_still_work_with_a_deprecation_warning() -> None:
     data = taps(40)
     calls: list[tuple[int, int]] = []
     generator = PrefixTreeSynthesizer(epsilon=2.0, height=2, taxonomy=TAXONOMY, random_state=1)
-    with pytest.warns(DeprecationWarning, match=r"fit\(progress=...\) is deprecated"):
+    removal = r"fit\(progress=...\) is deprecated and will be removed in transit-synth 0\.3\.0"
+    with pytest.warns(DeprecationWarning, match=removal):
         generator.fit(data, progress=lambda done, total: calls.append((done, total)))
     assert calls and generator.progress is None  # fit never changes the parameters
     with warnings.catch_warnings():

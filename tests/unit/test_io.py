@@ -14,10 +14,10 @@ from synth.io import (
     id_strings,
     read_arrow,
     read_table,
-    release_dir,
     table_columns,
     write_table,
 )
+from synth.outdir import release_dir
 
 
 @pytest.fixture

@@ -22,7 +22,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from synth.errors import ConfigError
-from synth.outdir import MARKER, release_dir
+from synth.outdir import release_dir
+from synth.outmarker import MARKER
 
 TOOL_FILES = ("manifest.json", "sequences.csv", "sub/manifest.json", "sub/x.csv")
 TOPS = ("manifest.json", "sequences.csv", "notes.txt", ".git", ".notes", "sub", "taps.csv", MARKER)

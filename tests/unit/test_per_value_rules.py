@@ -20,8 +20,8 @@ import pytest
 from prefixtree.synthesizer import PrefixTreeSynthesizer
 from synth.errors import ConfigError, InputError
 from synth.io import id_strings, read_table
+from synth.marginals.opal import OpalRelease, marginal_tables
 from synth.records import load_sequences, load_taps, sequences_from_taps
-from synth.sbh import OpalRelease, marginal_tables
 from synth.taxonomy import Taxonomy
 from synth.times import parse_times, times_of_day
 from tests.conftest import ZeroNoise

@@ -12,16 +12,13 @@ import pandas as pd
 import pytest
 
 from synth.errors import ConfigError, InputError
-from synth.outdir import MARKER
+from synth.marginals.calibration import calibrate
+from synth.marginals.cells import empty_positions
+from synth.marginals.grid import TABLES
+from synth.marginals.histogram import stability_histogram
+from synth.marginals.opal import OpalRelease, marginal_tables
+from synth.outmarker import MARKER
 from synth.privacy import threshold_delta
-from synth.sbh import (
-    TABLES,
-    OpalRelease,
-    _empty_positions,
-    calibrate,
-    marginal_tables,
-    stability_histogram,
-)
 from synth.taxonomy import Taxonomy
 from tests.conftest import ZeroNoise
 
@@ -200,7 +197,7 @@ def test_empty_positions_match_enumeration() -> None:
         present = np.sort(rng.choice(size, int(rng.integers(0, size)), replace=False))
         empty = np.setdiff1d(np.arange(size), present)
         ranks = np.arange(empty.size)
-        assert np.array_equal(_empty_positions(present.astype(np.int64), ranks), empty)
+        assert np.array_equal(empty_positions(present.astype(np.int64), ranks), empty)
 
 
 # ----------------------------------------------------------------------------- Opal release

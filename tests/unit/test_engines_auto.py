@@ -14,7 +14,7 @@ from synth import datasets
 from synth.cli import main
 from synth.engines import auto, check_engine, choose_engine, get_engine, resolve_engine
 from synth.errors import ConfigError
-from synth.sbh import OpalRelease
+from synth.marginals.opal import OpalRelease
 from synth.simulate import simulate_sequences
 
 GIB = 1 << 30

@@ -10,7 +10,8 @@ import pytest
 
 from synth.errors import InputError
 from synth.evaluate.reference import against_reference
-from synth.sbh import TABLES, OpalRelease
+from synth.marginals.grid import TABLES
+from synth.marginals.opal import OpalRelease
 
 
 def _trips(n: int, seed: int) -> pd.DataFrame:

@@ -1,0 +1,146 @@
+"""benchmarks/: the shared harness (child peak RSS, results with machine and commit), every
+benchmark at its ``--smoke`` size, and the markdown tables made from the results."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+BENCH = ROOT / "benchmarks"
+
+#: every benchmark's smoke run (script, arguments before --smoke); slow ones are marked
+SMOKE_RUNS = [
+    pytest.param("bench_engines.py", [], id="engines"),
+    pytest.param("bench_evaluate.py", [], id="evaluate"),
+    pytest.param("bench_noise.py", [], id="noise"),
+    pytest.param("bench_prefixtree.py", ["speed"], id="prefixtree-speed"),
+    pytest.param("bench_prefixtree.py", ["defaults"], id="prefixtree-defaults"),
+    pytest.param("bench_prefixtree.py", ["utility"], id="prefixtree-utility"),
+    pytest.param("bench_prefixtree.py", ["trajectories"], id="prefixtree-trajectories"),
+    pytest.param("bench_sbh.py", [], id="sbh"),
+    pytest.param("bench_trajectories.py", ["--datasets", "montreal"], id="trajectories"),
+]
+
+#: scripts without a --smoke size yet, and why (remove the entry when it has one)
+PENDING = {
+    "bench_archetypes.py": "being given a peers mode on another branch; needs the real data",
+}
+
+
+def _load(name: str) -> ModuleType:
+    sys.path.insert(0, str(BENCH))
+    spec = importlib.util.spec_from_file_location(name, BENCH / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_every_benchmark_has_a_smoke_run() -> None:
+    scripts = {p.name for p in BENCH.glob("bench_*.py")}
+    covered = {p.values[0] for p in SMOKE_RUNS}
+    assert scripts == covered | set(PENDING), "add the new benchmark to SMOKE_RUNS"
+    for name in covered:
+        assert "add_options(" in (BENCH / name).read_text(), f"{name}: no --smoke via harness"
+    for name in PENDING:
+        assert "--smoke" not in (BENCH / name).read_text(), f"{name} has --smoke: unlist it"
+
+
+@pytest.mark.parametrize(("script", "before"), SMOKE_RUNS)
+def test_smoke_run_writes_results(script: str, before: list[str], tmp_path: Path) -> None:
+    out = tmp_path / "results.json"
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONWARNINGS": "ignore"}
+    cmd = [sys.executable, str(BENCH / script), *before, "--smoke", "--json", str(out)]
+    proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    doc = json.loads(out.read_text())
+    assert doc["rows"] and all(isinstance(r, dict) for r in doc["rows"])
+    assert doc["arguments"]["smoke"] is True
+    machine = doc["machine"]
+    assert machine["cores"] >= 1 and machine["memory_gb"] > 0 and machine["python"]
+    assert doc["commit"] is None or len(doc["commit"].split("+")[0]) == 40
+
+
+def test_child_peak_rss_is_the_childs_own() -> None:
+    """A small child of a large parent reports its own few MB (a child forked straight from the
+    parent would report the parent's size); a child that touches 150 MB reports at least that."""
+    harness = _load("harness")
+    ballast = bytearray(300 * 2**20)
+    ballast[::4096] = b"\1" * len(range(0, len(ballast), 4096))
+    assert harness.own_peak_rss_mb() >= 300
+    small = harness.child([sys.executable, "-c", "pass"])
+    assert small["peak_rss_mb"] < 100
+    big = "b = bytearray(150 * 2**20); b[::4096] = b'\\1' * len(range(0, len(b), 4096))"
+    assert harness.child([sys.executable, "-c", big])["peak_rss_mb"] >= 150
+    with pytest.raises(RuntimeError, match="boom"):
+        harness.child([sys.executable, "-c", "import sys; sys.exit('boom')"])
+    del ballast
+
+
+def test_results_record_machine_and_commit(tmp_path: Path) -> None:
+    harness = _load("harness")
+    doc = harness.write_results(tmp_path / "r.json", "demo", [{"a": 1}], {"n": 3})
+    assert json.loads((tmp_path / "r.json").read_text()) == doc
+    assert doc["benchmark"] == "demo" and doc["arguments"] == {"n": 3}
+    assert doc["machine"]["cores"] == os.cpu_count()
+    head = subprocess.run(
+        ["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True
+    ).stdout.strip()
+    assert doc["commit"] is None or doc["commit"].startswith(head)
+
+
+def test_tables_turn_results_into_markdown(tmp_path: Path) -> None:
+    tables = _load("tables")
+    doc: dict[str, Any] = {
+        "benchmark": "sbh",
+        "commit": "0123456789abcdef" * 2 + "01234567",
+        "created": "2026-11-27T08:00:00+00:00",
+        "machine": {"cores": 2, "usable_cores": 2, "memory_gb": 8.0, "python": "3.11.7"},
+        "rows": [
+            {"input": "a|b", "rows": 20000, "sbh": {"seconds": 0.0971}, "ratio": 1234.5},
+            {"input": "c", "rows": 5, "sbh": {}, "ratio": float("nan")},
+        ],
+    }
+    text = tables.markdown(doc, ["input", "rows", "sbh.seconds=time (s)", "ratio"])
+    lines = text.splitlines()
+    assert lines[0] == "| input | rows | time (s) | ratio |"
+    assert lines[2] == "| a\\|b | 20,000 | 0.0971 | 1,234 |"
+    assert lines[3] == "| c | 5 | - | - |"
+    assert "`sbh` at 0123456789ab, 2 cores" in lines[-1]
+    readme = tmp_path / "README.md"
+    readme.write_text("x\n<!-- table:sbh -->\nold\n<!-- /table:sbh -->\ny\n")
+    results = tmp_path / "sbh.json"
+    results.write_text(json.dumps(doc))
+    assert tables.main([str(results), "--columns", "input", "--readme", str(readme)]) == 0
+    new = readme.read_text()
+    assert "old" not in new and new.startswith("x\n<!-- table:sbh -->\n| input |")
+    assert new.endswith("<!-- /table:sbh -->\ny\n")
+    with pytest.raises(ValueError, match="one"):
+        tables.replace_block("no markers", "sbh", text)
+
+
+def test_readme_tables_match_their_results() -> None:
+    """Every generated README table is what benchmarks/tables.py makes from its JSON today."""
+    tables = _load("tables")
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    blocks = dict(GENERATED)
+    assert blocks, "no generated table"
+    for name, columns in blocks.items():
+        doc = json.loads((BENCH / "results" / f"{name}.json").read_text(encoding="utf-8"))
+        table = tables.markdown(doc, columns)
+        assert f"<!-- table:{name} -->\n{table}<!-- /table:{name} -->" in readme, name
+
+
+#: README tables generated by benchmarks/tables.py: results file stem -> columns
+GENERATED = {
+    "noise": ["sampler", "scale", "draws", "draws_per_s=draws/s"],
+}
