@@ -4,9 +4,10 @@ hints are exactly the cells of the histogram whose noisy count fell in the hint 
 - Noise drawn = noise recorded: every scale at which :class:`~synth.privacy.SecureNoise` draws
   during a fit is the scale of a spend in the ledger, and every spend's scale is drawn at; the
   ledger itself refuses a scale below sensitivity / epsilon
-  (:func:`synth.privacy.ledger.check_noise`). Canaries (issue 25): the noisy root count drawn at
-  the full epsilon's scale but charged epsilon / 100, recorded honestly (the ledger refuses it)
-  or recorded at the charged scale (the drawn scale is in no spend).
+  (:func:`synth.privacy.ledger.check_noise`). The same holds for the Opal release and the
+  archetype synthesizer (the other callers of ``spend``). Canaries (issue 25): the noisy root
+  count drawn at the full epsilon's scale but charged epsilon / 100, recorded honestly (the
+  ledger refuses it) or recorded at the charged scale (the drawn scale is in no spend).
 - Joint pattern of the hints (:mod:`prefixtree.hints`): with explicit noise on every cell (a
   known value per present cell, known values for the empty cells that reach the hint
   threshold), the level-2 nodes are the cells whose count + noise reaches the pass threshold,
@@ -16,7 +17,9 @@ hints are exactly the cells of the histogram whose noisy count fell in the hint 
 
 from __future__ import annotations
 
+import json
 from fractions import Fraction
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -25,6 +28,7 @@ import pytest
 
 import prefixtree.synthesizer
 import prefixtree.tree as tree_module
+from archetypes import ArchetypeSynthesizer
 from prefixtree import PrefixTreeSynthesizer
 from prefixtree.plan import scale_for
 from synth.errors import ConfigError
@@ -46,21 +50,28 @@ DATA = sequences([(["s0"], 40), (["s0", "s1"], 12), (["s2", "s3", "s1"], 25), ([
 
 # ------------------------------------------------------------------ noise drawn = noise recorded
 def drawn_scales(monkeypatch: pytest.MonkeyPatch) -> list[float]:
-    """Record the scale of every outermost SecureNoise draw (Laplace, and the empty cells)."""
+    """Record the scale (sigma) of every outermost SecureNoise draw: Laplace, the empty cells,
+    the Gaussian (whose sampler proposes from the Laplace: only the outer call counts)."""
     seen: list[float] = []
-    for name in ("discrete_laplace", "empty_cells_passing"):
+    depth = [0]
+    for name in ("discrete_laplace", "empty_cells_passing", "discrete_gaussian"):
         original = getattr(SecureNoise, name)
 
         def method(self: SecureNoise, scale: float, *rest: Any, _o: Any = original) -> Any:
-            seen.append(float(scale))
-            return _o(self, scale, *rest)
+            if depth[0] == 0:
+                seen.append(float(scale))
+            depth[0] += 1
+            try:
+                return _o(self, scale, *rest)
+            finally:
+                depth[0] -= 1
 
         monkeypatch.setattr(SecureNoise, name, method)
     return seen
 
 
-def assert_noise_is_recorded(ledger: PrivacyLedger, drawn: list[float]) -> None:
-    recorded = {s.scale for s in ledger.spends}
+def assert_noise_is_recorded(ledger: PrivacyLedger | set[float], drawn: list[float]) -> None:
+    recorded = ledger if isinstance(ledger, set) else {s.scale for s in ledger.spends}
     assert drawn, "no noise drawn"
     assert set(drawn) <= recorded, f"drawn at {sorted(set(drawn) - recorded)}, recorded nowhere"
     assert recorded <= set(drawn), f"recorded {sorted(recorded - set(drawn))}, never drawn"
@@ -78,6 +89,27 @@ def test_auto_tree_draws_the_noise_its_ledger_states(monkeypatch: pytest.MonkeyP
     assert syn.config_["root_share"] > 0  # the premise: a noisy root count is drawn
     root = [s for s in syn.ledger_.spends if "root" in s.label]
     assert len(root) == 1 and root[0].scale == drawn[0]
+    assert_noise_is_recorded(syn.ledger_, drawn)
+
+
+def test_marginals_and_archetypes_draw_the_noise_their_ledgers_state(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The other callers of ``spend``: the Opal release (card unit, every mode) and the archetype
+    synthesizer draw at the scales their manifests state."""
+    from synth.marginals_release import release_marginals
+    from tests.dp.test_archetypes_dp import fitted
+    from tests.dp.test_release_dp import OPAL_CARD, OPAL_NEW, opal_taps
+
+    drawn = drawn_scales(monkeypatch)
+    opal_taps(OPAL_NEW, 3).to_csv(tmp_path / "taps.csv", index=False)
+    for mode in ("sbh", "consistent"):
+        out = tmp_path / mode
+        release_marginals(tmp_path / "taps.csv", out, params={**OPAL_CARD, "mode": mode}, seed=1)
+        spends = json.loads((out / "manifest.json").read_text())["spends"]
+        assert_noise_is_recorded({float(s["scale"]) for s in spends}, drawn)
+        drawn.clear()
+    syn = fitted(ArchetypeSynthesizer)
     assert_noise_is_recorded(syn.ledger_, drawn)
 
 
