@@ -260,8 +260,8 @@ class TreePlanning(Generator):
         key = self._plan_key()
         frozen = getattr(self, "_frozen_plan", None)
         if frozen is not None and frozen[0] == key:
-            _, self.config_, self.estimate_, self._prepared = frozen
-            self.config_ = dict(self.config_)
+            _, config, self.estimate_, self._prepared = frozen
+            self.config_ = dict(config)
             return
         root_share = exact(self.config_["root_share"], "root_share")
         eps_tree = eps * (1 - root_share)
