@@ -2,7 +2,8 @@
 :func:`prefixtree.release.release_sequences` (what ``transit-synth sequences`` runs): the noisy
 root count, the auto level weights and thresholds, the completion hints and the Markov completion.
 
-One release holds ``n`` trials: trial t is its own first location ``T<t>`` (a public location of
+One release holds 1,000 trials (larger sizes are several releases, so the taxonomy and the auto
+plan stay the same): trial t is its own first location ``T<t>`` (a public location of
 the taxonomy) with its own cards, so its level-2 and level-3 cells are disjoint from the other
 trials' with independent noise. D' adds one card to every trial. The events read, per trial, the
 released sequences that start at ``T<t>``:
@@ -21,7 +22,7 @@ chain and the root count are shared by the trials (each trial holds 1/n of what 
 from), so the trial slices are nearly, not exactly, independent: the audit is evidence, and the
 canaries show it has power. Measured with these seeds at 1,000 trials: the genuine release's
 lower bound is 1.9 of the claimed 4 (hint pair) and 0.5 (deep pattern). Every draw at a quarter
-of its scale: 4.6 through the pair's events at 1,500 trials (refuted); at half: 3.2 (not; the
+of its scale: 4.5 through the pair's events at 1,500 trials (refuted); at half: 3.2 (not; the
 slow size, 20,000 trials, refutes it).
 """
 
@@ -72,16 +73,16 @@ def _files(folder: Path, rows: list[list[str]], n: int) -> tuple[Path, Path]:
 
 
 def runner(root: Path, params: dict[str, Any] | None = None) -> Callable[[Any, int], dict]:
-    """``release_sequences`` (auto preset) on ``n`` trials; per trial: the released total, the
-    ``(T, Y)`` pairs and the ``(T, A, B)`` patterns (read back from ``sequences.csv``)."""
+    """``release_sequences`` (auto preset) on ``n`` trials, in releases of :data:`TRIALS` trials
+    each (the taxonomy, hence the auto plan, is the same at every size); per trial: the released
+    total, the ``(T, Y)`` pairs and the ``(T, A, B)`` patterns (read back from
+    ``sequences.csv``), and the manifest of the first release."""
     from prefixtree.release import release_sequences
 
     runs = itertools.count()
     cache: dict[tuple[int, int], dict] = {}
 
-    def run(rows: list[list[str]], n: int) -> dict:
-        if (id(rows), n) in cache:
-            return cache[(id(rows), n)]
+    def one(rows: list[list[str]], n: int) -> dict:
         i = next(runs)
         folder = root / f"run{i}"
         folder.mkdir()
@@ -103,16 +104,24 @@ def runner(root: Path, params: dict[str, Any] | None = None) -> Callable[[Any, i
         def per_trial(mask: pd.Series) -> np.ndarray:
             return np.bincount(index[mask.loc[index.index]].to_numpy(), minlength=n)
 
-        out = {
+        return {
             "total": np.bincount(index.to_numpy(), minlength=n),
             "pair": per_trial(rows_in[1] == "Y"),
             "deep": per_trial((rows_in[1] == "A") & (rows_in[2] == "B")),
             "manifest": json.loads((folder / "out" / "manifest.json").read_text()),
         }
-        cache[(id(rows), n)] = out
-        return out
+
+    def run(rows: list[list[str]], n: int) -> dict:
+        if (id(rows), n) not in cache:
+            parts = [one(rows, TRIALS) for _ in range(-(-n // TRIALS))]
+            out = {k: np.concatenate([p[k] for p in parts])[:n] for k in STATISTICS}
+            cache[(id(rows), n)] = {**out, "manifest": parts[0]["manifest"]}
+        return cache[(id(rows), n)]
 
     return run
+
+
+STATISTICS = ("total", "pair", "deep")
 
 
 def events() -> dict[str, Event]:
@@ -163,10 +172,9 @@ def test_auto_release_reduced_noise_is_caught(
     factor: float, trials: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Every draw at ``factor`` of its scale, seen through the hint-led pair's events (level 2
-    holds 2.57 of the claimed 4). Power: at 1,500 trials quarter noise is refuted (bound 4.5 of 4
-    with every event, the ceiling of the bound being about 5.2 with the pair's events alone) and
-    half noise is not (2.6 at 1,000); at 10,000 trials half noise gives 3.99996 with every event
-    (not refuted), at 20,000 (the slow size) it is refuted."""
+    holds 2.57 of the claimed 4). Power: at 1,500 trials quarter noise is refuted (bound 4.5 of 4;
+    the ceiling of the bound is about 5.2 with the pair's events alone), half noise is not (3.2);
+    the slow size (20,000 trials, releases of 1,000) refutes half noise."""
     scale_noise(monkeypatch, factor)
     eps, result = audit(tmp_path, "hint pair", trials, only="pair")
     assert result.violates(eps), result
