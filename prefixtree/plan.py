@@ -255,10 +255,18 @@ class TreePlanning(Generator):
     # ------------------------------------------------------------------ plan
     def _prepare(self, eps: Fraction, h: int) -> None:
         """Plan the tree (budgets, thresholds) and check its expected size before any data is
-        read (:mod:`prefixtree.estimate`): over ``max_nodes`` or half the available memory, the
-        ``auto`` preset divides its false children by 4 (higher thresholds) until it fits, any
-        other configuration stops with a :class:`ConfigError` naming ``--max-nodes``. Only
-        public facts enter: changing the private data never changes the plan."""
+        read (:mod:`prefixtree.estimate`): over ``max_nodes`` the ``auto`` preset divides its
+        false children by 4 (higher thresholds) until it fits, any other configuration stops with
+        a :class:`ConfigError` naming ``--max-nodes``. Only public facts and ``max_nodes`` enter:
+        neither the private data nor the machine changes the plan. The plan is made once per
+        set of parameters and frozen: a later call (``fit`` after the CLI's early check) reuses
+        it. Free memory may only refuse the plan (:meth:`_check_memory`), never change it."""
+        key = self._plan_key()
+        frozen = getattr(self, "_frozen_plan", None)
+        if frozen is not None and frozen[0] == key:
+            _, config, self.estimate_, self._prepared = frozen
+            self.config_ = dict(config)
+            return
         root_share = exact(self.config_["root_share"], "root_share")
         eps_tree = eps * (1 - root_share)
         false_children = self._false_children(h)
@@ -267,17 +275,44 @@ class TreePlanning(Generator):
         while True:
             built_plan = self._plan(layout, eps_tree, h, false_children)
             estimate = self._estimate(built_plan)
-            limit = min(float(self.max_nodes), available_memory() / 2 / BYTES_PER_NODE)
+            limit = float(self.max_nodes)
             if estimate.total <= limit or not self._secure_noise():
                 break
             if not self._may_tighten() or tightened >= TIGHTEN_STEPS:
                 self._refuse(estimate, limit)
             false_children = [v / 4 for v in false_children]
             tightened += 1
+        if self._secure_noise():
+            self._check_memory(estimate)
         self.estimate_ = estimate
         self.config_["false_children"] = false_children
         self.config_["tightened"] = tightened
         self._prepared = built_plan
+        self._frozen_plan = (key, dict(self.config_), estimate, built_plan)
+
+    def _plan_key(self) -> str:
+        """What the plan is a function of: every parameter but those that only say how the data
+        is read or where it is counted (and the taxonomy object itself)."""
+        params = self.get_params(deep=False)
+        skip = {"progress", "engine", "engine_options", "input_format", "location_column"}
+        skip |= {"on_unknown", "timezone", "per_day", "taxonomy"}
+        rest = sorted((k, repr(v)) for k, v in params.items() if k not in skip)
+        return repr((id(self.taxonomy), rest))
+
+    def _check_memory(self, estimate: TreeEstimate) -> None:
+        """Refuse (never change) a plan whose expected tree needs over half the available memory:
+        the machine may stop a release, it never shapes one."""
+        memory = available_memory()
+        if estimate.bytes <= memory / 2:
+            return
+        fits = max(1, int(memory / 2 / BYTES_PER_NODE))
+        raise ConfigError(
+            f"the planned tree would hold about {estimate.total:.3g} nodes "
+            f"(~{estimate.bytes / 1e9:.2g} GB), over half the available memory "
+            f"({memory / 1e9:.2g} GB): give --max-nodes {fits} or less (the auto preset then "
+            "raises its thresholds to fit; other presets need a smaller --height or a larger "
+            "--epsilon) or free memory; the plan never depends on the machine"
+        )
 
     def _hint_threshold(self, theta: float, epsilon: Fraction, false_children: float) -> int | None:
         """The hint threshold of a locations sub-level (:attr:`~prefixtree.tree.SubLevel.hint`):
@@ -308,7 +343,7 @@ class TreePlanning(Generator):
         raise ConfigError(
             f"the noisy tree would hold about {estimate.total:.3g} nodes "
             f"(~{estimate.bytes / 1e9:.2g} GB; {estimate.nodes[(level or 1) - 1]:.3g} at level "
-            f"{level}), over --max-nodes {self.max_nodes} or half the available memory: too many "
+            f"{level}), over --max-nodes {self.max_nodes}: too many "
             "empty cells pass the thresholds (use --preset auto or --threshold-rule candidates, "
             "a smaller --height, a larger --epsilon, or raise --max-nodes)"
         )

@@ -108,7 +108,8 @@ def _tuning_options(p: argparse.ArgumentParser) -> None:
         metavar="N",
         help="refuse, before reading the data, a tree expected to exceed N nodes (about 400 "
         "bytes each), and stop one that grows past it (auto tightens its thresholds instead; "
-        f"default {DEFAULT_MAX_NODES})",
+        f"default {DEFAULT_MAX_NODES}). The plan depends on N, never on free memory: a tree "
+        "needing over half the free memory is refused, naming the N that fits",
     )
     p.add_argument(
         "--budget-split",

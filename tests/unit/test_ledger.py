@@ -42,7 +42,8 @@ class CountingNoise(SecureNoise):
 
 
 def spend(ledger, eps, delta=0.0, label="q"):  # type: ignore[no-untyped-def]
-    return ledger.spend(label=label, mechanism="discrete_laplace", epsilon=eps, delta=delta)
+    """An accounting-only spend (a mechanism name the noise check does not calibrate)."""
+    return ledger.spend(label=label, mechanism="count", epsilon=eps, delta=delta)
 
 
 def test_float_sums_are_exact_at_the_cap() -> None:
@@ -291,3 +292,93 @@ def test_underspend_only_when_a_mechanism_stopped_early() -> None:
     far.spend(label="a", mechanism="m", epsilon=1 - 2 * float(UNDERSPEND_TOLERANCE))
     far.stop_early("nothing left")
     assert far.underspent_note() is not None
+
+
+# ---------------------------------------------------------------- the noise a spend states
+def test_laplace_scale_below_sensitivity_over_epsilon_is_refused() -> None:
+    ledger = PrivacyLedger(epsilon=1.0)
+    kw: dict[str, Any] = {"label": "x", "mechanism": "discrete_laplace", "epsilon": 0.25}
+    with pytest.raises(ConfigError, match="below sensitivity / epsilon"):
+        ledger.spend(**kw, scale=3.99)
+    with pytest.raises(ConfigError, match="below sensitivity / epsilon"):
+        ledger.spend(**kw, sensitivity=2, scale=4.0)  # sensitivity 2 needs scale 8
+    with pytest.raises(ConfigError, match="noise scale"):
+        ledger.spend(**kw)  # a noise mechanism must state its scale
+    with pytest.raises(ConfigError, match="L1"):
+        ledger.spend(**kw, scale=4.0, sensitivity_norm="l2")
+    for name in ("threshold_histogram", "discrete_laplace_threshold", "laplace"):
+        with pytest.raises(ConfigError, match="below sensitivity / epsilon"):
+            ledger.spend(**{**kw, "mechanism": name}, scale=1.0)
+    assert ledger.spends == [] and ledger.spent_epsilon == 0  # nothing recorded
+    ledger.spend(**kw, scale=4.0)  # exactly sensitivity / epsilon
+    ledger.spend(**kw, sensitivity=2, scale=8.0)
+    assert ledger.spent_epsilon == 0.5
+
+
+def test_laplace_at_epsilon_zero_is_refused() -> None:
+    ledger = PrivacyLedger(epsilon=1.0, delta=1e-6)
+    with pytest.raises(ConfigError, match="epsilon 0"):
+        ledger.spend(label="x", mechanism="discrete_laplace", epsilon=0, delta=1e-7, scale=1e9)
+
+
+def test_gaussian_sigma_below_the_analytic_calibration_is_refused() -> None:
+    from synth.privacy.calibration import analytic_gaussian_sigma
+
+    ledger = PrivacyLedger(epsilon=10.0, delta=1e-3)
+    sigma = analytic_gaussian_sigma(0.5, 1e-6, 2.0)
+    kw: dict[str, Any] = {"label": "g", "epsilon": 0.5, "delta": 1e-6, "sensitivity": 2}
+    for name in ("gaussian", "discrete_gaussian"):
+        with pytest.raises(ConfigError, match="analytic Gaussian calibration"):
+            ledger.spend(**kw, mechanism=name, sensitivity_norm="l2", scale=sigma * 0.99)
+        with pytest.raises(ConfigError, match="delta > 0"):
+            ledger.spend(**{**kw, "delta": 0}, mechanism=name, scale=sigma * 10)
+    assert ledger.spends == []
+    ledger.spend(**kw, mechanism="gaussian", sensitivity_norm="l2", scale=sigma)
+
+
+@pytest.mark.parametrize(
+    ("epsilon", "delta", "sensitivity", "single"),
+    [(1.0, 1e-6, 1, True), (5.0, 1e-5, 1, True), (0.01, 1e-6, 1, True), (0.5, 1e-9, 2, False)],
+)
+def test_the_discrete_gaussian_mechanism_passes_its_own_check(
+    epsilon: float, delta: float, sensitivity: float, single: bool
+) -> None:
+    """The mechanism's sigma (continuous calibration, raised until the discrete delta meets the
+    target) and the delta it records pass; at epsilon 5 the exact discrete delta (Canonne, Kamath
+    and Steinke 2020, Theorem 7) is what lets the slightly smaller sigma through."""
+    from synth.privacy.calibration import analytic_gaussian_sigma
+
+    mech = DiscreteGaussian(
+        epsilon=epsilon, delta=delta, sensitivity=sensitivity, single_coordinate=single
+    )
+    ledger = PrivacyLedger(epsilon=epsilon, delta=delta)
+    mech.record(ledger, label="g")
+    assert ledger.spends[0].scale == mech.sigma
+    floor = min(mech.sigma, analytic_gaussian_sigma(epsilon, mech.delta, mech.sensitivity))
+    with pytest.raises(ConfigError):  # 10% less noise than either calibration is refused (the
+        # discrete delta is not monotone in sigma below 1: at epsilon 5, sigma 0.85 still passes)
+        PrivacyLedger(epsilon=epsilon, delta=delta).spend(
+            label="g",
+            mechanism="discrete_gaussian",
+            epsilon=epsilon,
+            delta=mech.delta,
+            sensitivity=mech.sensitivity,
+            sensitivity_norm="l2",
+            scale=floor * 0.9,
+        )
+
+
+def test_every_mechanism_of_the_library_states_its_true_scale() -> None:
+    """The mechanisms record the scale they draw at, which the check accepts."""
+    from synth.privacy import threshold_histogram
+
+    ledger = PrivacyLedger(epsilon=10.0, delta=1e-3)
+    noise = SecureNoise(seed=0)
+    DiscreteLaplace(epsilon=0.3, sensitivity=3).release(
+        np.array([1]), noise=noise, ledger=ledger, label="dl"
+    )
+    threshold_histogram(
+        np.array([5, 9]), epsilon=0.7, noise=noise, ledger=ledger, label="th", delta=1e-6,
+        sensitivity=2,
+    )  # fmt: skip
+    assert [s.label for s in ledger.spends] == ["dl", "th"]
