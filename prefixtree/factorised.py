@@ -17,8 +17,8 @@
 the ``tree`` time model, whose nodes carry times the length fix cannot extend): a share of
 epsilon for the card-length histogram (:mod:`prefixtree.lengths`), after which the released
 lengths follow it (timed or not): the completions move, the tree's endings stay, a lengthened
-sequence is a concatenation of released ones of at most 3 locations (``LENGTH_RULE``, in the
-manifest).
+sequence is a copy of a released one of its length where 2,000 distinct ones are released, else
+a concatenation of released ones of at most 3 locations (``LENGTH_RULE``, in the manifest).
 
 Budget (a public rule, fixed fractions of epsilon): the length histogram ``LENGTH_SHARE`` (2%),
 the first-tap table ``FIRST_SHARE`` (6%) and the gap table ``GAP_SHARE`` (6%; factorised only),
@@ -40,6 +40,7 @@ import pandas as pd
 
 from prefixtree.lengths import (
     LONGEST_PIECE,
+    WHOLE_POOL,
     Donors,
     LocationChain,
     consistent_distribution,
@@ -68,9 +69,10 @@ LENGTH_SHARE = Fraction(2, 100)
 #: the post-processing that moves the released sequences to the length histogram (the manifest's)
 LENGTH_RULE = (
     "minimal-change coupling of the completions' lengths to the noisy histogram less the tree's "
-    "endings (which stay); shortened: prefix kept; lengthened: concatenation of released "
-    f"sequences of at most {LONGEST_PIECE} locations drawn by copies (a Markov chain of the "
-    "tree's counts where none has a piece's length)"
+    "endings (which stay); shortened: prefix kept; lengthened: a copy of a released sequence of "
+    f"the new length where at least {WHOLE_POOL} distinct ones are released, else a "
+    f"concatenation of released sequences of at most {LONGEST_PIECE} locations drawn by copies "
+    "(a Markov chain of the tree's counts where none has a piece's length)"
 )
 FIRST_SHARE = Fraction(6, 100)
 GAP_SHARE = Fraction(6, 100)

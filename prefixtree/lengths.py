@@ -8,10 +8,11 @@ released with the discrete Laplace mechanism (its own ledger line). The released
 then moved to those lengths (:func:`length_coupling`, which changes as few sequences as the two
 distributions allow), and only the completions move (:func:`kind_couplings`): the sequences the
 tree's surviving nodes describe whole (its end cells) stay as they are. A sequence made shorter
-keeps its prefix; one made longer is replaced by the concatenation of released sequences of at most
-``LONGEST_PIECE`` (3) locations (:func:`pieces`: 4 = 2 + 2, 8 = 3 + 3 + 2), each drawn by its
-copies, or continued by a first-order Markov chain of the noisy tree's consistent counts where the
-release has none of a piece's length.
+keeps its prefix; one made longer is replaced by a copy of a released sequence of its new length
+where the release holds at least ``WHOLE_POOL`` (2,000) distinct ones, else by the concatenation
+of released sequences of at most ``LONGEST_PIECE`` (3) locations (:func:`pieces`: 4 = 2 + 2, 8 =
+3 + 3 + 2), each drawn by its copies, or continued by a first-order Markov chain of the noisy
+tree's consistent counts where the release has none of a piece's length.
 
 Why (SUBE Tuesday, epsilon 1, h = 8, untimed TP@100 over noise seeds 1-20; length TV 0.020-0.021
 for all): no move at all (the 2% spent, lengths left as the tree gives them, TV 0.28) 67.55; any
@@ -20,7 +21,15 @@ sequence replaced by a whole released sequence of its new length 67.05; that, co
 / 67.45, pieces of 3 moving any sequence 67.55. Copying whole long sequences multiplied the few
 released ones of length 4-8, completions that repeat a line (``(32, 32, 32, 32, 32)`` and the
 like, supports 35-100 against about 22 at rank 100 of the real top 100) into false top
-patterns; pieces of 2-3 locations repeat the tree's frequent pairs instead. Tried and worse (seeds
+patterns; pieces of 2-3 locations repeat the tree's frequent pairs instead. Where the pool is
+large the pieces lose instead: on the SIMULATED wide shape (:mod:`bench_prefixtree` ``SHAPES``,
+h = 6, pools of 7,600-15,000 distinct sequences of length 2-6) pieces of 3 gave 83.3 against
+86.5 for whole copies (seeds 1-6), while on the dense shape (pools up to 19,000 at h = 12) they
+gave 95.3 against 91.7 and on the sparse one 74.3 against 62.0 (seeds 1-3). A pool of 1,000 or
+3,000 as the switch gave the same figures everywhere (SUBE's largest pool: 804); with 2,000:
+SUBE Tuesday 67.95 (seeds 1-20), wide 86.0 (seeds 1-10; whole copies of any sequence, the rule
+before: 86.4), dense 91.7 (before: 92.0) and sparse 74.3 (before: 61.7; seeds 1-3). Tried and
+worse (seeds
 1-5, against 66.6 for whole copies): continuing each lengthened sequence by the chain (64.4; 64.6
 completions only), by returning to its first location (64.8), keeping it and appending a
 released sequence of the missing length (65.6-65.8); earlier, copying prefixes of longer sequences
@@ -38,6 +47,8 @@ import numpy.typing as npt
 import pandas as pd
 
 __all__ = [
+    "LONGEST_PIECE",
+    "WHOLE_POOL",
     "LocationChain",
     "consistent_distribution",
     "kind_couplings",
@@ -52,6 +63,9 @@ FloatArray = npt.NDArray[np.float64]
 
 #: the longest released sequence copied whole into a lengthened one (:func:`pieces`)
 LONGEST_PIECE = 3
+#: a length whose release holds at least this many distinct sequences is lengthened to by whole
+#: copies of them (copies spread over many); below it, by concatenated pieces (:func:`pieces`)
+WHOLE_POOL = 2000
 
 
 def noisy_length_histogram(
@@ -220,6 +234,10 @@ class Donors:
     lengths: IntArray
     copies: IntArray
 
+    def distinct(self, length: int) -> int:
+        """Number of distinct released sequences of ``length`` locations."""
+        return int(((self.lengths == length) & (self.copies > 0)).sum())
+
     def draw(self, length: int, size: int, rng: np.random.Generator) -> IntArray | None:
         """``size`` paths of ``length`` locations drawn by their copies, or None if none."""
         pick = np.flatnonzero((self.lengths == length) & (self.copies > 0))
@@ -258,8 +276,10 @@ def retarget_lengths(
     """Each sequence (row of ``locs``, ``-1`` padded, width = the height) moved to a length drawn
     from its row of ``coupling`` (``(h, h)``, or ``(K, h, h)`` with each sequence's ``kind``
     choosing its matrix, :func:`kind_couplings`): cut to its prefix; made longer, replaced by
-    the concatenation of released sequences of the lengths :func:`pieces` gives, each drawn by its
-    copies (``donors``), or, where a piece's length has no donor, continued by ``chain``."""
+    a copy of a released sequence of its new length where ``donors`` hold at least
+    ``WHOLE_POOL`` distinct ones, else the concatenation of released sequences of the lengths
+    :func:`pieces` gives, each drawn by its copies, or, where a piece's length has no donor,
+    continued by ``chain``."""
     locs = np.array(locs, dtype=np.int64, copy=True)
     lengths = np.asarray(lengths, dtype=np.int64)
     cum = np.cumsum(np.asarray(coupling, dtype=np.float64), axis=-1)
@@ -277,7 +297,8 @@ def retarget_lengths(
             if not grow.size:
                 continue
             parts = []
-            for piece in pieces(length):
+            whole = donors.distinct(length) >= WHOLE_POOL
+            for piece in [length] if whole else pieces(length):
                 part = donors.draw(piece, grow.size, rng)
                 if part is None:
                     break

@@ -65,6 +65,28 @@ def test_longer_sequences_are_concatenations_of_short_released_ones() -> None:
     assert not (out == 5).any()  # replaced, not continued
 
 
+def test_a_large_pool_of_a_length_is_copied_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    import prefixtree.lengths as lengths_module
+
+    monkeypatch.setattr(lengths_module, "WHOLE_POOL", 3)
+    paths = np.full((6, 4), -1)
+    paths[:2, :2] = [[1, 2], [2, 1]]  # two distinct pairs
+    paths[2:5] = [[3, 3, 3, 3], [3, 1, 3, 1], [1, 1, 1, 1]]  # three distinct fours: a pool of 3
+    paths[5, :3] = [0, 0, 0]
+    donors = Donors(paths, np.array([2, 2, 4, 4, 4, 3]), np.array([4, 4, 1, 1, 1, 0]))
+    locs = np.full((600, 4), -1)
+    locs[:, 0] = 0
+    coupling = np.eye(4)
+    coupling[0] = [0, 0, 0.5, 0.5]
+    out, target = retarget_lengths(
+        locs, np.ones(600, dtype=np.int64), coupling, _chain(4), np.random.default_rng(9), donors
+    )
+    fours = {tuple(p) for p in paths[2:5]}
+    assert {tuple(r) for r in out[target == 4]} == fours  # whole copies of the pool
+    # no released sequence of length 3: the chain continues (home, its only move here)
+    assert (out[target == 3] == [0, 0, 0, -1]).all()
+
+
 def test_tree_endings_stay_and_completions_carry_the_move() -> None:
     depth = np.array([1, 1, 2])
     ending = np.array([300, 500, 200])
@@ -111,6 +133,7 @@ def test_the_parameters_name_the_length_rule() -> None:
     common = {"epsilon": 1.0, "height": 3, "taxonomy": flat_taxonomy(3), "random_state": 1}
     fixed = PrefixTreeSynthesizer(**common).fit(cards).parameters()
     assert "concatenation of released sequences of at most 3" in fixed["length_rule"]
+    assert "at least 2000 distinct" in fixed["length_rule"]
     assert "completions" in fixed["length_rule"]
     plain = PrefixTreeSynthesizer(**common, length_share=0).fit(cards).parameters()
     assert "length_rule" not in plain
