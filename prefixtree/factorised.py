@@ -16,7 +16,9 @@
 ``length_share`` (auto: ``LENGTH_SHARE`` under the ``auto`` preset, 0 under ``kdd12`` and with
 the ``tree`` time model, whose nodes carry times the length fix cannot extend): a share of
 epsilon for the card-length histogram (:mod:`prefixtree.lengths`), after which the released
-lengths follow it (timed or not).
+lengths follow it (timed or not): the completions move, the tree's endings stay, a lengthened
+sequence is a copy of a released one of its length where 2,000 distinct ones are released, else
+a concatenation of released ones of at most 3 locations (``LENGTH_RULE``, in the manifest).
 
 Budget (a public rule, fixed fractions of epsilon): the length histogram ``LENGTH_SHARE`` (2%),
 the first-tap table ``FIRST_SHARE`` (6%) and the gap table ``GAP_SHARE`` (6%; factorised only),
@@ -37,10 +39,12 @@ import numpy as np
 import pandas as pd
 
 from prefixtree.lengths import (
+    LONGEST_PIECE,
+    WHOLE_POOL,
     Donors,
     LocationChain,
     consistent_distribution,
-    length_coupling,
+    kind_couplings,
     noisy_length_histogram,
     retarget_lengths,
 )
@@ -62,6 +66,14 @@ __all__ = ["FIRST_SHARE", "GAP_SHARE", "LENGTH_SHARE", "TIME_MODELS", "Factorise
 
 TIME_MODELS = ("auto", "factorised", "tree")
 LENGTH_SHARE = Fraction(2, 100)
+#: the post-processing that moves the released sequences to the length histogram (the manifest's)
+LENGTH_RULE = (
+    "minimal-change coupling of the completions' lengths to the noisy histogram less the tree's "
+    "endings (which stay); shortened: prefix kept; lengthened: a copy of a released sequence of "
+    f"the new length where at least {WHOLE_POOL} distinct ones are released, else a "
+    f"concatenation of released sequences of at most {LONGEST_PIECE} locations drawn by copies "
+    "(a Markov chain of the tree's counts where none has a piece's length)"
+)
 FIRST_SHARE = Fraction(6, 100)
 GAP_SHARE = Fraction(6, 100)
 
@@ -232,23 +244,23 @@ class FactorisedTiming:
         )
 
     def _coupling(
-        self, loc_path: np.ndarray, depth: np.ndarray, ending: np.ndarray
+        self, loc_path: np.ndarray, depth: np.ndarray, ending: np.ndarray, kind: np.ndarray
     ) -> np.ndarray | None:
         if getattr(self, "lengths_noisy_", None) is None:
             return None
         self._donors = Donors(loc_path.astype(np.int64), depth.astype(np.int64), ending)
         h = int(self.height)
-        current = np.bincount(depth - 1, weights=ending, minlength=h)[:h]
         target = consistent_distribution(self.lengths_noisy_)  # type: ignore[arg-type]
         if target.sum() <= 0:
             return None
-        return length_coupling(current, target)
+        return kind_couplings(depth, ending, kind, target, h)
 
     def _post_chunk(
         self,
         seq: np.ndarray,
         locs: np.ndarray,
         lengths: np.ndarray,
+        kind: np.ndarray,
         coupling: np.ndarray | None,
         rng: np.random.Generator,
         locations: pd.Index,
@@ -261,7 +273,7 @@ class FactorisedTiming:
             chain = getattr(self, "_chain", None)
             if chain is None:
                 chain = self._chain = LocationChain.from_tree(self.tree_, len(self.locations_))
-            mat, lengths = retarget_lengths(mat, lengths, coupling, chain, rng, self._donors)
+            mat, lengths = retarget_lengths(mat, lengths, coupling, chain, rng, self._donors, kind)
         lengths = np.asarray(lengths, dtype=np.int64)
         valid = np.arange(h)[None, :] < lengths[:, None]
         out = pd.DataFrame(
@@ -284,6 +296,8 @@ class FactorisedTiming:
             "time_model": model,
             "length_share": float(s_len),
         }
+        if s_len:
+            out["length_rule"] = LENGTH_RULE
         if model is not None:
             out["time_convention"] = (
                 f"clock time HH:MM in {self.timezone}"

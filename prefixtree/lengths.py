@@ -6,13 +6,35 @@ the released cards hold one boarding against 25% of the real ones. One cheap his
 the number of cards by truncated length ``1..h`` (a card is in one cell: L1 sensitivity 1),
 released with the discrete Laplace mechanism (its own ledger line). The released sequences are
 then moved to those lengths (:func:`length_coupling`, which changes as few sequences as the two
-distributions allow): a sequence made shorter keeps its prefix, one made longer is replaced by
-a copy of a released sequence of its new length (drawn by copies), or continued by a first-order
-Markov chain of the noisy tree's consistent counts where the release has none of that length.
-On SUBE Tuesday (epsilon 1, h = 8) the fix costs some of the top 100 patterns (TP@100 over
-seeds 1-5: 65.6 against 68.2 without it); continuing by the chain instead cost 2 more (3 seeds),
-and so did copying prefixes of longer sequences or only sequences with the same first location
-(64.4 and 64.6, 5 seeds). Everything after the histogram is post-processing of released values.
+distributions allow), and only the completions move (:func:`kind_couplings`): the sequences the
+tree's surviving nodes describe whole (its end cells) stay as they are. A sequence made shorter
+keeps its prefix; one made longer is replaced by a copy of a released sequence of its new length
+where the release holds at least ``WHOLE_POOL`` (2,000) distinct ones, else by the concatenation
+of released sequences of at most ``LONGEST_PIECE`` (3) locations (:func:`pieces`: 4 = 2 + 2, 8 =
+3 + 3 + 2), each drawn by its copies, or continued by a first-order Markov chain of the noisy
+tree's consistent counts where the release has none of a piece's length.
+
+Why (SUBE Tuesday, epsilon 1, h = 8, untimed TP@100 over noise seeds 1-20; length TV 0.020-0.021
+for all): no move at all (the 2% spent, lengths left as the tree gives them, TV 0.28) 67.55; any
+sequence replaced by a whole released sequence of its new length 67.05; that, completions only
+66.80; concatenations of pieces of at most 2 / 3 / 4 locations, completions only, 67.60 / **67.95**
+/ 67.45, pieces of 3 moving any sequence 67.55. Copying whole long sequences multiplied the few
+released ones of length 4-8, completions that repeat a line (``(32, 32, 32, 32, 32)`` and the
+like, supports 35-100 against about 22 at rank 100 of the real top 100) into false top
+patterns; pieces of 2-3 locations repeat the tree's frequent pairs instead. Where the pool is
+large the pieces lose instead: on the SIMULATED wide shape (:mod:`bench_prefixtree` ``SHAPES``,
+h = 6, pools of 7,600-15,000 distinct sequences of length 2-6) pieces of 3 gave 83.3 against
+86.5 for whole copies (seeds 1-6), while on the dense shape (pools up to 19,000 at h = 12) they
+gave 95.3 against 91.7 and on the sparse one 74.3 against 62.0 (seeds 1-3). A pool of 1,000 or
+3,000 as the switch gave the same figures everywhere (SUBE's largest pool: 804); with 2,000:
+SUBE Tuesday 67.95 (seeds 1-20), wide 86.0 (seeds 1-10; whole copies of any sequence, the rule
+before: 86.4), dense 91.7 (before: 92.0) and sparse 74.3 (before: 61.7; seeds 1-3). Tried and
+worse (seeds
+1-5, against 66.6 for whole copies): continuing each lengthened sequence by the chain (64.4; 64.6
+completions only), by returning to its first location (64.8), keeping it and appending a
+released sequence of the missing length (65.6-65.8); earlier, copying prefixes of longer sequences
+or only sequences with the same first location (64.4 and 64.6). Everything after the histogram is
+post-processing of released values.
 """
 
 from __future__ import annotations
@@ -25,15 +47,25 @@ import numpy.typing as npt
 import pandas as pd
 
 __all__ = [
+    "LONGEST_PIECE",
+    "WHOLE_POOL",
     "LocationChain",
     "consistent_distribution",
+    "kind_couplings",
     "length_coupling",
     "noisy_length_histogram",
+    "pieces",
     "retarget_lengths",
 ]
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
+
+#: the longest released sequence copied whole into a lengthened one (:func:`pieces`)
+LONGEST_PIECE = 3
+#: a length whose release holds at least this many distinct sequences is lengthened to by whole
+#: copies of them (copies spread over many); below it, by concatenated pieces (:func:`pieces`)
+WHOLE_POOL = 2000
 
 
 def noisy_length_histogram(
@@ -95,6 +127,35 @@ def length_coupling(current: npt.ArrayLike, target: npt.ArrayLike) -> FloatArray
     flow = np.diag(keep) + moved
     rows = flow.sum(axis=1, keepdims=True)
     return np.where(rows > 0, flow / np.where(rows > 0, rows, 1.0), np.eye(n))
+
+
+def kind_couplings(
+    depth: IntArray,
+    ending: IntArray,
+    kind: npt.NDArray[np.int8],
+    target: FloatArray,
+    height: int,
+) -> FloatArray:
+    """One coupling per release entry kind (``kind``: 0 a tree ending, 1 a completion below a
+    node, 2 a completion of the root; ``ending`` copies of ``depth`` locations each), shape
+    ``(3, height, height)``. Only the completions move: the tree's endings are sequences its
+    surviving nodes describe whole, and keeping them keeps its patterns (SUBE Tuesday, epsilon 1,
+    h = 8, noise seeds 1-20: TP@100 67.95 against 67.55 moving any sequence, both with the
+    concatenated lengthening). The completions go from their lengths to ``target * total`` less
+    the tree's endings (clamped at 0), by :func:`length_coupling`; where the tree alone exceeds
+    the target at a length the excess stays (the lengths then miss the target by it). Without
+    completions every entry moves."""
+    cnt = np.zeros((3, height))
+    for k in range(3):
+        sel = kind == k
+        cnt[k] = np.bincount(depth[sel] - 1, weights=ending[sel], minlength=height)[:height]
+    mov = np.array([False, True, True]) if cnt[1:].sum() > 0 else np.ones(3, dtype=bool)
+    out = np.stack([np.eye(height)] * 3)
+    want = np.maximum(np.asarray(target, np.float64) * cnt.sum() - cnt[~mov].sum(axis=0), 0.0)
+    moving = cnt[mov].sum(axis=0)
+    if moving.sum() > 0 and want.sum() > 0:
+        out[mov] = length_coupling(moving, want)
+    return out
 
 
 @dataclass(frozen=True)
@@ -173,6 +234,10 @@ class Donors:
     lengths: IntArray
     copies: IntArray
 
+    def distinct(self, length: int) -> int:
+        """Number of distinct released sequences of ``length`` locations."""
+        return int(((self.lengths == length) & (self.copies > 0)).sum())
+
     def draw(self, length: int, size: int, rng: np.random.Generator) -> IntArray | None:
         """``size`` paths of ``length`` locations drawn by their copies, or None if none."""
         pick = np.flatnonzero((self.lengths == length) & (self.copies > 0))
@@ -183,6 +248,22 @@ class Donors:
         return self.paths[pick[np.minimum(j, pick.size - 1)]]
 
 
+def pieces(length: int, longest: int = LONGEST_PIECE) -> list[int]:
+    """The lengths of the released sequences whose concatenation makes a sequence of ``length``:
+    ``length`` itself up to ``longest``, else pieces of ``longest`` then a last one or two of at
+    least 2 (never a piece of 1: the release's single locations are mostly completions of the
+    root, rare first locations). ``pieces(8) == [3, 3, 2]``, ``pieces(4) == [2, 2]``."""
+    if length <= longest:
+        return [length]
+    out = []
+    rest = length
+    while rest > longest:
+        take = longest if rest - longest >= 2 else rest - 2
+        out.append(take)
+        rest -= take
+    return [*out, rest]
+
+
 def retarget_lengths(
     locs: IntArray,
     lengths: IntArray,
@@ -190,30 +271,41 @@ def retarget_lengths(
     chain: LocationChain,
     rng: np.random.Generator,
     donors: Donors | None = None,
+    kind: npt.NDArray[np.int8] | None = None,
 ) -> tuple[IntArray, IntArray]:
     """Each sequence (row of ``locs``, ``-1`` padded, width = the height) moved to a length drawn
-    from its row of ``coupling``: cut to its prefix; made longer, replaced by a copy of a released
-    sequence of that length drawn by its copies (``donors``; the release's own patterns gain in
-    proportion, where continuing the sequence would invent pairs the tree never released), or,
-    without a donor of that length, continued by ``chain``."""
+    from its row of ``coupling`` (``(h, h)``, or ``(K, h, h)`` with each sequence's ``kind``
+    choosing its matrix, :func:`kind_couplings`): cut to its prefix; made longer, replaced by
+    a copy of a released sequence of its new length where ``donors`` hold at least
+    ``WHOLE_POOL`` distinct ones, else the concatenation of released sequences of the lengths
+    :func:`pieces` gives, each drawn by its copies, or, where a piece's length has no donor,
+    continued by ``chain``."""
     locs = np.array(locs, dtype=np.int64, copy=True)
     lengths = np.asarray(lengths, dtype=np.int64)
-    cum = np.cumsum(coupling, axis=1)
-    cum[:, -1] = 1.0
+    cum = np.cumsum(np.asarray(coupling, dtype=np.float64), axis=-1)
+    cum[..., -1] = 1.0
     u = rng.random(lengths.size)
-    rows = cum[lengths - 1]
+    rows = cum[lengths - 1] if cum.ndim == 2 else cum[np.asarray(kind), lengths - 1]
     target = (rows < u[:, None]).sum(axis=1) + 1
     width = locs.shape[1]
     cols = np.arange(width)[None, :]
     locs[cols >= target[:, None]] = -1
     if donors is not None:
+        lengths = lengths.copy()
         for length in range(2, width + 1):
             grow = np.flatnonzero((target == length) & (lengths < length))
-            paths = donors.draw(length, grow.size, rng) if grow.size else None
-            if paths is not None:
+            if not grow.size:
+                continue
+            parts = []
+            whole = donors.distinct(length) >= WHOLE_POOL
+            for piece in [length] if whole else pieces(length):
+                part = donors.draw(piece, grow.size, rng)
+                if part is None:
+                    break
+                parts.append(part[:, :piece])
+            else:
                 locs[grow] = -1
-                locs[grow, : paths.shape[1]] = paths[:, :width]
-                lengths = lengths.copy()
+                locs[grow, :length] = np.concatenate(parts, axis=1)
                 lengths[grow] = length
     for k in range(1, width):
         grow = np.flatnonzero((lengths <= k) & (target > k))

@@ -57,7 +57,7 @@ class PrefixTreeSampling(Generator):
         return False
 
     def _coupling(
-        self, loc_path: np.ndarray, depth: np.ndarray, ending: np.ndarray
+        self, loc_path: np.ndarray, depth: np.ndarray, ending: np.ndarray, kind: np.ndarray
     ) -> np.ndarray | None:
         return None
 
@@ -114,6 +114,7 @@ class PrefixTreeSampling(Generator):
             if bin_path is not None and tbin is not None:
                 bin_path[nodes, d - 1] = tbin[nodes]
         if self._completed is None or not self._completed[0].size:
+            self._entry_kind = np.zeros(depth.size, dtype=np.int8)
             return loc_path, bin_path, depth, ending
         origin, steps, copies = self._completed
         width = int(self.height)
@@ -147,6 +148,8 @@ class PrefixTreeSampling(Generator):
             if bin_all is not None:
                 keys.append(bin_all[:, k])
         order = np.lexsort([*keys, length])
+        kind = np.concatenate([np.zeros(depth.size, np.int8), np.where(at_root[keep], 2, 1)])
+        self._entry_kind = kind[order].astype(np.int8)
         return (
             loc_all[order],
             None if bin_all is None else bin_all[order],
@@ -179,7 +182,8 @@ class PrefixTreeSampling(Generator):
         n_rows = int(row_end[-1]) if row_end.size else 0
         start = row = 0
         post = self._post_active()  # the length fix and the factorised times (post-processing)
-        coupling = self._coupling(loc_path, depth, ending) if post else None
+        kind = self._entry_kind
+        coupling = self._coupling(loc_path, depth, ending, kind) if post else None
         rng = self._post_rng() if post else None
         while True:
             target = row + int(chunk_rows)
@@ -194,7 +198,9 @@ class PrefixTreeSampling(Generator):
             node = np.searchsorted(seq_end, seq, side="right")
             lengths = depth[node]
             if post:
-                out = self._post_chunk(seq, loc_path[node], lengths, coupling, rng, locations)
+                out = self._post_chunk(
+                    seq, loc_path[node], lengths, kind[node], coupling, rng, locations
+                )
                 yield out
                 start, row = stop, row + len(out)
                 if start >= n_seq:
