@@ -297,3 +297,15 @@ def test_the_original_sube_taps_pass_their_own_check() -> None:
     )
     cut = cut.reindex(whole.index, fill_value=0)
     assert 0.5 * float(np.abs(whole / whole.sum() - cut / cut.sum()).sum()) < 0.01
+
+
+def test_card_unit_check_from_the_release_directory(
+    card_taps: pd.DataFrame, tmp_path: Path
+) -> None:
+    """The manifest carries what the check needs (unit, k, partitions, bins): a release directory
+    gives the same check as the fitted release."""
+    release = OpalRelease(**CARD_SETTINGS, random_state=4).fit(card_taps)
+    out = release.write(tmp_path / "rel").path
+    pd.testing.assert_frame_equal(
+        against_reference(card_taps, release), against_reference(card_taps, out)
+    )
