@@ -456,10 +456,13 @@ def _run(args: argparse.Namespace, step: _Steps) -> None:
                 "mode": synthetic_trips["mode"].astype(str),
             }
         )
-        sube_sequences = sequences["sequences-sube"]["synthetic"]
-        reference = {
+        reference: dict[str, Any] = {  # each bounded as the release was (k taps per card, side)
             "original taps (the release's own error)": against_reference(opal_taps, opal),
-            "sequences-sube": against_reference(sube_sequences, opal),
+            **{
+                name: against_reference(sequences[name]["synthetic"], opal)
+                for name in ("sequences-sube", "sequences-sube-timed")
+                if name in sequences
+            },
             "trips-sube": against_reference(sube_trips, opal),
         }
         step("reference check against the SBH release done")

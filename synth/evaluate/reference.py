@@ -11,6 +11,7 @@ private data there (up to the ``beta`` chance that the release itself is off).
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,7 @@ from synth.io import read_json, read_table
 from synth.marginals import TABLES, OpalRelease, SBHCalibration, marginal_tables
 from synth.taxonomy import Taxonomy
 
-__all__ = ["against_reference"]
+__all__ = ["MAX_ONE_WAY_TVD", "MIN_WITHIN", "against_reference"]
 
 _KEYS = ("mode", "day", "time", "location")
 _CAL_FIELDS = ("epsilon", "delta", "scale", "threshold", "unit", "l0", "l1", "linf", "pure")
@@ -69,10 +70,77 @@ def _collapse(frame: pd.DataFrame, column: str) -> pd.DataFrame:
 
 
 def _tvd(a: np.ndarray, b: np.ndarray) -> float:
+    """Total variation distance between the shares (normalised tables) ``a`` and ``b``."""
     sa, sb = a.sum(), b.sum()
     if sa == 0 or sb == 0:
         return float("nan") if sa == sb else 1.0
     return float(0.5 * np.abs(a / sa - b / sb).sum())
+
+
+#: The pass rule of the check: at least this share of cells within the bound ...
+MIN_WITHIN = 0.95
+#: ... and the one-way tables' TV distance (over the release's cells) at most this.
+MAX_ONE_WAY_TVD = 0.05
+
+
+def _unit_column(microdata: pd.DataFrame, params: Mapping[str, Any]) -> str | None:
+    """The column the release's per-unit bounding applies to in ``microdata`` (a card-unit release
+    bounds its ``privacy_unit`` column; synthetic sequences are one card each, ``seq_id``)."""
+    unit = params.get("privacy_unit")
+    if unit is None or unit in ("tap", "trip", "sequence element", "row"):
+        return None
+    if unit in microdata.columns:
+        return str(unit)
+    return "seq_id" if "seq_id" in microdata.columns else None
+
+
+def _released_share(
+    merged: pd.DataFrame, dims: list[str], kept: pd.DataFrame | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """(release, microdata) counts of the cells the release published.
+
+    A cell the release suppressed (below its threshold) carries no share; the microdata's share is
+    compared over the same cells. A one-way table derived from a two-way table (``kept``: the
+    microdata two-way cells the release kept) sums only those two-way cells.
+    """
+    release = merged["count_release"].to_numpy(float)
+    if kept is None:
+        on = release > 0
+        return release[on], merged["count_synthetic"].to_numpy(float)[on]
+    summed = kept.groupby(dims, as_index=False, sort=True)["count"].sum()
+    both = merged[[*dims, "count_release"]].merge(summed, on=dims, how="left").fillna({"count": 0})
+    return both["count_release"].to_numpy(float), both["count"].to_numpy(float)
+
+
+def _row(
+    name: str, merged: pd.DataFrame, bound: np.ndarray, shown: tuple[np.ndarray, np.ndarray]
+) -> dict[str, Any]:
+    """The check of one table: ``merged`` cells (release and microdata counts), their bounds, and
+    the (release, microdata) counts of the published cells."""
+    release_counts = merged["count_release"].to_numpy(float)
+    micro_counts = merged["count_synthetic"].to_numpy(float)
+    diff = np.abs(release_counts - micro_counts)
+    outside = int((diff > bound).sum())
+    tvd = _tvd(*shown)
+    within = 1 - outside / len(merged) if len(merged) else 1.0
+    one_way = not name.endswith("time_location")
+    total = micro_counts.sum()
+    return {
+        "table": name,
+        "compared": True,
+        "cells": len(merged),
+        "within_bound": within,
+        "tvd": tvd,
+        "tvd_all": _tvd(release_counts, micro_counts),
+        "coverage": float(shown[1].sum() / total) if total else float("nan"),
+        "passes": bool(within >= MIN_WITHIN and (not one_way or tvd <= MAX_ONE_WAY_TVD)),
+        "error_bound": float(bound.max()) if bound.size else float("nan"),
+        "outside_bound": outside,
+        "outside_fraction": outside / len(merged) if len(merged) else 0.0,
+        "max_abs_error": float(diff.max()) if diff.size else 0.0,
+        "release_total": float(release_counts.sum()),
+        "microdata_total": float(total),
+    }
 
 
 def against_reference(
@@ -82,29 +150,44 @@ def against_reference(
     beta: float = 0.05,
     taxonomy: Taxonomy | None = None,
 ) -> pd.DataFrame:
-    """Per table: total variation distance and cells outside the SBH error bound.
+    """Per table: whether ``microdata`` lies within the SBH release's error bound.
 
     ``microdata``: synthetic trips, taps or long-format sequences (sequences are tap-ons; without
-    times only the location tables are compared). ``release``: a fitted :class:`OpalRelease` or its
-    directory. When the microdata has no ``mode`` or no date, the release is summed over that
-    partition column and the bound grows with the number of partitions summed. For a one-way table
-    derived by summing (consistent mode) the bound is the two-way bound times the number of cells
-    summed (the public domain size, or the locations seen in either table when it is not public).
+    times only the location tables are compared), or the original data (the release's own error).
+    ``release``: a fitted :class:`OpalRelease` or its directory.
 
-    Returns one row per table: ``table, compared, cells, tvd, error_bound, outside_bound,
-    outside_fraction, max_abs_error, release_total, microdata_total`` (``error_bound`` is the
-    largest per-cell bound used; the totals are the sums of the compared cells: a release that
-    suppresses small cells holds less than the data).
+    Like with like: the microdata goes through the release's own steps before its tables are
+    counted: the same public partitions, bins and location collapse and, for a card-unit release,
+    the same bounding (each card's first ``max_contributions`` events per side, by time; a
+    synthetic sequence counts as one card). When the microdata has no ``mode`` or no date, the
+    release is summed over that partition column and the bound grows with the number of partitions
+    summed. For a one-way table derived by summing (consistent mode) the bound is the two-way bound
+    times the number of cells summed (the public domain size, or the locations seen in either table
+    when it is not public).
+
+    Returns one row per table: ``table, compared, cells, within_bound`` (share of cells whose
+    difference is within the bound, at confidence ``1 - beta`` per cell), ``tvd`` (TV distance
+    between the shares over the cells the release published: a suppressed cell says only "below
+    the threshold", which the bound covers), ``tvd_all`` (over every cell), ``coverage`` (the
+    microdata's share in published cells), ``passes`` (``within_bound >=`` :data:`MIN_WITHIN`, and
+    for a one-way table ``tvd <=`` :data:`MAX_ONE_WAY_TVD`), ``error_bound`` (the largest per-cell
+    bound), ``outside_bound, outside_fraction, max_abs_error, release_total, microdata_total``.
     """
     tables, params, tax = _load(release, taxonomy)
+    unit = _unit_column(microdata, params)
     truth = marginal_tables(
         microdata,
         bin_minutes=int(params["bin_minutes"]),
         taxonomy=tax,
         level=None if tax is None else params.get("level"),
+        modes=params.get("modes"),
+        days=params.get("days"),
+        unit_column=unit,
+        max_contributions=None if unit is None else int(params.get("max_contributions", 1)),
     )
     rows: list[dict[str, Any]] = []
-    for name in TABLES:
+    kept: dict[str, pd.DataFrame] = {}
+    for name in sorted(TABLES, key=lambda t: not t.endswith("time_location")):
         info = params["tables"][name]
         cal = SBHCalibration(**{k: info[k] for k in _CAL_FIELDS})
         alpha = cal.error_bound(beta)
@@ -121,34 +204,19 @@ def against_reference(
                 ref = _collapse(ref, col)
         merged = ref.merge(syn, on=dims, how="outer", suffixes=("_release", "_synthetic"))
         merged = merged.fillna({"count_release": 0, "count_synthetic": 0})
+        if name.endswith("time_location"):
+            published = merged[merged["count_release"] > 0]
+            kept[name] = published[dims].assign(count=published["count_synthetic"])
         bound = np.full(len(merged), float(alpha * partitions))
-        if info.get("derived_from"):
+        derived = info.get("derived_from")
+        if derived:
             terms = info.get("terms")
             if terms is None:  # locations are not public: those seen in either two-way table
-                source = info["derived_from"]
-                seen = set(tables[source]["location"].astype(str))
-                seen |= set(truth[source]["location"]) if source in truth else set()
+                seen = set(tables[derived]["location"].astype(str))
+                seen |= set(truth[derived]["location"]) if derived in truth else set()
                 terms = max(1, len(seen))
             bound *= float(terms)
-        diff = np.abs(
-            merged["count_release"].to_numpy(float) - merged["count_synthetic"].to_numpy(float)
-        )
-        outside = int((diff > bound).sum())
-        rows.append(
-            {
-                "table": name,
-                "compared": True,
-                "cells": len(merged),
-                "tvd": _tvd(
-                    merged["count_release"].to_numpy(float),
-                    merged["count_synthetic"].to_numpy(float),
-                ),
-                "error_bound": float(bound.max()) if bound.size else float(alpha),
-                "outside_bound": outside,
-                "outside_fraction": outside / len(merged) if len(merged) else 0.0,
-                "max_abs_error": float(diff.max()) if diff.size else 0.0,
-                "release_total": float(merged["count_release"].sum()),
-                "microdata_total": float(merged["count_synthetic"].sum()),
-            }
-        )
-    return pd.DataFrame(rows)
+        shown = _released_share(merged, dims, kept.get(derived) if derived else None)
+        rows.append(_row(name, merged, bound, shown))
+    by_name = {str(row["table"]): row for row in rows}
+    return pd.DataFrame([by_name[name] for name in TABLES])

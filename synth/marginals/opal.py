@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from synth.engines import SBHEvents, check_engine, get_engine
-from synth.engines.kernels import count_keys
+from synth.engines.kernels import bound_rank, count_keys
 from synth.errors import ConfigError, InputError
 from synth.generator import SEQUENCE, STRING, Constraint, Generator, InstanceOf
 from synth.logs import private_message
@@ -33,6 +33,7 @@ from synth.marginals.calibration import (
 )
 from synth.marginals.cells import noisy_cells
 from synth.marginals.events import (
+    NO_DAY,
     Events,
     day_label,
     day_number,
@@ -519,16 +520,46 @@ def marginal_tables(
     taxonomy: Taxonomy | None = None,
     level: int | None = None,
     timezone: str | None = None,
+    modes: Sequence[str] | None = None,
+    days: Sequence[str] | None = None,
+    unit_column: str | None = None,
+    max_contributions: int | None = None,
 ) -> dict[str, pd.DataFrame]:
     """The exact (NOT private) tables of the release, in its format, for trips, taps or sequences.
 
     What :func:`synth.evaluate.against_reference` compares. Time tables are absent when the data has
-    no times, off tables when it has no tap-offs.
+    no times, off tables when it has no tap-offs. With ``unit_column`` and ``max_contributions``
+    the events go through the release's own bounding first (the memory engine's rule, the same
+    in every engine): events outside the public ``modes``/``days`` partitions are dropped, then
+    each (unit, side) keeps its first ``max_contributions`` events by (time, partition, location,
+    input order), so a card-unit release is compared with data bounded as it was (data without
+    times, e.g. sequences: the first events in input order).
     """
-    spec = OpalRelease(bin_minutes=bin_minutes, taxonomy=taxonomy, level=level)
+    bounded = unit_column is not None and max_contributions is not None
+    events = read_events(
+        data, unit_column=unit_column if bounded else None, timezone=check_timezone(timezone)
+    )
+    spec = OpalRelease(
+        bin_minutes=bin_minutes,
+        taxonomy=taxonomy,
+        level=level,  # a data without modes or days is compared with the release summed over them
+        modes=None if "mode" not in data.columns else modes,
+        days=None if (events.day == NO_DAY).all() else days,
+    )
     spec._check()
-    events = read_events(data, unit_column=None, timezone=check_timezone(timezone))
-    grid, part, loc, _ = spec._grid(events)
+    grid, part, loc, keep = spec._grid(events)
+    if bounded:
+        assert events.unit is not None
+        rank = np.zeros(keep.size, dtype=np.int64)
+        timed = bool((events.minute >= 0).all())  # untimed sequences: the first k positions
+        rank[keep] = bound_rank(
+            [events.unit[keep], events.side[keep].astype(np.int64)],
+            [events.minute[keep], part[keep], loc[keep]] if timed else [],
+        )
+        keep &= rank < int(max_contributions)  # type: ignore[arg-type]
+    if not keep.all():
+        events = _subset(events, keep)
+        part, loc = part[keep], loc[keep]
     keys: dict[str, np.ndarray] = {}
     for side in events.sides:
         keys.update(table_keys(events, part, loc, grid, side))
@@ -537,3 +568,19 @@ def marginal_tables(
         for name in TABLES
         if name in keys
     }
+
+
+def _subset(events: Events, keep: np.ndarray) -> Events:
+    """The events ``keep`` (same category lists and sides)."""
+    return Events(
+        side=events.side[keep],
+        mode=events.mode[keep],
+        day=events.day[keep],
+        minute=events.minute[keep],
+        location=events.location[keep],
+        unit=None if events.unit is None else events.unit[keep],
+        modes=events.modes,
+        locations=events.locations,
+        kind=events.kind,
+        sides=events.sides,
+    )
