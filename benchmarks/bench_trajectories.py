@@ -7,7 +7,7 @@ epsilon and noise seed, each release in its own child process through
 Parquet in and out), so that the child's peak RSS (``wait4``, :func:`bench_prefixtree._child`) is
 that release's memory (``--in-process``, as ``--smoke`` does, skips the child start-up and reports
 no peak RSS). A design whose keywords this build's synthesizer does not take is reported
-as skipped (e.g. ``time_model`` before the time model lands).
+as skipped.
 
 Datasets (``--datasets``):
 
@@ -49,14 +49,22 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_prefixtree import _child, _grouped_taxonomy
 
-#: The candidate designs: a name and the synthesizer keywords it adds (``time_bins`` and the
-#: dataset's epsilon / height are set by the benchmark). Extend freely.
+#: The candidate designs: a name and the synthesizer keywords it adds (the dataset's epsilon /
+#: height / ``time_bins`` are set by the benchmark; a design's own ``time_bins`` wins, so
+#: ``"time_bins": None`` is an untimed release, scored on length and TP@100 only). Extend freely.
 DESIGNS: list[dict[str, Any]] = [
-    {"name": "default", "kwargs": {}},
-    {"name": "hybrid-coarse-360", "kwargs": {"variant": "hybrid", "coarse_time_bins": 360}},
-    {"name": "time-model-auto", "kwargs": {"time_model": "auto"}},
+    # the default with time bins (time_model="auto" resolves to it): location tree + first-tap,
+    # gap and length tables
     {"name": "factorised", "kwargs": {"time_model": "factorised"}},
+    # the paper's tree over (location, time bin) tokens
     {"name": "tree", "kwargs": {"time_model": "tree"}},
+    # the same tree, hybrid variant with 6-hour coarse bins above the fine ones
+    {
+        "name": "tree-hybrid-coarse-360",
+        "kwargs": {"time_model": "tree", "variant": "hybrid", "coarse_time_bins": 360},
+    },
+    # no time bins at all (locations only)
+    {"name": "untimed", "kwargs": {"time_bins": None}},
 ]
 
 #: dataset -> (label, h, minutes per bin)
@@ -151,16 +159,18 @@ def _dataset(name: str, args: argparse.Namespace, work: Path) -> dict[str, Any]:
 
 
 def _scores(data: dict[str, Any], release: pd.DataFrame, top: list[Any]) -> dict[str, Any]:
-    """The time statistics and TP@100 of one release."""
+    """The time statistics and TP@100 of one release (an untimed release: length and TP@100)."""
     from synth.evaluate.patterns import top_k_patterns, utility_curve
     from synth.evaluate.trajectories import evaluate_trajectories
 
     release = release.assign(location=release["location"].astype(str))
+    [tp] = utility_curve(top, top_k_patterns(release[["seq_id", "pos", "location"]], 100), [100])
+    if "time" not in release.columns:
+        return {**_length_scores(data, release), "tp100": tp["tp"]}
     timed = evaluate_trajectories(
         data["original"], {"r": release}, height=data["height"], bin_minutes=data["bin"]
     )
     r = timed["releases"]["r"]
-    [tp] = utility_curve(top, top_k_patterns(release[["seq_id", "pos", "location"]], 100), [100])
     return {
         "mean_length_original": round(timed["original"]["mean_length"], 3),
         "mean_length": round(r["mean_length"], 3),
@@ -168,6 +178,23 @@ def _scores(data: dict[str, Any], release: pd.DataFrame, top: list[Any]) -> dict
         "transitions_kept": r["transitions_kept"],
         "timed_transitions_kept": r["timed_transitions_kept"],
         "tp100": tp["tp"],
+    }
+
+
+def _length_scores(data: dict[str, Any], release: pd.DataFrame) -> dict[str, Any]:
+    """Mean length and TV of the length distribution (both truncated to h) without times."""
+    from synth.evaluate.trajectories import tv_distance
+
+    def shares(frame: pd.DataFrame) -> tuple[float, dict[int, float]]:
+        lengths = frame.groupby("seq_id", sort=False).size().clip(upper=data["height"])
+        return float(lengths.mean()), lengths.value_counts(normalize=True).to_dict()
+
+    mean_o, orig = shares(data["original"])
+    mean_r, rel = shares(release)
+    return {
+        "mean_length_original": round(mean_o, 3),
+        "mean_length": round(mean_r, 3),
+        "tv_length": round(tv_distance(orig, rel), 4),
     }
 
 
@@ -181,10 +208,10 @@ def _run_one(
 ) -> dict[str, Any]:
     """One release in a child process (or in this one); its figures."""
     params = {
+        "time_bins": data["bin"],
         **design["kwargs"],
         "epsilon": epsilon,
         "height": data["height"],
-        "time_bins": data["bin"],
     }
     spec = {
         "input": data["input"],
