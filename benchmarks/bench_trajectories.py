@@ -50,14 +50,22 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_prefixtree import _grouped_taxonomy
 from harness import add_options, child, emit, write_results
 
-#: The candidate designs: a name and the synthesizer keywords it adds (``time_bins`` and the
-#: dataset's epsilon / height are set by the benchmark). Extend freely.
+#: The candidate designs: a name and the synthesizer keywords it adds (the dataset's epsilon /
+#: height / ``time_bins`` are set by the benchmark; a design's own ``time_bins`` wins, so
+#: ``"time_bins": None`` is an untimed release, scored on length and TP@100 only). Extend freely.
 DESIGNS: list[dict[str, Any]] = [
-    {"name": "default", "kwargs": {}},
-    {"name": "hybrid-coarse-360", "kwargs": {"variant": "hybrid", "coarse_time_bins": 360}},
-    {"name": "time-model-auto", "kwargs": {"time_model": "auto"}},
+    # the default with time bins (time_model="auto" resolves to it): location tree + first-tap,
+    # gap and length tables
     {"name": "factorised", "kwargs": {"time_model": "factorised"}},
+    # the paper's tree over (location, time bin) tokens
     {"name": "tree", "kwargs": {"time_model": "tree"}},
+    # the same tree, hybrid variant with 6-hour coarse bins above the fine ones
+    {
+        "name": "tree-hybrid-coarse-360",
+        "kwargs": {"time_model": "tree", "variant": "hybrid", "coarse_time_bins": 360},
+    },
+    # no time bins at all (locations only)
+    {"name": "untimed", "kwargs": {"time_bins": None}},
 ]
 
 #: dataset -> (label, h, minutes per bin)
@@ -87,7 +95,15 @@ start = time.perf_counter()
 release_sequences(a["input"], a["out"], taxonomy=a["taxonomy"], params=a["params"],
                   location_column=a["location_column"], on_unknown=a["on_unknown"],
                   seed=a["seed"], format="parquet")
-print(json.dumps({"release_s": round(time.perf_counter() - start, 2)}), file=sys.stderr)
+figures = {"release_s": round(time.perf_counter() - start, 2)}
+try:  # this process's own high-water RSS (Linux): wait4's ru_maxrss also counts the parent's
+    # RSS at fork (exec keeps the old memory's high water), the benchmark's original data
+    with open("/proc/self/status") as status:
+        kb = [int(l.split()[1]) for l in status if l.startswith("VmHWM:")]
+    figures["peak_rss_mb"] = round(kb[0] / 1024, 1)
+except (OSError, IndexError, ValueError):
+    pass
+print(json.dumps(figures), file=sys.stderr)
 """
 
 
@@ -152,16 +168,18 @@ def _dataset(name: str, args: argparse.Namespace, work: Path) -> dict[str, Any]:
 
 
 def _scores(data: dict[str, Any], release: pd.DataFrame, top: list[Any]) -> dict[str, Any]:
-    """The time statistics and TP@100 of one release."""
+    """The time statistics and TP@100 of one release (an untimed release: length and TP@100)."""
     from synth.evaluate.patterns import top_k_patterns, utility_curve
     from synth.evaluate.trajectories import evaluate_trajectories
 
     release = release.assign(location=release["location"].astype(str))
+    [tp] = utility_curve(top, top_k_patterns(release[["seq_id", "pos", "location"]], 100), [100])
+    if "time" not in release.columns:
+        return {**_length_scores(data, release), "tp100": tp["tp"]}
     timed = evaluate_trajectories(
         data["original"], {"r": release}, height=data["height"], bin_minutes=data["bin"]
     )
     r = timed["releases"]["r"]
-    [tp] = utility_curve(top, top_k_patterns(release[["seq_id", "pos", "location"]], 100), [100])
     return {
         "mean_length_original": round(timed["original"]["mean_length"], 3),
         "mean_length": round(r["mean_length"], 3),
@@ -169,6 +187,23 @@ def _scores(data: dict[str, Any], release: pd.DataFrame, top: list[Any]) -> dict
         "transitions_kept": r["transitions_kept"],
         "timed_transitions_kept": r["timed_transitions_kept"],
         "tp100": tp["tp"],
+    }
+
+
+def _length_scores(data: dict[str, Any], release: pd.DataFrame) -> dict[str, Any]:
+    """Mean length and TV of the length distribution (both truncated to h) without times."""
+    from synth.evaluate.trajectories import tv_distance
+
+    def shares(frame: pd.DataFrame) -> tuple[float, dict[int, float]]:
+        lengths = frame.groupby("seq_id", sort=False).size().clip(upper=data["height"])
+        return float(lengths.mean()), lengths.value_counts(normalize=True).to_dict()
+
+    mean_o, orig = shares(data["original"])
+    mean_r, rel = shares(release)
+    return {
+        "mean_length_original": round(mean_o, 3),
+        "mean_length": round(mean_r, 3),
+        "tv_length": round(tv_distance(orig, rel), 4),
     }
 
 
@@ -182,10 +217,10 @@ def _run_one(
 ) -> dict[str, Any]:
     """One release in a child process (or in this one); its figures."""
     params = {
+        "time_bins": data["bin"],
         **design["kwargs"],
         "epsilon": epsilon,
         "height": data["height"],
-        "time_bins": data["bin"],
     }
     spec = {
         "input": data["input"],
@@ -218,11 +253,13 @@ def _run_one(
         figures = {"release_s": round(time.perf_counter() - start, 2), "peak_rss_mb": None}
     else:
         got = child([sys.executable, "-c", CHILD, json.dumps(spec)])
-        last = got["stderr"].strip().splitlines()[-1]
+        last = json.loads(got["stderr"].strip().splitlines()[-1])
         figures = {
-            "release_s": json.loads(last)["release_s"],
+            "release_s": last["release_s"],
             "wall_s": got["wall_s"],
-            "peak_rss_mb": got["peak_rss_mb"],
+            # the child's own VmHWM where it reports it, else the harness's wait4 figure (the
+            # harness forks the child from a small launcher, so that is the child's own too)
+            "peak_rss_mb": last.get("peak_rss_mb", got["peak_rss_mb"]),
         }
     return {**figures, "release": pd.read_parquet(out / "sequences.parquet")}
 
