@@ -47,9 +47,10 @@ from archetypes.measure import (
     measure,
     spread_individuals,
 )
+from archetypes.reading import source_of
 from archetypes.sampling import ArchetypeSampling, balanced_choice, rake, systematic_choice
 from archetypes.standin import stand_in_spec
-from synth.errors import ConfigError, InputError
+from synth.errors import ConfigError, InputError, TransitSynthWarning
 from synth.privacy import DiscreteGaussian, PrivacyLedger, SecureNoise
 
 __all__ = ["JointSampling"]
@@ -366,9 +367,10 @@ class JointSampling(ArchetypeSampling):
         order = self.order_column if self.order_column in private.columns else None
         need = list(dict.fromkeys([self.id_column, *columns, *([order] if order else [])]))
         missing = [c for c in need if c not in private.columns]
+        source = source_of(private)  # the file's name when read from one (its rows numbered)
         if missing:
-            raise InputError(f"private data: missing column(s) {', '.join(map(repr, missing))}")
-        trips = self.schema_.conform(private[need], source="private data", columns=columns)
+            raise InputError(f"{source}: missing column(s) {', '.join(map(repr, missing))}")
+        trips = self.schema_.conform(private[need], source=source, columns=columns)
         trips = spread_individuals(trips, self.id_column, k, order)
         return self.discretiser_.encode(trips)
 
@@ -457,7 +459,7 @@ class JointSampling(ArchetypeSampling):
             warnings.warn(
                 f"no public data: features {dropped} have no public domain and are not clustered "
                 "(add them to the schema to use them)",
-                UserWarning,
+                TransitSynthWarning,
                 stacklevel=3,
             )
         return kept

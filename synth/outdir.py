@@ -47,7 +47,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from synth.errors import ConfigError
+from synth.errors import ConfigError, TransitSynthWarning
 from synth.outmarker import (
     MARKER,
     SENTINEL,
@@ -142,7 +142,7 @@ def _dispose(old: Path, found: Survey | None, shown: Path) -> None:
         os.replace(old, kept)
         warnings.warn(
             f"{shown}: entries that appeared while the output was replaced are kept in {kept}",
-            UserWarning,
+            TransitSynthWarning,
             stacklevel=2,
         )
 

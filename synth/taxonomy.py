@@ -27,7 +27,7 @@ import networkx as nx
 import numpy as np
 import pandas as pd
 
-from synth.errors import ConfigError, InputError
+from synth.errors import ConfigError, InputError, TransitSynthWarning
 from synth.gtfs import check_route_rule, route_assignment, route_trip_counts
 from synth.io import id_strings, read_table, table_format
 
@@ -344,7 +344,7 @@ class Taxonomy:
             warnings.warn(
                 f"{src}: {len(empty)} route(s) serving stops get none under the GTFS route rule "
                 f"'{rule}' (each of their stops went to another route): {shown}",
-                UserWarning,
+                TransitSynthWarning,
                 stacklevel=2,
             )
         rtype = pd.to_numeric(routes["route_type"], errors="coerce")

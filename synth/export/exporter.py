@@ -10,7 +10,7 @@ from typing import Any
 
 import pandas as pd
 
-from synth.errors import ConfigError
+from synth.errors import ConfigError, TransitSynthWarning
 from synth.export.coordinates import load_coordinates
 from synth.export.matsim import (
     DEFAULT_GAP,
@@ -204,7 +204,7 @@ def _warn_unlocated(release: Release, source: str, plans: Plans) -> None:
         f"{source} ({shown}{more}): {plans.dropped_activities} of {len(release.steps)} places "
         f"left out of the plans, {plans.dropped_persons} of {release.n_persons} persons with "
         "none left",
-        UserWarning,
+        TransitSynthWarning,
         stacklevel=3,
     )
 

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from synth.errors import ConfigError
+from synth.errors import ConfigError, TransitSynthWarning
 from synth.io import ID_SPACE, check_sep, read_table, table_columns
 from synth.logs import private_message
 from synth.records.common import TAP_ALIASES, TIME_COLUMNS, require_columns, tap_times
@@ -48,11 +48,11 @@ __all__ = [
 _PROFILE_FILE = Path(__file__).with_name("profiles.toml")
 
 
-class MissingIdWarning(UserWarning):
+class MissingIdWarning(TransitSynthWarning):
     """Rows without a card id were dropped (``drop_missing_ids``)."""
 
 
-class TimeResolutionWarning(UserWarning):
+class TimeResolutionWarning(TransitSynthWarning):
     """The time bin is finer than the data's time resolution."""
 
 

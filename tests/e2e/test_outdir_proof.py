@@ -132,7 +132,13 @@ def test_case2_a_clean_rerun_still_replaces_the_release_whole(data, tmp_path) ->
     out = tmp_path / "release"
     assert main(_sequences(data["taps"], data["taxonomy"], out)) == 0
     assert main(_sequences(data["taps"], data["taxonomy"], out, "--format", "parquet")) == 0
-    assert sorted(p.name for p in out.iterdir()) == [MARKER, "manifest.json", "sequences.parquet"]
+    assert sorted(p.name for p in out.iterdir()) == [
+        MARKER,
+        "README.md",
+        "datasheet.json",
+        "manifest.json",
+        "sequences.parquet",
+    ]
     _no_stage(tmp_path)
 
 
@@ -181,7 +187,7 @@ def test_case3_forged_marker_with_force_keeps_notes(data, tmp_path, forged, caps
     assert "manifest.json" in after and "sequences.csv" in after
     # the marker now lists the tool's own files only
     listed = json.loads((p / MARKER).read_text())["files"]
-    assert sorted(listed) == ["manifest.json", "sequences.csv"]
+    assert sorted(listed) == ["README.md", "datasheet.json", "manifest.json", "sequences.csv"]
     _no_stage(tmp_path)
 
 

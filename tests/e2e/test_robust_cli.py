@@ -45,7 +45,9 @@ def test_large_epsilon_releases_the_data(data, tmp_path, capsys, epsilon) -> Non
     err = capsys.readouterr().err
     assert "Warning" not in err and "encountered" not in err, err
     lines = (out / "sequences.csv").read_text().splitlines()
-    assert len(lines) == 1 + 80  # header, then the 40 two-tap sequences: noise is below one count
+    assert len(lines) > 1  # released, not empty (the NaN fit released nothing from about 90)
+    if float(epsilon) >= 1000:  # every noise scale, the length table's 2% share included, is
+        assert len(lines) == 1 + 80  # far below one count: the 40 two-tap sequences
 
 
 def test_run_config_with_a_byte_order_mark(data, tmp_path, capsys) -> None:

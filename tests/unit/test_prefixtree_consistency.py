@@ -223,5 +223,5 @@ def test_prefix_tree_is_consistent_and_non_empty_for_any_epsilon(epsilon: float)
     child_sum = np.bincount(parent[inner], weights=count[inner], minlength=count.size)
     assert (child_sum <= count).all()
     assert (tree["ending"] >= 0).all()
-    if epsilon >= 90:  # noise far below one count: the release is the data
+    if epsilon >= 1e3:  # every scale (the length table's 2% share too) far below one count
         assert syn.n_sequences() == 40000
