@@ -51,6 +51,7 @@ import pandas as pd
 
 from archetypes.budget import budget_shares
 from archetypes.completion import ColumnCompleter, Plan
+from archetypes.measure import public_grid
 from archetypes.model import bound_individuals
 from archetypes.reading import measure, source_of, trip_ids
 from archetypes.schema import TripSchema
@@ -215,12 +216,7 @@ class StandIn:
         lo, hi = int(col.minimum), int(col.maximum)
         if hi - lo + 1 <= GRID_MAX:
             return None
-        top = max(abs(lo), abs(hi), 1)
-        steps = np.rint(2.0 ** (np.arange(6, 2 * math.log2(top) + 2) / 2)).astype(np.int64)
-        positive = np.unique(np.concatenate([np.arange(0, 10), steps]))
-        edges = np.unique(np.concatenate([-positive[::-1] + 1, positive]))
-        edges = edges[(edges > lo) & (edges <= hi)]
-        return np.concatenate([[lo], edges]).astype(np.int64)
+        return public_grid(lo, hi)
 
     def encode(self, trips: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
         """Conformed trips with precision columns rounded and wide numeric columns binned."""
