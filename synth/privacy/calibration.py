@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 
 import mpmath
@@ -81,6 +82,9 @@ def _gaussian_delta(sigma: float, epsilon: float, sensitivity: float) -> mpmath.
         return mpmath.ncdf(a - b) - mpmath.exp(e) * mpmath.ncdf(-a - b)
 
 
+@functools.lru_cache(
+    maxsize=4096
+)  # a pure function of public numbers; the ledger checks every spend
 def analytic_gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1.0) -> float:
     """Smallest σ (to 1e-12 relative, rounded up) making the Gaussian mechanism (ε, δ)-DP.
 
@@ -125,6 +129,9 @@ def _log_tail_probability(sigma: float, x: float, log_norm: float) -> float:
     return math.log1p(-math.exp(_log_upper_tail(sigma, 1 - m) - log_norm))
 
 
+@functools.lru_cache(
+    maxsize=4096
+)  # a pure function of public numbers; the ledger checks every spend
 def discrete_gaussian_privacy(sigma: float, epsilon: float, sensitivity: int = 1) -> float:
     """The δ that ``N_Z(0, σ²)`` noise achieves at ``epsilon`` on an integer query of sensitivity Δ.
 
