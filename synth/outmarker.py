@@ -190,7 +190,8 @@ def _proven(folder: Path) -> tuple[dict[str, tuple[int, int, int, int]], set[str
 
 def _ours(folder: Path, rel: str, proven: Mapping[str, Any], dirs: set[str]) -> bool:
     """Whether the entry ``rel`` of ``folder`` is wholly the tool's (proven, or a listed folder
-    of such entries)."""
+    of such entries holding at least one: an empty folder proves nothing, since a forged marker
+    can list any name)."""
     try:
         st = (folder / rel).lstat()
     except OSError:
@@ -203,7 +204,7 @@ def _ours(folder: Path, rel: str, proven: Mapping[str, Any], dirs: set[str]) -> 
         names = os.listdir(folder / rel)
     except OSError:
         return False
-    return all(_ours(folder, f"{rel}/{n}", proven, dirs) for n in names)
+    return bool(names) and all(_ours(folder, f"{rel}/{n}", proven, dirs) for n in names)
 
 
 def _input_names(folder: Path, inputs: Iterable[Path]) -> tuple[set[str], bool]:

@@ -295,3 +295,22 @@ def test_add_beside_a_release_replaces_only_its_own_proven_files(tmp_path: Path)
     with pytest.raises(ConfigError, match="--force"):
         with release_dir(rel, force=False) as stage:
             (stage / "manifest.json").write_text("{}")
+
+
+def test_a_forged_marker_listing_an_empty_folder_does_not_take_it(tmp_path: Path) -> None:
+    """Found by the slow property: a user's empty folder ``sub`` listed by a forged marker was
+    taken for the tool's and removed. An empty folder proves nothing."""
+    forged = {"format": FORMAT, "files": {}, "dirs": ["sub"]}
+    scenario = {
+        "genuine": [],
+        "ops": [("dir", "sub", b"")],
+        "forged": forged,
+        "force": False,
+        "add": False,
+        "staged": ["manifest.json"],
+        "inputs": [],
+        "interrupt": False,
+        "nested_out": False,
+    }
+    check(scenario, tmp_path)
+    assert (tmp_path / "out" / "sub").is_dir()
