@@ -192,3 +192,25 @@ def position_error_files(root: Path) -> list[Path]:
             paths[-1], index=False
         )
     return paths
+
+
+#: the command line's small end-to-end input: four stops under two lines, 40 cards tapping twice
+TWO_LINE_TAXONOMY = (
+    "child,parent\nA,line:1\nB,line:1\nC,line:2\nD,line:2\nline:1,root\nline:2,root\n"
+)
+FORTY_CARD_TAPS = "card_id,time,stop_id\n" + "".join(
+    f"c{i},2024-05-01T08:{i % 60:02d}:00,{'ABCD'[i % 4]}\n"
+    f"c{i},2024-05-01T09:{i % 60:02d}:00,{'DCBA'[i % 4]}\n"
+    for i in range(40)
+)
+
+
+@pytest.fixture
+def forty_cards(tmp_path: Path) -> dict[str, Path]:
+    """``taxonomy.csv`` and ``taps.csv`` (:data:`TWO_LINE_TAXONOMY`, :data:`FORTY_CARD_TAPS`) in
+    ``tmp_path/data``: their paths and the folder."""
+    folder = tmp_path / "data"
+    folder.mkdir()
+    (folder / "taxonomy.csv").write_text(TWO_LINE_TAXONOMY)
+    (folder / "taps.csv").write_text(FORTY_CARD_TAPS)
+    return {"taxonomy": folder / "taxonomy.csv", "taps": folder / "taps.csv", "folder": folder}

@@ -23,21 +23,11 @@ from synth.cli import main
 from synth.outmarker import MARKER
 
 ROOT = Path(__file__).resolve().parents[2]
-TAXONOMY = "child,parent\nA,line:1\nB,line:1\nC,line:2\nD,line:2\nline:1,root\nline:2,root\n"
-TAPS = "card_id,time,stop_id\n" + "".join(
-    f"c{i},2024-05-01T08:{i % 60:02d}:00,{'ABCD'[i % 4]}\n"
-    f"c{i},2024-05-01T09:{i % 60:02d}:00,{'DCBA'[i % 4]}\n"
-    for i in range(40)
-)
 
 
 @pytest.fixture
-def data(tmp_path: Path) -> dict[str, Path]:
-    folder = tmp_path / "data"
-    folder.mkdir()
-    (folder / "taxonomy.csv").write_text(TAXONOMY)
-    (folder / "taps.csv").write_text(TAPS)
-    return {"taxonomy": folder / "taxonomy.csv", "taps": folder / "taps.csv", "folder": folder}
+def data(forty_cards: dict[str, Path]) -> dict[str, Path]:
+    return forty_cards
 
 
 def _sequences(data: dict[str, Path], out: Path | str, *extra: str) -> list[str]:

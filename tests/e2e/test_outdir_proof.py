@@ -15,22 +15,12 @@ import pytest
 
 from synth.cli import main
 from synth.outmarker import MARKER
-
-TAXONOMY = "child,parent\nA,line:1\nB,line:1\nC,line:2\nD,line:2\nline:1,root\nline:2,root\n"
-TAPS = "card_id,time,stop_id\n" + "".join(
-    f"c{i},2024-05-01T08:{i % 60:02d}:00,{'ABCD'[i % 4]}\n"
-    f"c{i},2024-05-01T09:{i % 60:02d}:00,{'DCBA'[i % 4]}\n"
-    for i in range(40)
-)
+from tests.conftest import FORTY_CARD_TAPS
 
 
 @pytest.fixture
-def data(tmp_path: Path) -> dict[str, Path]:
-    folder = tmp_path / "data"
-    folder.mkdir()
-    (folder / "taxonomy.csv").write_text(TAXONOMY)
-    (folder / "taps.csv").write_text(TAPS)
-    return {"taxonomy": folder / "taxonomy.csv", "taps": folder / "taps.csv"}
+def data(forty_cards: dict[str, Path]) -> dict[str, Path]:
+    return forty_cards
 
 
 def _sequences(taps: Path, taxonomy: Path, out: Path, *extra: str) -> list[str]:
@@ -92,7 +82,7 @@ def test_case1_stray_manifest_and_input_in_the_folder(data, tmp_path, capsys) ->
     (d / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
     (d / "manifest.json").write_text('{"name": "x"}')
     (d / "settings.json").write_text('{"theme": "dark"}')
-    (d / "taps.csv").write_text(TAPS)
+    (d / "taps.csv").write_text(FORTY_CARD_TAPS)
     before = _snapshot(d)
     assert main(_sequences(d / "taps.csv", data["taxonomy"], d)) == 2
     assert "--force" in _one_line(capsys.readouterr().err)

@@ -10,22 +10,12 @@ import pandas as pd
 import pytest
 
 from synth.cli import main
-
-TAXONOMY = "child,parent\nA,line:1\nB,line:1\nC,line:2\nD,line:2\nline:1,root\nline:2,root\n"
-TAPS = "card_id,time,stop_id\n" + "".join(
-    f"c{i},2024-05-01T08:{i % 60:02d}:00,{'ABCD'[i % 4]}\n"
-    f"c{i},2024-05-01T09:{i % 60:02d}:00,{'DCBA'[i % 4]}\n"
-    for i in range(40)
-)
+from tests.conftest import FORTY_CARD_TAPS, TWO_LINE_TAXONOMY
 
 
 @pytest.fixture
-def data(tmp_path: Path) -> dict[str, Path]:
-    folder = tmp_path / "data"
-    folder.mkdir()
-    (folder / "taxonomy.csv").write_text(TAXONOMY)
-    (folder / "taps.csv").write_text(TAPS)
-    return {"taxonomy": folder / "taxonomy.csv", "taps": folder / "taps.csv", "folder": folder}
+def data(forty_cards: dict[str, Path]) -> dict[str, Path]:
+    return forty_cards
 
 
 def _one_error_line(err: str) -> str:
@@ -140,8 +130,8 @@ def test_time_out_of_range_is_one_line(data, tmp_path, capsys, value, fmt, comma
 @pytest.fixture(scope="module")
 def release(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("release")
-    (folder / "taxonomy.csv").write_text(TAXONOMY)
-    (folder / "taps.csv").write_text(TAPS)
+    (folder / "taxonomy.csv").write_text(TWO_LINE_TAXONOMY)
+    (folder / "taps.csv").write_text(FORTY_CARD_TAPS)
     out = folder / "release"
     args = ["sequences", str(folder / "taps.csv"), "--taxonomy", str(folder / "taxonomy.csv")]
     assert main([*args, "--epsilon", "2", "--height", "3", "--out", str(out), "--quiet"]) == 0
