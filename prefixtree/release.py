@@ -17,10 +17,8 @@ from synth.errors import ConfigError, InputError
 from synth.io import read_table, table_format
 from synth.progress import Progress
 from synth.provenance import private_inputs, write_provenance
-from synth.records import load_sequences
 from synth.release import check_format, warn_if_underspent
 from synth.taxonomy import Taxonomy
-from synth.times import check_timezone
 
 __all__ = ["read_locations", "release_sequences"]
 
@@ -88,24 +86,21 @@ def release_sequences(
     provenance = (
         None if provenance_key is None else private_inputs(provenance_key, {"input": recorded})
     )
-    with progress.steps("sequences", 4) as step:
+    with progress.steps("sequences", 3) as step:
         step("taxonomy")
         tax = _taxonomy(spec, public, gtfs_stations, gtfs_route_rule)
-        synth = PrefixTreeSynthesizer(**params, taxonomy=tax, random_state=seed)
-        synth.check_params()  # fail on bad parameters before reading the data
-        check_timezone(timezone)
-        step("load")
-        seqs = _input_for(synth, input, tax, on_unknown, location_column, timezone)
-        step("fit")
+        step("fit")  # fit alone validates, plans, reads the input (file or frame) and counts
         with progress.counter("tree levels", unit="level") as levels:
-            synth.set_params(
-                progress=levels,
+            synth = PrefixTreeSynthesizer(
+                **params,
+                taxonomy=tax,
+                random_state=seed,
                 on_unknown=on_unknown,
                 location_column=location_column,
                 timezone=timezone,
+                progress=levels,
             )
-            synth.fit(seqs)
-        del seqs  # the input is not needed for the release
+            synth.fit(input)
         step("release")
         extra = {} if locations is None else {"locations": locations}
         extra.update({} if names is None else {"names": names})  # the datasheet's names
@@ -135,24 +130,3 @@ def _public_locations(spec: str, locations: str | os.PathLike[str] | None) -> li
     if locations is not None and not spec.strip().lower().startswith("fanout:"):
         raise ConfigError("--locations is only used with a fanout:N taxonomy")
     return read_locations(str(locations)) if locations is not None else None
-
-
-def _input_for(
-    synth: PrefixTreeSynthesizer,
-    input: str | os.PathLike[str] | pd.DataFrame,
-    tax: Taxonomy,
-    on_unknown: str,
-    location_column: str | None,
-    timezone: str | None,
-) -> pd.DataFrame | str | os.PathLike[str]:
-    """What ``fit`` reads: the file itself when an out-of-core engine counts it, else the loaded
-    sequences (the per-value rules of :mod:`synth.records`)."""
-    if synth.engine != "memory" and not isinstance(input, pd.DataFrame) and timezone is None:
-        return input
-    return load_sequences(
-        input,
-        taxonomy=tax,
-        on_unknown=on_unknown,
-        location_column=location_column,
-        timezone=timezone,
-    )

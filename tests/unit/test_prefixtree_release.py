@@ -1,18 +1,25 @@
-"""Streamed prefix-tree release (issue 9): iter_sample chunks, write_release, the CLI path."""
+"""Streamed prefix-tree release (issue 9): iter_sample chunks, write_release, the CLI path; fit
+alone reads, validates and plans (issue 27)."""
 
 from __future__ import annotations
 
 import functools
+import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
+import synth.io
+import synth.times
 from prefixtree import PrefixTreeSynthesizer
 from prefixtree.output import write_sequences as write_release
+from prefixtree.plan import TreePlanning
 from prefixtree.release import release_sequences
+from synth.cli import main
 from synth.errors import ConfigError, UnderspendWarning
 from synth.taxonomy import Taxonomy
 
@@ -164,3 +171,65 @@ def test_release_sequences_streams_the_same_release(tmp_path: Path, fmt: str) ->
     n_seq = expected["seq_id"].nunique()
     assert f"{n_seq} synthetic sequences ({len(expected)} rows)" in summary
     assert (tmp_path / "out" / "manifest.json").is_file()
+
+
+def _watch(monkeypatch: pytest.MonkeyPatch, calls: list[tuple[str, bool, str]], name: str) -> None:
+    """Record every call of the function ``name`` of :mod:`synth.times` / :mod:`synth.io`, under
+    whatever module imported it: (name, inside ``fit``, first argument)."""
+    original = getattr(synth.times, name, None) or getattr(synth.io, name)
+
+    def watched(*args: Any, **kwargs: Any) -> Any:
+        calls.append((name, _IN_FIT[0] > 0, str(args[0]) if args else ""))
+        return original(*args, **kwargs)
+
+    for module in list(sys.modules.values()):
+        if getattr(module, "__name__", "").startswith(("synth", "prefixtree", "archetypes")):
+            if getattr(module, name, None) is original:
+                monkeypatch.setattr(module, name, watched)
+
+
+_IN_FIT = [0]
+
+
+@pytest.mark.parametrize(
+    "extra", [[], ["--engine", "memory"], ["--timezone", "America/Argentina/Buenos_Aires"]]
+)
+def test_fit_is_the_only_reader_and_planner(
+    extra: list[str],
+    forty_cards: dict[str, Path],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 27: ``transit-synth sequences`` (through :func:`release_sequences`) hands the input
+    file to ``fit``, which alone validates, checks the time zone, plans the tree once and reads the
+    data. The code before the issue planned in the driver (then reused the plan in ``fit``),
+    checked the time zone there and, with ``--engine memory`` or ``--timezone``, loaded the
+    file itself: the planner ran twice per release, first outside ``fit``."""
+    calls: list[tuple[str, bool, str]] = []
+    fit, prepare = PrefixTreeSynthesizer.fit, TreePlanning._prepare
+
+    def counted_fit(self: PrefixTreeSynthesizer, *args: Any, **kwargs: Any) -> Any:
+        _IN_FIT[0] += 1
+        try:
+            return fit(self, *args, **kwargs)
+        finally:
+            _IN_FIT[0] -= 1
+
+    def counted_prepare(self: TreePlanning, *args: Any, **kwargs: Any) -> Any:
+        calls.append(("plan", _IN_FIT[0] > 0, ""))
+        return prepare(self, *args, **kwargs)
+
+    monkeypatch.setattr(PrefixTreeSynthesizer, "fit", counted_fit)
+    monkeypatch.setattr(TreePlanning, "_prepare", counted_prepare)
+    for name in ("check_timezone", "read_table", "read_arrow"):
+        _watch(monkeypatch, calls, name)
+    taps = str(forty_cards["taps"])
+    argv = ["sequences", taps, "--taxonomy", str(forty_cards["taxonomy"]), "--epsilon", "2"]
+    argv += ["--height", "2", "--out", str(tmp_path / "out"), "--quiet", "--seed", "1", *extra]
+    assert main(argv) == 0
+    plans = [inside for what, inside, _ in calls if what == "plan"]
+    assert plans == [True]  # planned exactly once, by fit
+    outside = [(what, arg) for what, inside, arg in calls if not inside]
+    assert not [what for what, _ in outside if what == "check_timezone"], outside
+    assert taps not in {arg for _, arg in outside}, outside  # the input is read in fit only
+    assert ("read_table", True, taps) in calls
