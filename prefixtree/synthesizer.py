@@ -74,6 +74,7 @@ import numpy as np
 import pandas as pd
 
 from prefixtree.factorised import TIME_MODELS, FactorisedTiming
+from prefixtree.fitted import FittedTree
 from prefixtree.inputs import INPUT_FORMATS, detect_input_format, read_sequences
 from prefixtree.output import taxonomy_inputs, tree_parameters, write_sequences_file
 from prefixtree.plan import MAX_HEIGHT, TreePlanning, scale_for
@@ -107,7 +108,7 @@ NOISE_METHODS = ("discrete_laplace", "empty_cells_passing", "choice")
 DEFAULT_MAX_NODES = 5_000_000
 
 
-class PrefixTreeSynthesizer(FactorisedTiming, TreePlanning, PrefixTreeSampling):
+class PrefixTreeSynthesizer(FactorisedTiming, TreePlanning, PrefixTreeSampling, FittedTree):
     """Hybrid-granularity noisy prefix tree for station sequences (KDD 2012, Algorithm 1).
 
     Parameters (keyword-only, stored as given; validated in :meth:`fit`):
