@@ -3,7 +3,7 @@
 One entry per kind: the keys of its config table (``run``), which of them are required, the
 estimator its ``parameters`` feed, and the library function that fits it on private data and writes
 its release directory (:mod:`prefixtree.release`, :mod:`archetypes.release`,
-:mod:`synth.marginals_release`). ``run``, ``demo`` and the per-kind commands go through it. It
+:mod:`synth.marginals.release`). ``run``, ``demo`` and the per-kind commands go through it. It
 lives at the command-line layer because it names the generators; their modules are imported only
 when a kind is used, so ``--help`` stays fast.
 """
@@ -98,7 +98,7 @@ def _make_trips(
 def _make_marginals(
     out: str | os.PathLike[str], io: Mapping[str, Any], params: Mapping[str, Any], **kw: Any
 ) -> str:
-    from synth.marginals_release import release_marginals
+    from synth.marginals.release import release_marginals
 
     data = kw.pop("data", None)
     settings = dict(params)

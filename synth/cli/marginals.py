@@ -26,7 +26,7 @@ from synth.cli.options import (
 )
 from synth.errors import ConfigError
 from synth.marginals.opal import Mode
-from synth.marginals_release import release_marginals
+from synth.marginals.release import release_marginals
 from synth.progress import Progress
 from synth.provenance import (
     provenance_key,

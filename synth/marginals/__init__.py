@@ -15,7 +15,9 @@ collapsed to a taxonomy level, mode x day partitions, six marginal tables with e
 
 Modules, along the pipeline: :mod:`~synth.marginals.calibration`, :mod:`~synth.marginals.cells`
 (noisy cells), :mod:`~synth.marginals.histogram` (Algorithm 1), :mod:`~synth.marginals.events`
-(pipeline inputs), :mod:`~synth.marginals.grid` and :mod:`~synth.marginals.opal` (the pipeline).
+(pipeline inputs), :mod:`~synth.marginals.grid` and :mod:`~synth.marginals.opal` (the pipeline);
+:mod:`~synth.marginals.release` fits it on private data and writes the release directory (the
+library side of ``transit-synth marginals``).
 """
 
 from synth.marginals.calibration import NOISE_METHODS, NoiseSource, SBHCalibration, calibrate

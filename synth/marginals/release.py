@@ -13,8 +13,9 @@ import pandas as pd
 from synth.datasheet import read_names
 from synth.errors import ConfigError, TransitSynthWarning
 from synth.logs import private_message
-from synth.marginals import TABLES, OpalRelease
-from synth.marginals import load_input as load_marginal_input
+from synth.marginals.events import load_input as load_marginal_input
+from synth.marginals.grid import TABLES
+from synth.marginals.opal import OpalRelease
 from synth.progress import Progress
 from synth.provenance import private_inputs, write_provenance
 from synth.release import check_format, warn_if_underspent

@@ -58,7 +58,7 @@ import pandas as pd
 import pytest
 
 from synth.marginals.grid import TABLES
-from synth.marginals_release import release_marginals
+from synth.marginals.release import release_marginals
 from synth.privacy import threshold_delta
 from synth.privacy.harness import EpsilonAudit, Event, audit_epsilon
 from tests.conftest import scale_noise

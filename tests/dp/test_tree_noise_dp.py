@@ -97,7 +97,7 @@ def test_marginals_and_archetypes_draw_the_noise_their_ledgers_state(
 ) -> None:
     """The other callers of ``spend``: the Opal release (card unit, every mode) and the archetype
     synthesizer draw at the scales their manifests state."""
-    from synth.marginals_release import release_marginals
+    from synth.marginals.release import release_marginals
     from tests.dp.test_archetypes_dp import fitted
     from tests.dp.test_release_dp import OPAL_CARD, OPAL_NEW, opal_taps
 
