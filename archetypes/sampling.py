@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from archetypes.completion import ColumnCompleter
+from archetypes.column_completion import ColumnCompleter
 from archetypes.model import ArchetypeModel, majority
 from archetypes.schema import TripSchema
 from synth.errors import ConfigError

@@ -12,9 +12,10 @@ The release (``public_stand_in``: ``True`` for the defaults, or a mapping with t
   table; default: the first two key columns) gives the pseudo-public trips: each kept cell
   becomes as many rows as its noisy count. Each later table fills the columns it adds, conditioned
   on the columns it shares with what is already there, by a
-  :class:`~archetypes.completion.ColumnCompleter` fitted on the table's expanded cells (so an unseen
-  combination falls back to coarser conditioning, down to the table's one-way marginal). Default
-  later tables: ``[key column, the key column before it]`` for the other key columns,
+  :class:`~archetypes.column_completion.ColumnCompleter` fitted on the table's expanded cells (so
+  an unseen combination falls back to coarser conditioning, down to the table's one-way
+  marginal). Default later tables: ``[key column, the key column before it]`` for the other key
+  columns,
   ``[category, first key column]``, ``[feature, first key column]`` for features not yet there,
   ``[target, its first conditioning column present]`` for each completion target in plan order,
   then a one-way table for any other column the model reads. A joint over many columns keeps almost
@@ -50,7 +51,7 @@ import numpy as np
 import pandas as pd
 
 from archetypes.budget import budget_shares
-from archetypes.completion import ColumnCompleter, Plan
+from archetypes.column_completion import ColumnCompleter, Plan
 from archetypes.measure import public_grid
 from archetypes.model import bound_individuals
 from archetypes.reading import measure, source_of, trip_ids

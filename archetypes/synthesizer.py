@@ -17,8 +17,8 @@ compose sequentially in :attr:`ledger_`. Everything else is post-processing of t
 public data ("Step 2"): :meth:`sample` draws individuals per (archetype, category) from the two
 noisy histograms (raked onto the public archetype x category table), their trip counts and key
 columns from the public individuals of the same stratum, and completes the other columns from public
-k-way marginals (:class:`~archetypes.completion.ColumnCompleter`), then checks every value against
-the schema.
+k-way marginals (:class:`~archetypes.column_completion.ColumnCompleter`), then checks every value
+against the schema.
 
 Optional, beyond the write-up: ``marginals`` names further columns whose one-way histograms of the
 individuals' most frequent (binned) values are released in ONE discrete Gaussian application (L2
@@ -64,7 +64,7 @@ import numpy as np
 import pandas as pd
 
 from archetypes.budget import budget_shares
-from archetypes.completion import ColumnCompleter, Plan
+from archetypes.column_completion import ColumnCompleter, Plan
 from archetypes.jointfit import JointSampling
 from archetypes.model import ArchetypeModel, bound_individuals, majority
 from archetypes.reading import read_trips, source_of, trip_ids

@@ -3,7 +3,7 @@
 The SBH release (:class:`synth.marginals.opal.OpalRelease`) is the reference output (docs/design.md
 section 5): its cells are within a known per-cell error bound of the true counts with probability
 ``1 - beta`` (Asghar et al. 2018, Theorem 6, made exact in
-:meth:`synth.marginals.calibration.SBHCalibration.error_bound`). A synthetic dataset whose
+:meth:`synth.marginals.sbh_calibration.SBHCalibration.error_bound`). A synthetic dataset whose
 recomputed table differs from the release by more than that bound in a cell disagrees with the
 private data there (up to the ``beta`` chance that the release itself is off).
 """

@@ -13,18 +13,18 @@ collapsed to a taxonomy level, mode x day partitions, six marginal tables with e
 1,1,1,1,2,2 and ``delta_j = 1/8,000,000``) plus the two fixes of Culnane, Rubinstein and Teague
 (2017) as modes ``"consistent"`` and ``"pure"``.
 
-Modules, along the pipeline: :mod:`~synth.marginals.calibration`, :mod:`~synth.marginals.cells`
+Modules, along the pipeline: :mod:`~synth.marginals.sbh_calibration`, :mod:`~synth.marginals.cells`
 (noisy cells), :mod:`~synth.marginals.histogram` (Algorithm 1), :mod:`~synth.marginals.events`
 (pipeline inputs), :mod:`~synth.marginals.grid` and :mod:`~synth.marginals.opal` (the pipeline);
 :mod:`~synth.marginals.release` fits it on private data and writes the release directory (the
 library side of ``transit-synth marginals``).
 """
 
-from synth.marginals.calibration import NOISE_METHODS, NoiseSource, SBHCalibration, calibrate
 from synth.marginals.events import load_input
 from synth.marginals.grid import DEFAULT_SPLIT, TABLES
 from synth.marginals.histogram import stability_histogram
 from synth.marginals.opal import Mode, OpalRelease, marginal_tables
+from synth.marginals.sbh_calibration import NOISE_METHODS, NoiseSource, SBHCalibration, calibrate
 
 __all__ = [
     "DEFAULT_SPLIT",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from synth.errors import ConfigError
-from synth.marginals.calibration import NoiseSource, SBHCalibration
+from synth.marginals.sbh_calibration import NoiseSource, SBHCalibration
 
 __all__ = ["empty_positions", "noisy_cells"]
 

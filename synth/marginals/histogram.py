@@ -11,14 +11,14 @@ import pandas as pd
 
 from synth.engines.kernels import bound_rank, count_keys
 from synth.errors import ConfigError, InputError
-from synth.marginals.calibration import (
+from synth.marginals.cells import noisy_cells
+from synth.marginals.sbh_calibration import (
     NOISE_METHODS,
     NoiseSource,
     calibrate,
     fresh_ledger,
     record_spend,
 )
-from synth.marginals.cells import noisy_cells
 from synth.privacy import LedgerBranch, noise_source
 
 __all__ = ["stability_histogram"]

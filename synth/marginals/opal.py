@@ -24,13 +24,6 @@ from synth.engines.kernels import bound_rank, count_keys
 from synth.errors import ConfigError, InputError
 from synth.generator import SEQUENCE, STRING, Constraint, Generator, InstanceOf
 from synth.logs import private_message
-from synth.marginals.calibration import (
-    NOISE_METHODS,
-    NoiseSource,
-    SBHCalibration,
-    calibrate,
-    record_spend,
-)
 from synth.marginals.cells import noisy_cells
 from synth.marginals.events import (
     NO_DAY,
@@ -41,6 +34,13 @@ from synth.marginals.events import (
     read_events,
 )
 from synth.marginals.grid import DEFAULT_SPLIT, TABLES, Grid, sum_to, table_keys
+from synth.marginals.sbh_calibration import (
+    NOISE_METHODS,
+    NoiseSource,
+    SBHCalibration,
+    calibrate,
+    record_spend,
+)
 from synth.privacy import PrivacyLedger, check_budget, exact, noise_source
 from synth.records import UnknownLocationWarning
 from synth.release import recorded_path

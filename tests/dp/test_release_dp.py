@@ -562,10 +562,11 @@ def test_opal_row_unit_passes(trials: int, tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- Opal canaries
 def low_threshold(monkeypatch: pytest.MonkeyPatch) -> None:
     """Canary: every SBH threshold one step below its calibration
-    (``synth.marginals.calibration.calibrate``, as the histogram and the Opal release call it)."""
-    import synth.marginals.calibration
+    (``synth.marginals.sbh_calibration.calibrate``, as the histogram and the Opal release call
+    it)."""
+    import synth.marginals.sbh_calibration
 
-    calibrate = synth.marginals.calibration.calibrate
+    calibrate = synth.marginals.sbh_calibration.calibrate
 
     def lowered(*args: Any, **kwargs: Any) -> Any:
         cal = calibrate(*args, **kwargs)

@@ -17,9 +17,9 @@ import pandas as pd
 import pytest
 
 from synth.engines.kernels import count_keys
-from synth.marginals.calibration import SBHCalibration, calibrate
 from synth.marginals.cells import noisy_cells
 from synth.marginals.histogram import stability_histogram
+from synth.marginals.sbh_calibration import SBHCalibration, calibrate
 from synth.privacy import SecureNoise
 from synth.privacy.harness import Event, audit_epsilon
 

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from archetypes.completion import ColumnCompleter
+from archetypes.column_completion import ColumnCompleter
 from synth.errors import ConfigError, InputError
 
 

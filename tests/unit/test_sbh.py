@@ -12,11 +12,11 @@ import pandas as pd
 import pytest
 
 from synth.errors import ConfigError, InputError
-from synth.marginals.calibration import calibrate
 from synth.marginals.cells import empty_positions
 from synth.marginals.grid import TABLES
 from synth.marginals.histogram import stability_histogram
 from synth.marginals.opal import OpalRelease, marginal_tables
+from synth.marginals.sbh_calibration import calibrate
 from synth.outmarker import MARKER
 from synth.privacy import threshold_delta
 from synth.taxonomy import Taxonomy
