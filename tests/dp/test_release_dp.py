@@ -65,7 +65,7 @@ from tests.conftest import scale_noise
 
 #: Thousands of releases of random neighbours: whether one stops early (an underspend) or keeps few
 #: of its marginals' locations depends on the noise, so those warnings may come and go here (they
-#: are tested on their own: tests/unit/test_ledger.py, tests/e2e/test_cli_language.py)
+#: are tested on their own: tests/unit/test_privacy_ledger.py, tests/e2e/test_cli_language.py)
 pytestmark = [
     pytest.mark.filterwarnings("ignore::synth.errors.UnderspendWarning"),
     pytest.mark.filterwarnings("ignore:.*the release keeps:synth.errors.TransitSynthWarning"),

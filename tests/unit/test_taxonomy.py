@@ -253,7 +253,7 @@ def _brute_force_route(zip_path: Path) -> dict[str, str]:
 def test_real_gtfs(shared_data: Path, feed: str, n_stops: int, modes: list[str]) -> None:
     path = shared_data / "gtfs" / feed
     with warnings.catch_warnings():  # the strict rule leaves Caltrain's Baby Bullet without a
-        warnings.simplefilter("ignore", TransitSynthWarning)  # stop (tested in test_gtfs_routes)
+        warnings.simplefilter("ignore", TransitSynthWarning)  # stop (tested in test_gtfs)
         t = Taxonomy.from_gtfs(path, route_rule="most-trips-strict")
     assert len(t.leaves()) == n_stops
     assert t.height == 3
@@ -269,7 +269,7 @@ def test_caltrain_routes(shared_data: Path) -> None:
     t = Taxonomy.from_gtfs(shared_data / "gtfs" / "caltrain-2017-07-24.zip")
     assert t.parent("70012") == "route:Lo-129"  # San Francisco: most trips are Local
     # every stop the Baby Bullet serves sees more Local or Limited trips: the default rule gives
-    # it its busiest stop (the other routes keep theirs; tests/unit/test_gtfs_routes.py)
+    # it its busiest stop (the other routes keep theirs; tests/unit/test_gtfs.py)
     assert t.children("mode:rail") == ["route:Bu-129", "route:Li-129", "route:Lo-129"]
     assert t.children("route:Bu-129") == ["70011"]
 
