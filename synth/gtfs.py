@@ -4,9 +4,9 @@ the public rule that puts a stop served by several routes under one of them.
 Identifier columns keep every value as written (only an empty cell is missing: ``NA`` and ``None``
 are stop ids like any other), the rule of :mod:`synth.io` for private inputs too.
 
-**Route rules** (:data:`ROUTE_RULES`, ``--gtfs-route-rule``; design.md section 2). A taxonomy is a
-tree, so a stop served by several routes goes under one of them. The feed is public, so the rule
-reads the whole feed; it never reads the private records. "Trips of a route at a stop" are the
+**Route rules** (:data:`ROUTE_RULES`, ``--gtfs-route-rule``; docs/design.md section 2). A taxonomy
+is a tree, so a stop served by several routes goes under one of them. The feed is public, so the
+rule reads the whole feed; it never reads the private records. "Trips of a route at a stop" are the
 distinct scheduled ``trip_id`` of ``stop_times.txt`` through the stop whose ``trips.txt`` route is
 that route (every service day of the feed counted once per trip).
 
