@@ -259,8 +259,8 @@ class TreePlanning(Generator):
         false children by 4 (higher thresholds) until it fits, any other configuration stops with
         a :class:`ConfigError` naming ``--max-nodes``. Only public facts and ``max_nodes`` enter:
         neither the private data nor the machine changes the plan. The plan is made once per
-        set of parameters and frozen: a later call (``fit`` after the CLI's early check) reuses
-        it. Free memory may only refuse the plan (:meth:`_check_memory`), never change it."""
+        set of parameters and frozen: a later call (a re-fit, or ``fit`` after ``check_params``)
+        reuses it. Free memory may only refuse the plan (:meth:`_check_memory`), never change it."""
         key = self._plan_key()
         frozen = getattr(self, "_frozen_plan", None)
         if frozen is not None and frozen[0] == key:

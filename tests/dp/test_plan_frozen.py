@@ -4,8 +4,9 @@ it (issue 25, "Plan once").
 
 ``MemAvailable`` is faked by monkeypatching its reader (``prefixtree.estimate.available_memory``,
 wherever the planner holds it). On every input path -- a file through the CLI, ``--engine
-memory`` and ``--timezone`` (where the data is loaded before the fit plans again), and a DataFrame
-through the API -- a seeded release is byte-identical under every free-memory value, or refused.
+memory`` and ``--timezone`` (before issue 27 the driver loaded the data there and planned before
+``fit``; now ``fit`` alone reads and plans), and a DataFrame through the API -- a seeded release is
+byte-identical under every free-memory value, or refused.
 On the code before this issue, free memory between the estimate and twice it tightened the
 thresholds (``tightened`` 0 -> 1) and changed the release: this test failed there.
 """
@@ -135,8 +136,9 @@ def test_seeded_release_is_identical_under_any_free_memory(
 
 
 def test_the_plan_is_frozen_for_fit(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Planned before the data (as the CLI does), the fit reuses that plan: a memory reader that
-    fails after planning is never called again, and changing a planning parameter replans."""
+    """Planned before the data (an explicit check_params), the fit reuses that plan: a memory
+    reader that fails after planning is never called again, and changing a planning parameter
+    replans."""
     synth = PrefixTreeSynthesizer(
         epsilon=EPSILON, height=HEIGHT, taxonomy=flat_taxonomy(N_LOCATIONS), random_state=SEED
     )
