@@ -233,3 +233,23 @@ def test_fit_is_the_only_reader_and_planner(
     assert not [what for what, _ in outside if what == "check_timezone"], outside
     assert taps not in {arg for _, arg in outside}, outside  # the input is read in fit only
     assert ("read_table", True, taps) in calls
+
+
+def test_a_trips_file_is_read_as_trips_on_every_engine(
+    forty_cards: dict[str, Path], tmp_path: Path
+) -> None:
+    """One reader: the driver used to load the file itself under ``--engine memory`` (as taps:
+    a trips file failed there, "missing column 'stop_id'") while ``fit`` read it as trips."""
+    rows = [(f"c{i}", f"2024-05-01T08:{i:02d}:00", "ABCD"[i % 4], "DCBA"[i % 4]) for i in range(40)]
+    trips = tmp_path / "trips.csv"
+    pd.DataFrame(rows, columns=["card_id", "on_time", "on_stop", "off_stop"]).to_csv(
+        trips, index=False
+    )
+    released = []
+    for engine in ("auto", "memory"):
+        out = tmp_path / engine
+        argv = ["sequences", str(trips), "--taxonomy", str(forty_cards["taxonomy"])]
+        argv += ["--epsilon", "2", "--height", "2", "--out", str(out), "--quiet", "--seed", "1"]
+        assert main([*argv, "--engine", engine]) == 0
+        released.append((out / "sequences.csv").read_bytes())
+    assert released[0] == released[1]
