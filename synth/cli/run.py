@@ -13,6 +13,8 @@ A config holds one or more releases, each a table named after the subcommand tha
 * ``[marginals]`` (SBH / Opal): ``input`` (trips or taps), optional ``taxonomy``,
   ``location_column`` (default ``stop_id``), ``on_unknown``, ``gtfs_stations``, ``format``,
   ``timezone``;
+* a generator registered in :mod:`synth.registry` adds its own ``[KIND]`` table (its spec's keys;
+  by default ``input`` and ``format``);
 
 each with a sub-table ``parameters`` of the generator's constructor parameters
 (:class:`~prefixtree.PrefixTreeSynthesizer`, :class:`~archetypes.ArchetypeSynthesizer`,
