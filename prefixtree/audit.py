@@ -1,7 +1,8 @@
 """The noisy prefix tree as a mechanism of the empirical privacy audit (synth.audit.empirical).
 
-The audit lives in the foundation and never imports a generator; the command line passes
-:data:`AUDIT_RUNNERS` to :func:`synth.audit.empirical_epsilon`.
+The audit lives in the foundation and never imports a generator: the prefix tree's spec
+(:data:`synth.registry.SHIPPED`, ``sequences``) names :func:`prefixtree_runner` as its audit hook
+(mechanism ``prefixtree``), imported when that mechanism is tested.
 """
 
 from __future__ import annotations
@@ -11,11 +12,11 @@ from typing import Any
 import pandas as pd
 
 from prefixtree.synthesizer import PrefixTreeSynthesizer
-from synth.audit.empirical import Runner, RunnerFactory, loop_runner
+from synth.audit.empirical import Runner, loop_runner
 from synth.errors import InputError
 from synth.taxonomy import Taxonomy
 
-__all__ = ["AUDIT_RUNNERS", "prefixtree_runner"]
+__all__ = ["prefixtree_runner"]
 
 
 def prefixtree_runner(
@@ -34,7 +35,3 @@ def prefixtree_runner(
         return PrefixTreeSynthesizer(taxonomy=tax, random_state=noise, **params).fit(data).sample()
 
     return loop_runner(fit)
-
-
-#: Audit mechanisms this package lends to ``transit-synth audit --empirical``.
-AUDIT_RUNNERS: dict[str, RunnerFactory] = {"prefixtree": prefixtree_runner}

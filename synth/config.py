@@ -22,19 +22,6 @@ from synth.errors import ConfigError, InputError
 
 #: the prefix of a config path naming a file of the embedded data (:data:`synth.datasets.FILES`)
 EMBEDDED = "embedded:"
-#: the keys of a ``[trips]`` table (``transit-synth run`` and ``trips --config``) besides
-#: ``name`` and ``parameters``: key -> rule of :func:`check_io`
-TRIPS_TABLE: dict[str, Any] = {
-    "private": "path",
-    "public": "path",
-    "input_format": ("trips", "chicago-taxi", "sube-taps"),
-    "public_years": "years",
-    "private_years": "years",
-    "metadata": "path",
-    "schema": "path",
-    "format": ("csv", "parquet"),
-    "sep": str,
-}
 
 
 def load_config(path: str | Path) -> dict[str, Any]:

@@ -25,12 +25,19 @@ from typing import Any
 import pandas as pd
 
 from synth.errors import InputError
+from synth.registry import SheetFacts, for_manifest
 
 __all__ = [
     "DATASHEET_JSON",
     "DATASHEET_README",
+    "archetypes_details",
+    "archetypes_facts",
     "build_datasheet",
     "guarantee_sentence",
+    "opal_details",
+    "opal_facts",
+    "prefixtree_details",
+    "prefixtree_facts",
     "read_names",
     "render_readme",
 ]
@@ -40,22 +47,6 @@ DATASHEET_JSON = "datasheet.json"
 #: at most this many location names are listed in README.md (all are in datasheet.json)
 README_NAMES = 40
 
-_KINDS = {
-    "prefixtree": "Synthetic passenger sequences",
-    "archetypes": "Synthetic trips",
-    "opal-marginals": "Noisy count tables of tap-ons and tap-offs",
-}
-_WHAT = {
-    "prefixtree": "Synthetic passenger sequences: each sequence is one made-up passenger's "
-    "ordered locations (stations, lines or zones) of one day. They come from a noisy prefix "
-    "tree of the real sequences (Chen et al. 2012). No row is a real passenger.",
-    "archetypes": "Synthetic trips: each row is one made-up trip, drawn from noisy archetypes "
-    "(clusters) and noisy column distributions of the real trips (NIST temporal map "
-    "challenge, GooseDP team). No row is a real trip.",
-    "opal-marginals": "Noisy counts of tap-ons and tap-offs by mode, day, time bin and location "
-    "(the Opal release method, Asghar et al. 2018). Each file is one table of counts; small "
-    "noisy counts are suppressed.",
-}
 #: column -> what it holds (columns of the trips schema are described from schema.json)
 _COLUMNS = {
     "seq_id": "synthetic passenger number (0, 1, ...); not a real card or person",
@@ -78,21 +69,10 @@ def _fmt(x: float) -> str:
 
 
 def _unit_phrase(manifest: Mapping[str, Any]) -> str:
-    params = manifest.get("parameters") or {}
     unit = str(manifest.get("privacy_unit") or "individual")
-    if params.get("generator") == "prefixtree":
-        return f"one {unit} (with all its taps)"
-    if params.get("generator") == "archetypes":
-        column = params.get("id_column") or "id"
-        k = params.get("max_records_per_individual")
-        kept = f", at most {k} kept" if k else ""
-        return f"one {unit} (every row with its {column} value{kept})"
-    if params.get("generator") == "opal-marginals":
-        k = params.get("max_contributions")
-        if str(params.get("privacy_unit")) in _ROW_UNITS:
-            return f"one {unit}"
-        return f"one {unit} (with all its taps, at most {k} counted per side)"
-    return f"one {unit}"
+    spec = for_manifest(manifest)
+    phrase = None if spec is None else spec.sheet_facts(manifest).unit
+    return phrase or f"one {unit}"
 
 
 def guarantee_sentence(manifest: Mapping[str, Any]) -> str:
@@ -114,39 +94,99 @@ def guarantee_sentence(manifest: Mapping[str, Any]) -> str:
     return text + f": epsilon {_fmt(eps)}, delta {delta:g} per {manifest.get('privacy_unit')}."
 
 
-def _bounds(manifest: Mapping[str, Any]) -> list[str]:
-    """What was truncated or bounded, from the public parameters."""
+# --------------------------------------------------------------------------- per generator
+# What the datasheet and the report say of each shipped generator's method (the ``datasheet`` and
+# ``details`` of its spec, :data:`synth.registry.SHIPPED`), from its public parameters.
+def prefixtree_details(params: Mapping[str, Any]) -> str:
+    """The report's words on a prefix-tree release (Chen et al. 2012): variant, height."""
+    return f"{params.get('variant')} variant, height {params.get('height')}"
+
+
+def archetypes_details(params: Mapping[str, Any]) -> str:
+    """The report's words on an archetypes release: how many archetypes."""
+    return f"{params.get('n_archetypes')} archetypes"
+
+
+def opal_details(params: Mapping[str, Any]) -> str:
+    """The report's words on an Opal release (Asghar et al. 2018): mode, time bins."""
+    return f"{params.get('mode')} mode, {params.get('bin_minutes')}-minute bins"
+
+
+def prefixtree_facts(manifest: Mapping[str, Any]) -> SheetFacts:
+    """The datasheet of a prefix-tree release (Chen et al. 2012): a card with all its taps; the
+    height and the node bound; cut sequences, absent rare paths, noisy counts."""
     p = manifest.get("parameters") or {}
-    g = p.get("generator")
-    out = []
-    if g == "prefixtree":
-        out.append(f"height h = {p.get('height')}: each sequence is cut to its first h locations")
-        if p.get("time_bin_minutes"):
-            out.append(f"times floored to {p['time_bin_minutes']}-minute bins")
-        out.append(f"the model holds at most {p.get('max_nodes'):,} tree nodes (a memory bound)")
-    elif g == "archetypes":
-        order = p.get("order_column")
-        out.append(
-            f"at most k = {p.get('max_records_per_individual')} rows per "
-            f"{p.get('id_column')} (the first " + (f"by {order})" if order else "as read)")
+    unit = str(manifest.get("privacy_unit") or "individual")
+    bounds = [f"height h = {p.get('height')}: each sequence is cut to its first h locations"]
+    if p.get("time_bin_minutes"):
+        bounds.append(f"times floored to {p['time_bin_minutes']}-minute bins")
+    bounds.append(f"the model holds at most {p.get('max_nodes'):,} tree nodes (a memory bound)")
+    distortions = [
+        f"sequences longer than h = {p.get('height')} are cut: long journeys are missing their end",
+        "rare paths (below the noisy threshold of their tree level) are absent",
+        "counts carry noise: small groups of passengers are over- or under-represented; "
+        "chains of several boardings tend to be shorter than in reality",
+        "the number of passengers is itself noisy",
+        *([_floored(int(p["time_bin_minutes"]))] if p.get("time_bin_minutes") else []),
+    ]
+    return SheetFacts(f"one {unit} (with all its taps)", tuple(bounds), tuple(distortions))
+
+
+def archetypes_facts(manifest: Mapping[str, Any]) -> SheetFacts:
+    """The datasheet of an archetypes release (GooseDP, NIST 2020): an individual's rows, at most
+    k kept; binned values; relations carried by the archetypes only."""
+    p = manifest.get("parameters") or {}
+    unit = str(manifest.get("privacy_unit") or "individual")
+    column = p.get("id_column") or "id"
+    k = p.get("max_records_per_individual")
+    kept = f", at most {k} kept" if k else ""
+    order = p.get("order_column")
+    bounds = (
+        f"at most k = {p.get('max_records_per_individual')} rows per {p.get('id_column')} (the "
+        "first " + (f"by {order})" if order else "as read)"),
+        f"{p.get('n_archetypes')} archetypes; values binned to the public schema",
+    )
+    distortions = (
+        "individuals with more than k rows keep only k",
+        "continuous values (times, amounts) are drawn within public bins, not measured",
+        "relations between columns hold only as far as the archetypes and completion "
+        "columns carry them",
+    )
+    return SheetFacts(f"one {unit} (every row with its {column} value{kept})", bounds, distortions)
+
+
+def opal_facts(manifest: Mapping[str, Any]) -> SheetFacts:
+    """The datasheet of an Opal release (Asghar et al. 2018): a card with its taps (at most k
+    counted per side) or one row; bins, levels, suppression thresholds; absent small cells."""
+    p = manifest.get("parameters") or {}
+    unit = str(manifest.get("privacy_unit") or "individual")
+    per_row = str(p.get("privacy_unit")) in _ROW_UNITS
+    k = p.get("max_contributions")
+    phrase = (
+        f"one {unit}"
+        if per_row
+        else f"one {unit} (with all its taps, at most {k} counted per side)"
+    )
+    bounds = [f"times in {p.get('bin_minutes')}-minute bins"]
+    if k and not per_row:
+        bounds.append(
+            f"at most {k} taps per {p.get('privacy_unit')} counted on each side (tap-on, "
+            "tap-off), the first by time"
         )
-        out.append(f"{p.get('n_archetypes')} archetypes; values binned to the public schema")
-    elif g == "opal-marginals":
-        out.append(f"times in {p.get('bin_minutes')}-minute bins")
-        if p.get("max_contributions") and str(p.get("privacy_unit")) not in _ROW_UNITS:
-            out.append(
-                f"at most {p['max_contributions']} taps per {p.get('privacy_unit')} counted on "
-                "each side (tap-on, tap-off), the first by time"
+    if p.get("level") is not None:
+        bounds.append(f"locations at taxonomy level {p['level']}")
+    for spend in manifest.get("spends") or []:
+        if spend.get("threshold") is not None:
+            bounds.append(
+                f"{spend.get('label')}: cells with a noisy count below "
+                f"{float(spend['threshold']):g} are suppressed (absent from the file)"
             )
-        if p.get("level") is not None:
-            out.append(f"locations at taxonomy level {p['level']}")
-        for spend in manifest.get("spends") or []:
-            if spend.get("threshold") is not None:
-                out.append(
-                    f"{spend.get('label')}: cells with a noisy count below "
-                    f"{float(spend['threshold']):g} are suppressed (absent from the file)"
-                )
-    return out
+    distortions = (
+        "cells whose noisy count is below the threshold are absent (treat as small, not zero)",
+        "each count carries noise; totals over many cells add the noise of each",
+        "taps beyond the per-unit limit are not counted",
+    )
+    return SheetFacts(phrase, tuple(bounds), distortions)
 
 
 def _floored(minutes: int) -> str:
@@ -155,36 +195,6 @@ def _floored(minutes: int) -> str:
         f"times are floored to {minutes}-minute bins: a tap at 08:59 is shown at "
         f"{start // 60:02d}:{start % 60:02d}"
     )
-
-
-def _distortions(manifest: Mapping[str, Any]) -> list[str]:
-    """The distortions of the method, by design."""
-    p = manifest.get("parameters") or {}
-    g = p.get("generator")
-    if g == "prefixtree":
-        return [
-            f"sequences longer than h = {p.get('height')} are cut: long journeys are missing "
-            "their end",
-            "rare paths (below the noisy threshold of their tree level) are absent",
-            "counts carry noise: small groups of passengers are over- or under-represented; "
-            "chains of several boardings tend to be shorter than in reality",
-            "the number of passengers is itself noisy",
-            *([_floored(int(p["time_bin_minutes"]))] if p.get("time_bin_minutes") else []),
-        ]
-    if g == "archetypes":
-        return [
-            "individuals with more than k rows keep only k",
-            "continuous values (times, amounts) are drawn within public bins, not measured",
-            "relations between columns hold only as far as the archetypes and completion "
-            "columns carry them",
-        ]
-    if g == "opal-marginals":
-        return [
-            "cells whose noisy count is below the threshold are absent (treat as small, not zero)",
-            "each count carries noise; totals over many cells add the noise of each",
-            "taps beyond the per-unit limit are not counted",
-        ]
-    return []
 
 
 def _header(path: Path) -> list[str]:
@@ -279,8 +289,8 @@ def build_datasheet(
     from synth import __version__
 
     root = Path(folder)
-    params = manifest.get("parameters") or {}
-    generator = str(params.get("generator"))
+    spec = for_manifest(manifest)
+    facts = SheetFacts() if spec is None else spec.sheet_facts(manifest)
     described = {**_COLUMNS, **_schema_columns(root)}
     files = []
     for path in sorted(root.iterdir()):
@@ -293,8 +303,8 @@ def build_datasheet(
     names, source = _public_names(public_inputs or {})
     cap = manifest.get("guarantee") or manifest.get("cap") or {}
     return {
-        "title": f"{_KINDS.get(generator, 'Synthetic data')} (transit-synth {__version__})",
-        "what": _WHAT.get(generator, "A differentially private release."),
+        "title": f"{spec.title if spec else 'Synthetic data'} (transit-synth {__version__})",
+        "what": spec.summary if spec else "A differentially private release.",
         "files": files,
         "other_files": {
             "manifest.json": "the privacy ledger: every noisy step, its unit, sensitivity, "
@@ -312,8 +322,8 @@ def build_datasheet(
             "delta": cap.get("delta"),
             "in_words": guarantee_sentence(manifest),
         },
-        "bounded": _bounds(manifest),
-        "distortions": _distortions(manifest),
+        "bounded": list(facts.bounds),
+        "distortions": list(facts.distortions),
         "location_names": {"source": source, "names": dict(sorted(names.items()))},
     }
 

@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from synth import registry
 from synth.audit.manifest import validate_manifest
 from synth.errors import ConfigError, InputError, UnderspendWarning
 from synth.io import atomic_path, read_json, table_format, write_table
@@ -48,9 +49,7 @@ from synth.outdir import release_dir
 
 __all__ = [
     "COMBINED",
-    "DATA_KINDS",
     "FORMATS",
-    "GENERATOR_KINDS",
     "MANIFEST",
     "Release",
     "ReleaseWriter",
@@ -58,6 +57,7 @@ __all__ = [
     "build_manifest",
     "check_format",
     "combined_manifest",
+    "data_kinds",
     "encode_json",
     "find_data_file",
     "guarantee_in_words",
@@ -71,22 +71,8 @@ __all__ = [
 ]
 
 MANIFEST = "manifest.json"
-#: Generator named in a manifest (``parameters.generator``, else ``parameters.release``) -> kind.
-GENERATOR_KINDS: dict[str, str] = {
-    "prefixtree": "sequences",
-    "archetypes": "trips",
-    "opal-marginals": "marginals",
-}
-#: Kinds whose data is one microdata table named after the kind (``sequences.csv`` ...).
-DATA_KINDS = ("sequences", "trips")
 #: Data file formats (by extension).
 FORMATS = ("csv", "parquet")
-#: What to do with a release of a kind that a command does not read.
-_OTHER_USES = {
-    "sequences": "export it or evaluate it with --kind sequences",
-    "trips": "export it or evaluate it with --kind trips",
-    "marginals": "check a marginal release with transit-synth audit",
-}
 
 
 def check_format(format: str) -> str:
@@ -194,7 +180,7 @@ def combined_manifest(manifests: Mapping[str, Mapping[str, Any]]) -> dict[str, A
         releases.append(
             {
                 "name": name,
-                "generator": params.get("generator") or params.get("release"),
+                "generator": params.get("generator"),
                 "privacy_unit": unit,
                 "neighbouring": manifest.get("neighbouring"),
                 "guarantee": dict(guarantee),
@@ -383,13 +369,16 @@ def read_manifest(directory: str | os.PathLike[str], *, required: bool = True) -
 
 
 def manifest_kind(manifest: Mapping[str, Any]) -> str | None:
-    """The release kind (:data:`GENERATOR_KINDS`) of ``manifest``; None when it names no known
-    generator."""
-    params = manifest.get("parameters") or {}
-    if not isinstance(params, dict):
-        return None
-    generator = params.get("generator") or params.get("release")
-    return GENERATOR_KINDS.get(str(generator)) if generator else None
+    """The release kind of ``manifest``: that of the registered generator it names
+    (:func:`synth.registry.for_manifest`); None when it names no known generator."""
+    spec = registry.for_manifest(manifest)
+    return None if spec is None else spec.kind
+
+
+def data_kinds() -> tuple[str, ...]:
+    """The kinds whose release holds one microdata table (``sequences.csv`` ...) that
+    ``evaluate`` and ``export`` read: the registered generators with a ``data_table``."""
+    return tuple(s.kind for s in registry.specs() if s.data_table is not None)
 
 
 def find_data_file(directory: str | os.PathLike[str], stem: str) -> Path | None:
@@ -417,23 +406,28 @@ class Release:
 
     @property
     def kind(self) -> str | None:
-        """``sequences``, ``trips`` or ``marginals`` from the manifest (None: not stated)."""
+        """The release kind of the generator the manifest names (:mod:`synth.registry`; None:
+        not stated or not registered)."""
         return manifest_kind(self.manifest)
 
-    def data_kind(self, accepted: Sequence[str] = DATA_KINDS, *, what: str = "this command") -> str:
-        """The kind of this release among ``accepted``: the manifest's, else the one data file
-        present. InputError when the release is of another kind or no single data file says."""
+    def data_kind(
+        self, accepted: Sequence[str] | None = None, *, what: str = "this command"
+    ) -> str:
+        """The kind of this release among ``accepted`` (default :func:`data_kinds`): the
+        manifest's, else the one data file present. InputError when the release is of another
+        kind or no single data file says."""
+        accepted = data_kinds() if accepted is None else accepted
         kind = self.kind
         if kind is not None:
             if kind not in accepted:
                 raise InputError(
                     f"{self.path}: a {kind} release (transit-synth {kind}); {what} reads "
-                    f"{' or '.join(accepted)} releases; {_OTHER_USES[kind]}"
+                    f"{' or '.join(accepted)} releases; {registry.get(kind).other_use()}"
                 )
             return kind
-        present = [k for k in accepted if find_data_file(self.path, k) is not None]
+        present = [k for k in accepted if find_data_file(self.path, _stem(k)) is not None]
         if len(present) != 1:
-            names = " or ".join(f"{k}.csv, {k}.parquet" for k in accepted)
+            names = " or ".join(f"{_stem(k)}.csv, {_stem(k)}.parquet" for k in accepted)
             many = " (more than one: keep one)" if present else ""
             raise InputError(f"{self.path}: release directory has no single {names}{many}")
         return present[0]
@@ -441,10 +435,11 @@ class Release:
     def data_file(self, kind: str | None = None) -> Path:
         """The data file of ``kind`` (default: :meth:`data_kind`); InputError when missing."""
         kind = kind or self.data_kind()
-        path = find_data_file(self.path, kind)
+        stem = _stem(kind)
+        path = find_data_file(self.path, stem)
         if path is None:
             stated = f"the manifest describes a {self.kind} release but " if self.kind else ""
-            raise InputError(f"{self.path}: {stated}{kind}.csv or {kind}.parquet is missing")
+            raise InputError(f"{self.path}: {stated}{stem}.csv or {stem}.parquet is missing")
         return path
 
     def table_files(self) -> list[Path]:
@@ -454,6 +449,11 @@ class Release:
             for f in sorted(self.path.iterdir())
             if f.is_file() and not f.name.startswith(".") and table_format(f) is not None
         ]
+
+
+def _stem(kind: str) -> str:
+    """The stem of the microdata file of a ``kind`` release (its spec's ``data_table``)."""
+    return registry.get(kind).data_table or kind
 
 
 def open_release(directory: str | os.PathLike[str]) -> Release:

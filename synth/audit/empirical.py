@@ -32,13 +32,15 @@ __all__ = [
     "cells_of",
     "empirical_epsilon",
     "loop_runner",
+    "marginals_runner",
+    "mechanisms",
 ]
 
 Cells = dict[str, int]
 Runner = Callable[[pd.DataFrame, int], list[Cells]]
 #: Builds a mechanism's runner from its parameters, D, D' and the noise source: how a generator
-#: package (e.g. ``prefixtree.audit.AUDIT_RUNNERS``) lends a mechanism to the audit, so the
-#: foundation never imports a generator.
+#: lends a mechanism to the audit (its spec's ``audit`` hook, :mod:`synth.registry`, a dotted
+#: path imported on use), so the foundation never imports a generator.
 RunnerFactory = Callable[[dict[str, Any], pd.DataFrame, pd.DataFrame, Any], Runner]
 
 #: Share of the trials used to choose the events (the rest estimate the bound).
@@ -142,23 +144,42 @@ def loop_runner(fit: Callable[[pd.DataFrame], Any]) -> Runner:
     return run
 
 
-def _marginals_runner(params: dict[str, Any], noise: Any) -> Runner:
+def marginals_runner(
+    params: dict[str, Any], d: pd.DataFrame, d_prime: pd.DataFrame, noise: Any
+) -> Runner:
+    """The Opal release (:class:`~synth.marginals.OpalRelease`, Asghar et al. 2018) as an audit
+    mechanism: its six tables, fitted on D or D' (the ``marginals`` spec's audit hook)."""
     from synth.marginals import OpalRelease
 
+    del d, d_prime  # the release's domains are its parameters
     return loop_runner(lambda d: OpalRelease(random_state=noise, **params).fit(d).release())
 
 
-#: Mechanisms the command can test, with the parameters each accepts (``--param KEY=VALUE``).
+#: The mechanisms of the audit itself, with the parameters each accepts (``--param KEY=VALUE``);
+#: :func:`mechanisms` adds those of the registered generators.
 MECHANISMS: dict[str, str] = {
     "discrete_laplace": "histogram of COLUMNS + discrete Laplace: epsilon, sensitivity, columns",
     "discrete_gaussian": "histogram + discrete Gaussian: epsilon, delta, sensitivity, columns",
     "sbh": "stability histogram (000 Algorithm 1): epsilon, delta, columns, privacy_unit, "
     "max_contributions, pure",
-    "marginals": "the Opal release: epsilon, delta, mode (sbh|consistent|pure), bin_minutes, "
-    "privacy_unit, max_contributions (taps or trips)",
-    "prefixtree": "the noisy prefix tree's synthetic sequences: epsilon, height, variant, "
-    "taxonomy (long-format sequences; runner from prefixtree.audit.AUDIT_RUNNERS)",
 }
+
+
+def mechanisms() -> dict[str, str]:
+    """Every mechanism ``audit --empirical`` can test: :data:`MECHANISMS`, then the audit hook of
+    each registered generator (:mod:`synth.registry`), with their parameters."""
+    from synth import registry
+
+    hooks = {s.audit.mechanism: s.audit.help for s in registry.specs() if s.audit is not None}
+    return {**MECHANISMS, **hooks}
+
+
+def _registered_runners() -> dict[str, Any]:
+    """Mechanism -> the runner factory of the registered generator lending it (imported now)."""
+    from synth import registry
+
+    hooks = [s.audit for s in registry.specs() if s.audit is not None]
+    return {h.mechanism: h.runner for h in hooks}
 
 
 @dataclass(frozen=True)
@@ -204,6 +225,11 @@ def _runner(
 ) -> Runner:
     if mechanism in runners:
         return runners[mechanism](params, d, d_prime, noise)
+    registered = _registered_runners()
+    if mechanism in registered:
+        from synth import registry
+
+        return registry.load(registered[mechanism])(params, d, d_prime, noise)
     if mechanism in ("discrete_laplace", "discrete_gaussian", "sbh"):
         cols = _columns(params, d)
         _columns({"columns": ",".join(cols)}, d_prime)
@@ -213,14 +239,7 @@ def _runner(
         if mechanism == "sbh":
             return _sbh_runner(params, domain, noise)
         return _histogram_runner(mechanism, params, domain, noise)
-    if mechanism == "marginals":
-        return _marginals_runner(params, noise)
-    if mechanism == "prefixtree":
-        raise ConfigError(
-            "mechanism 'prefixtree' needs its runner: pass "
-            "runners=prefixtree.audit.AUDIT_RUNNERS (the command line does)"
-        )
-    raise ConfigError(f"unknown mechanism {mechanism!r}; choose one of {', '.join(MECHANISMS)}")
+    raise ConfigError(f"unknown mechanism {mechanism!r}; choose one of {', '.join(mechanisms())}")
 
 
 def _events(sel_d: list[Cells], sel_p: list[Cells]) -> dict[str, Callable[[Any], np.ndarray]]:
@@ -266,15 +285,16 @@ def empirical_epsilon(
     seed: int | None = None,
     runners: Mapping[str, RunnerFactory] | None = None,
 ) -> EmpiricalResult:
-    """Lower-bound the epsilon of ``mechanism`` (a key of :data:`MECHANISMS`) on D, D'.
+    """Lower-bound the epsilon of ``mechanism`` (a key of :func:`mechanisms`) on D, D'.
 
     ``params`` are the mechanism's keyword parameters (``epsilon`` is required; ``delta`` is the
     claimed delta where the mechanism has one). ``seed`` makes the runs reproducible (NOT private,
-    which does not matter for a test on made-up data). ``runners`` (mechanism -> factory) lends
-    the audit mechanisms of generator packages, e.g. ``prefixtree.audit.AUDIT_RUNNERS``.
+    which does not matter for a test on made-up data). ``runners`` (mechanism -> factory) adds
+    mechanisms to those of the registered generators (their specs' audit hooks).
     """
-    if mechanism not in MECHANISMS and mechanism not in (runners or {}):
-        raise ConfigError(f"unknown mechanism {mechanism!r}; choose one of {', '.join(MECHANISMS)}")
+    known = mechanisms()
+    if mechanism not in known and mechanism not in (runners or {}):
+        raise ConfigError(f"unknown mechanism {mechanism!r}; choose one of {', '.join(known)}")
     if trials < 10:
         raise ConfigError(f"trials must be >= 10, got {trials}")
     if len(d) == 0 or len(d_prime) == 0:
@@ -283,9 +303,9 @@ def empirical_epsilon(
     if "epsilon" not in p:
         raise ConfigError("give the mechanism's epsilon (--param epsilon=...)")
     eps = float(p["epsilon"])
-    pure = mechanism == "discrete_laplace" or (
-        mechanism in ("sbh", "marginals") and (p.get("pure") or p.get("mode") == "pure")
-    )
+    # a pure mechanism claims delta 0: discrete Laplace, or any whose parameters ask for the pure
+    # mode (the SBH's pure=true, the Opal release's mode=pure)
+    pure = mechanism == "discrete_laplace" or bool(p.get("pure") or p.get("mode") == "pure")
     delta = 0.0 if pure else float(p.get("delta", 0.0))
     noise = SecureNoise(seed=seed)
     n_sel = max(5, int(trials * SELECT_SHARE))

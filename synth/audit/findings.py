@@ -9,6 +9,7 @@ from typing import Any, cast
 import numpy as np
 import pandas as pd
 
+from synth import registry
 from synth.audit.differencing import difference_tables
 from synth.audit.release import AuditedRelease
 from synth.audit.scale import Model, fit_scale, named_pairs, paired_counts, route_pairs
@@ -58,8 +59,9 @@ def marginals_command(release: AuditedRelease, kind: str) -> str:
     ``--pure``: its public parameters from the manifest, placeholders (:data:`PLACEHOLDERS`) for
     the rest."""
     p = release.parameters
-    opal = (p.get("generator") or p.get("release")) == "opal-marginals"
-    argv = ["transit-synth", "marginals", "INPUT", f"--{kind}"]
+    marginals = registry.get("marginals")  # the Opal release's command makes the remedy
+    opal = registry.for_manifest(release.manifest) is marginals
+    argv = ["transit-synth", marginals.kind, "INPUT", f"--{kind}"]
     argv += ["--epsilon", _number(p.get("epsilon_per_partition"), "EPSILON") if opal else "EPSILON"]
     argv += ["--delta", _number(p.get("delta_per_partition"), "DELTA") if opal else "DELTA"]
     if opal and p.get("location_column"):

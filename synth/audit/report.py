@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from synth import __version__
+from synth import __version__, registry
 from synth.audit.findings import (
     SEVERITIES,
     differencing_section,
@@ -64,8 +64,7 @@ def audit_release(
     report = base_report(str(Path(path)))
     report.update(
         {
-            "release_kind": release.parameters.get("generator")
-            or release.parameters.get("release"),
+            "release_kind": registry.generator_name(release.manifest),
             "privacy_unit": release.manifest.get("privacy_unit"),
             "claimed": release.manifest.get("spent"),
             "scale": scale,

@@ -1,9 +1,9 @@
 """The ``transit-synth`` command line (docs/design.md section 3 is its contract).
 
 Each subcommand lives next to the code it runs and is registered here by name: the module named in
-``COMMANDS`` exposes ``register(subparsers)``, which adds its parser and sets ``func`` to a callable
-taking the parsed arguments and returning an exit status. User errors (``TransitSynthError``) become
-one line on stderr and exit status 2, with no traceback.
+:func:`commands` exposes ``register(subparsers)``, which adds its parser and sets ``func`` to a
+callable taking the parsed arguments and returning an exit status. User errors
+(``TransitSynthError``) become one line on stderr and exit status 2, with no traceback.
 """
 
 from __future__ import annotations
@@ -17,15 +17,14 @@ import warnings
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
-from synth import __version__
+from synth import __version__, registry
 from synth.errors import TransitSynthError
 from synth.logs import private_logs
 from synth.outdir import FORCE, INPUTS, Terminated, terminate_on_signals
 
-#: Subcommand -> (module exposing ``register(subparsers)``, one-line help), in ``--help`` order.
-#: Only the module of the subcommand being run is imported, so ``--help`` and each command start
-#: without loading the others' dependencies.
-COMMANDS: dict[str, tuple[str, str]] = {
+#: The commands of the tool (subcommand -> (module exposing ``register(subparsers)``, one-line
+#: help)): those before and after the generators' own subcommands in ``--help``.
+_TOOLS_FIRST: dict[str, tuple[str, str]] = {
     "demo": (
         "synth.cli.demo",
         "run every generator on the embedded real data; write releases and a report",
@@ -34,18 +33,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "synth.cli.run",
         "run the releases a TOML config describes (transit-synth configs: the shipped ones)",
     ),
-    "sequences": (
-        "synth.cli.sequences",
-        "DP synthetic passenger sequences (noisy prefix tree, Chen et al. 2012)",
-    ),
-    "trips": (
-        "synth.cli.trips",
-        "synthetic trips from GMM archetypes (GooseDP, NIST 2020 challenge)",
-    ),
-    "marginals": (
-        "synth.cli.marginals",
-        "SBH marginal tables per mode x day (Opal, Asghar et al. 2018)",
-    ),
+}
+_TOOLS_LAST: dict[str, tuple[str, str]] = {
     "evaluate": (
         "synth.cli.evaluate",
         "compare synthetic releases with the original data (utility report)",
@@ -63,6 +52,15 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "list the shipped configs, or copy one to edit (configs NAME --out FILE)",
     ),
 }
+
+
+def commands() -> dict[str, tuple[str, str]]:
+    """Subcommand -> (module exposing ``register(subparsers)``, one-line help), in ``--help``
+    order: the tools, with the subcommand of each registered generator that has one
+    (:mod:`synth.registry`) after ``run``. Only the module of the subcommand being run is
+    imported, so ``--help`` and each command start without loading the others' dependencies."""
+    own = {s.kind: s.command for s in registry.specs() if s.command is not None}
+    return {**_TOOLS_FIRST, **own, **_TOOLS_LAST}
 
 
 class HelpFormatter(argparse.HelpFormatter):
@@ -174,7 +172,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         dest="command", metavar="COMMAND", parser_class=CommandParser
     )
     subparsers.required = True
-    for name, (module, summary) in COMMANDS.items():
+    for name, (module, summary) in commands().items():
         if name == command:
             importlib.import_module(module).register(subparsers)
             sub = subparsers.choices[name]

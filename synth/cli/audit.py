@@ -17,6 +17,13 @@ from synth.cli.options import add_quiet_option
 from synth.errors import ConfigError
 
 
+def _mechanisms() -> list[str]:
+    """The mechanisms of ``--empirical``: the audit's and the registered generators'."""
+    from synth.audit.empirical import mechanisms
+
+    return list(mechanisms())
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``audit`` subcommand."""
     p = subparsers.add_parser(
@@ -60,7 +67,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     emp.add_argument(
         "--empirical",
         metavar="MECHANISM",
-        help="mechanism to test: discrete_laplace, discrete_gaussian, sbh, marginals, prefixtree",
+        help=f"mechanism to test: {', '.join(_mechanisms())}",
     )
     emp.add_argument(
         "--neighbours",
@@ -137,7 +144,6 @@ def run(args: argparse.Namespace) -> int:
             min_count=args.min_count,
         )
     if args.empirical is not None:
-        from prefixtree.audit import AUDIT_RUNNERS
         from synth.audit.empirical import empirical_epsilon
 
         d, d_prime = (read_table(f) for f in args.neighbours)
@@ -149,7 +155,6 @@ def run(args: argparse.Namespace) -> int:
             trials=args.trials,
             confidence=args.confidence,
             seed=args.seed,
-            runners=AUDIT_RUNNERS,
         )
         emp = result.to_dict()
         report["empirical"] = emp

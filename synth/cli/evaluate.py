@@ -20,7 +20,7 @@ from typing import Any
 
 import pandas as pd
 
-from synth import datasets
+from synth import datasets, registry
 from synth.cli.inputmap import add_input_map_options, input_map_from_args, mapped_input
 from synth.cli.options import add_quiet_option
 from synth.config import EMBEDDED
@@ -32,7 +32,7 @@ from synth.io import check_sep, read_table, table_format
 from synth.logs import private_message
 from synth.outdir import release_dir
 from synth.records import load_sequences, truncate_sequences
-from synth.release import DATA_KINDS, Release, read_manifest
+from synth.release import Release, data_kinds, read_manifest
 from synth.report import REPORT_FILE, RESULTS_FILE, verdict, write_report
 from synth.taxonomy import Taxonomy
 
@@ -167,20 +167,39 @@ def _manifest(directory: Path) -> dict[str, Any] | None:
     return read_manifest(directory, required=False) or None
 
 
+def _accepted(evaluation: str | None) -> list[str]:
+    """The release kinds ``evaluate`` reads (:mod:`synth.registry`: those with a data table and
+    an evaluation), with ``--kind`` only those evaluated as it."""
+    return [
+        k
+        for k in data_kinds()
+        if registry.get(k).evaluation is not None
+        and evaluation in (None, registry.get(k).evaluation)
+    ]
+
+
 def _release(arg: str, kind: str | None) -> tuple[str, Path, dict[str, Any] | None, str | None]:
-    """(name, table, manifest, kind from the manifest) of a table file or release directory."""
+    """(name, table, manifest, evaluation kind from the manifest or the file's name) of a table
+    file or release directory."""
     path = Path(arg)
     if path.is_dir():
         release = Release(path, read_manifest(path, required=False))
-        stated = release.data_kind(what="evaluate") if release.kind else None
-        chosen = release.data_kind([kind] if kind else DATA_KINDS, what="evaluate")
-        return path.name, release.data_file(chosen), release.manifest or None, stated or chosen
+        stated = release.data_kind(_accepted(None), what="evaluate") if release.kind else None
+        chosen = release.data_kind(_accepted(kind), what="evaluate")
+        evaluation = registry.get(stated or chosen).evaluation
+        return path.name, release.data_file(chosen), release.manifest or None, evaluation
     stem = path.name.split(".")[0]
-    if stem not in DATA_KINDS:  # a loose table: no manifest of its own
+    by_stem = {registry.get(k).data_table: k for k in _accepted(None)}
+    if stem not in by_stem:  # a loose table: no manifest of its own
         return path.stem, path, None, None
     manifest = _manifest(path.parent)
-    stated = Release(path.parent, manifest).data_kind(what="evaluate") if manifest else None
-    return path.parent.name or path.stem, path, manifest, stated or stem
+    stated = (
+        Release(path.parent, manifest).data_kind(_accepted(None), what="evaluate")
+        if manifest
+        else None
+    )
+    evaluation = registry.get(stated or by_stem[stem]).evaluation
+    return path.parent.name or path.stem, path, manifest, evaluation
 
 
 def _resolve_kind(args: argparse.Namespace, stated: Sequence[str | None]) -> str:
@@ -339,10 +358,8 @@ def run(args: argparse.Namespace) -> int:
         names.append(name if name not in names else f"{name}#{len(names) + 1}")
     tables = {n: r[1] for n, r in zip(names, releases, strict=True)}
     manifest_list = [r[2] for r in releases]
-    if kind == "sequences":
-        results = _evaluate_sequences(args, tables, manifest_list)
-    else:
-        results = _evaluate_trips(args, tables, manifest_list)
+    evaluate = _evaluate_sequences if kind == "sequences" else _evaluate_trips  # --kind's choices
+    results = evaluate(args, tables, manifest_list)
     results = {
         "notice": INTERNAL_NOTICE,
         **results,

@@ -13,6 +13,8 @@ A config holds one or more releases, each a table named after the subcommand tha
 * ``[marginals]`` (SBH / Opal): ``input`` (trips or taps), optional ``taxonomy``,
   ``location_column`` (default ``stop_id``), ``on_unknown``, ``gtfs_stations``, ``format``,
   ``timezone``;
+* a generator registered in :mod:`synth.registry` adds its own ``[KIND]`` table (its spec's keys;
+  by default ``input`` and ``format``);
 
 each with a sub-table ``parameters`` of the generator's constructor parameters
 (:class:`~prefixtree.PrefixTreeSynthesizer`, :class:`~archetypes.ArchetypeSynthesizer`,
@@ -49,13 +51,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from synth.cli.kinds import KINDS, RELEASE_KINDS, make_release
+from synth import registry
 from synth.cli.options import (
     add_provenance_option,
     add_quiet_option,
     add_seed_option,
     warn_if_seeded,
 )
+from synth.cli.releases import config_table, make_release
 from synth.config import check_io, check_params, dump_config, load_config
 from synth.errors import ConfigError
 from synth.provenance import provenance_key
@@ -99,45 +102,47 @@ def _check_parameters(kind: str, params: Any, *, source: Path, section: str) -> 
     """The ``parameters`` sub-table against the constructor (exact key names, TOML types)."""
     if not isinstance(params, dict):
         raise ConfigError(f"{source}: key 'parameters' in [{section}] must be a table")
-    target = RELEASE_KINDS[kind].estimator()
-    checked = check_params(
-        target, params, source=source, section=section, exclude=RELEASE_KINDS[kind].excluded
-    )
+    spec = registry.get(kind)
+    target = spec.estimator_class()
+    checked = check_params(target, params, source=source, section=section, exclude=spec.excluded)
     required = [
         name
         for name, p in inspect.signature(target).parameters.items()
         if p.default is inspect.Parameter.empty
-        and name not in ("self", *RELEASE_KINDS[kind].excluded)
+        and name not in ("self", *spec.excluded)
         and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
     ]
     missing = [name for name in required if name not in checked]
     if missing:
         raise ConfigError(f"{source}: missing key '{missing[0]}' in [{section}]")
-    if kind == "sequences":  # TOML table keys are strings; the tree wants level numbers
-        for key in ("budget_split", "thresholds"):
-            if checked.get(key) is not None:
-                levels: dict[int, float] = {}
-                for level, value in checked[key].items():
-                    try:
-                        number = int(level)
-                    except ValueError:
-                        raise ConfigError(
-                            f"{source}: key '{key}.{level}' in [{section}]: expected a taxonomy "
-                            "level number"
-                        ) from None
-                    if isinstance(value, bool) or not isinstance(value, int | float):
-                        raise ConfigError(
-                            f"{source}: key '{key}.{level}' in [{section}] has the wrong type "
-                            f"({type(value).__name__} {value!r}; expected float)"
-                        )
-                    if number in levels:
-                        raise ConfigError(
-                            f"{source}: key '{key}.{level}' in [{section}]: level {number} is "
-                            "given twice"
-                        )
-                    levels[number] = value
-                checked[key] = levels
+    for key in spec.level_keys:  # TOML table keys are strings; the generator wants levels
+        if checked.get(key) is not None:
+            checked[key] = _levels(checked[key], key, source=source, section=section)
     return checked
+
+
+def _levels(table: Mapping[str, Any], key: str, *, source: Path, section: str) -> dict[int, float]:
+    """A parameter keyed by taxonomy level (``budget_split``, ``thresholds``): its TOML keys as
+    level numbers, its values numbers."""
+    levels: dict[int, float] = {}
+    for level, value in table.items():
+        try:
+            number = int(level)
+        except ValueError:
+            raise ConfigError(
+                f"{source}: key '{key}.{level}' in [{section}]: expected a taxonomy level number"
+            ) from None
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ConfigError(
+                f"{source}: key '{key}.{level}' in [{section}] has the wrong type "
+                f"({type(value).__name__} {value!r}; expected float)"
+            )
+        if number in levels:
+            raise ConfigError(
+                f"{source}: key '{key}.{level}' in [{section}]: level {number} is given twice"
+            )
+        levels[number] = value
+    return levels
 
 
 def _check_table(
@@ -150,14 +155,15 @@ def _check_table(
     check_files: bool,
 ) -> Planned:
     """Check one release table of a config: its IO keys and its ``parameters`` sub-table."""
+    spec = registry.get(kind)
     io, embedded = check_io(
-        RELEASE_KINDS[kind].table,
+        config_table(kind),
         table,
         source=source,
         section=section,
         base=base,
         check_files=check_files,
-        required=RELEASE_KINDS[kind].required,
+        required=spec.required,
     )
     params = _check_parameters(
         kind,
@@ -165,11 +171,12 @@ def _check_table(
         source=source,
         section=section.replace(kind, f"{kind}.parameters", 1),
     )
-    if kind == "trips" and "public" not in io and not params.get("public_stand_in"):
-        raise ConfigError(
-            f"{source}: missing key 'public' in [{section}] "
-            "(or set public_stand_in in its parameters)"
-        )
+    for key, parameter in spec.required_unless:
+        if key not in io and not params.get(parameter):
+            raise ConfigError(
+                f"{source}: missing key '{key}' in [{section}] "
+                f"(or set {parameter} in its parameters)"
+            )
     return Planned(
         kind=kind, name=str(table.get("name", kind)), io=io, params=params, embedded=embedded
     )
@@ -182,7 +189,8 @@ def plan(path: str | os.PathLike[str], *, check_files: bool = True) -> list[Plan
     source = Path(path)
     config = load_config(source)
     base = source.resolve().parent
-    unknown = [key for key in config if key not in KINDS]
+    kinds = [spec.kind for spec in registry.specs()]
+    unknown = [key for key in config if key not in kinds]
     if unknown:
         hint = (
             " (this is the old `transit-synth trips --config` form: write it as a [trips] table "
@@ -191,7 +199,7 @@ def plan(path: str | os.PathLike[str], *, check_files: bool = True) -> list[Plan
             else ""
         )
         raise ConfigError(
-            f"{source}: unknown key '{unknown[0]}' (allowed tables: {', '.join(KINDS)}){hint}"
+            f"{source}: unknown key '{unknown[0]}' (allowed tables: {', '.join(kinds)}){hint}"
         )
     releases: list[Planned] = []
     for kind, value in config.items():
@@ -219,7 +227,8 @@ def plan(path: str | os.PathLike[str], *, check_files: bool = True) -> list[Plan
             planned.name = name
             releases.append(planned)
     if not releases:
-        raise ConfigError(f"{source}: no release ([sequences], [trips] or [marginals]) in the file")
+        tables = " or ".join(f"[{kind}]" for kind in kinds)
+        raise ConfigError(f"{source}: no release ({tables}) in the file")
     return releases
 
 
@@ -239,7 +248,7 @@ def _input(planned: Planned) -> Any:
 
 
 def _release(planned: Planned, out: Path, seed: int | None, progress: Any) -> str:
-    """Write one planned release into ``out`` (:func:`synth.cli.kinds.make_release`)."""
+    """Write one planned release into ``out`` (:func:`synth.cli.releases.make_release`)."""
     return make_release(
         planned.kind,
         out,
@@ -251,18 +260,18 @@ def _release(planned: Planned, out: Path, seed: int | None, progress: Any) -> st
     )
 
 
-#: the keys of a release table naming its private input (redacted in the copied config)
-PRIVATE_KEYS = {"sequences": ("input",), "marginals": ("input",), "trips": ("private",)}
 REDACTED = "<private input: not published>"
 
 
 def redacted_config(path: str | os.PathLike[str]) -> str:
     """The config ``path`` as copied into a run's folder: its private input paths replaced by
-    :data:`REDACTED` (public inputs stay as written, relative to the config's folder)."""
+    :data:`REDACTED` (public inputs stay as written, relative to the config's folder): the
+    ``private_keys`` of each kind's spec."""
     config = load_config(Path(path))
     for kind, value in config.items():
         for table in [value] if isinstance(value, dict) else value:
-            for key in PRIVATE_KEYS.get(kind, ()):
+            spec = registry.find(kind)
+            for key in spec.private_keys if spec is not None else ():
                 if key in table:
                     table[key] = REDACTED
     header = (
@@ -306,10 +315,10 @@ def run_config(
         provenance = private_inputs(
             provenance_key,
             {
-                f"{r.name}: {'private' if r.kind == 'trips' else 'input'}": r.io[
-                    "private" if r.kind == "trips" else "input"
-                ]
+                f"{r.name}: {key}": r.io[key]
                 for r in releases
+                for key in registry.get(r.kind).private_keys
+                if key in r.io
             },
         )
     progress = Progress(quiet)

@@ -33,13 +33,14 @@ from archetypes.release import (
     resolve_path,
 )
 from archetypes.synthesizer import ArchetypeSynthesizer
+from synth import registry
 from synth.cli.options import (
     add_provenance_option,
     add_quiet_option,
     add_seed_option,
     warn_if_seeded,
 )
-from synth.config import TRIPS_TABLE, check_io, check_params, load_config
+from synth.config import check_io, check_params, load_config
 from synth.errors import ConfigError
 from synth.io import check_sep
 from synth.privacy import check_budget
@@ -156,7 +157,7 @@ def _config_tables(path: str) -> tuple[dict[str, Any], dict[str, Any], Path]:
             f"{source}: expected one [trips] table (as in a `transit-synth run` config) with a "
             f"[trips.parameters] sub-table; found {', '.join(sorted(config)) or 'nothing'}"
         )
-    io, _ = check_io(TRIPS_TABLE, table, source=source, section="trips", base=base)
+    io, _ = check_io(registry.get("trips").table, table, source=source, section="trips", base=base)
     parameters = table.get("parameters", {})
     if not isinstance(parameters, dict):
         raise ConfigError(f"{source}: key 'parameters' in [trips] must be a table")

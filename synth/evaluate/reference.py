@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from synth import registry
 from synth.errors import ConfigError, InputError
 from synth.io import read_json, read_table
 from synth.marginals import TABLES, OpalRelease, SBHCalibration, marginal_tables
@@ -43,8 +44,9 @@ def _load(
         content = read_json(manifest)
     except (OSError, ValueError) as exc:
         raise InputError(f"{manifest}: not a readable JSON manifest ({exc})") from exc
-    params = content.get("parameters", {}) if isinstance(content, dict) else {}
-    if (params.get("generator") or params.get("release")) != "opal-marginals":
+    content = content if isinstance(content, dict) else {}
+    params = content.get("parameters") or {}
+    if registry.for_manifest(content) is not registry.get("marginals"):
         raise InputError(f"{manifest}: not a marginals release")
     tables = {}
     for name in TABLES:

@@ -11,9 +11,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from synth import registry
 from synth.errors import ConfigError, InputError
 from synth.io import id_strings, read_json, read_table
-from synth.release import open_release
+from synth.release import data_kinds, open_release
 from synth.times import clock_parts, wall_clock_times
 
 #: (origin, destination) column pairs recognised in trip releases, in the order tried.
@@ -80,17 +81,18 @@ def read_release(
 ) -> Release:
     """Read a release directory (``manifest.json`` + ``sequences.*`` or ``trips.*``) into plans.
 
-    The kind comes from the manifest's ``parameters.generator`` (``prefixtree`` -> sequences,
-    ``archetypes`` -> trips), else from the data file present. For trips, the person column is
-    ``id_column``, else the ``id`` column of ``schema.json``, else the first of
-    :data:`ID_COLUMNS`; origin/destination from the arguments or :data:`OD_PAIRS`; or, for trips
-    without destination, the trip chain of ``location_column``. Column options do not apply to
+    The kind comes from the generator the manifest names (:mod:`synth.registry`: its data table is
+    read as its spec's ``evaluation``, sequences or trips), else from the data file present. For
+    trips, the person column is ``id_column``, else the ``id`` column of ``schema.json``, else the
+    first of :data:`ID_COLUMNS`; origin/destination from the arguments or :data:`OD_PAIRS`; or, for
+    trips without destination, the trip chain of ``location_column``. Column options do not apply to
     sequences.
     """
     release = open_release(directory)
-    kind = release.data_kind(what="export")
+    readable = [k for k in data_kinds() if registry.get(k).evaluation is not None]
+    kind = release.data_kind(readable, what="export")
     path, manifest = release.data_file(kind), release.manifest
-    if kind == "sequences":
+    if registry.get(kind).evaluation == "sequences":  # long-format sequences, else a trip table
         given = [
             n
             for n, v in (

@@ -27,6 +27,8 @@ RESULTS_FILE = f"{PRIVATE_PREFIX}evaluation.json"
 NO_PRIVACY_PREFIX = "eps=inf"
 
 
+#: The report's sections: the evaluations of ``evaluate`` (sequences, trips) and noisy counts
+#: shown without one (marginals); each generator's spec names its ``report_section``.
 _ALL = frozenset({"sequences", "trips", "marginals"})
 _SEQ = frozenset({"sequences"})
 _TRIPS = frozenset({"trips"})
@@ -259,14 +261,6 @@ ul.checklist{margin:.3em 0 .6em}ul.checklist li{margin:.15em 0}
 p.warning{background:#fff4d6;border-left:4px solid #d08a00;padding:.5em .8em}
 table.sample td{font-family:ui-monospace,monospace;font-size:.85em;text-align:left}
 """
-
-
-GENERATORS = {
-    "prefixtree": "passenger sequences from a noisy prefix tree (Chen et al. 2012)",
-    "archetypes": "trips from GMM archetypes (NIST temporal map challenge, GooseDP team)",
-    "opal-marginals": "six marginal tables of tap-ons and tap-offs, stability-based histograms "
-    "(Asghar et al. 2018, the Opal release)",
-}
 
 
 @dataclass

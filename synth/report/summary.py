@@ -7,7 +7,8 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from synth.report.formatting import GENERATORS, NO_PRIVACY_PREFIX, ReleaseEntry, percent
+from synth import registry
+from synth.report.formatting import NO_PRIVACY_PREFIX, ReleaseEntry, percent
 
 
 # --------------------------------------------------------------------------- summary
@@ -54,17 +55,12 @@ def _unit(manifest: Mapping[str, Any] | None) -> str:
 
 
 def release_description(manifest: Mapping[str, Any] | None) -> str:
-    """What a release is, from its manifest's parameters (generator, variant, height)."""
-    params = (manifest or {}).get("parameters") or {}
-    kind = params.get("generator") or params.get("release")
-    text = GENERATORS.get(str(kind), "a synthetic table")
-    if kind == "prefixtree":
-        text += f", {params.get('variant')} variant, height {params.get('height')}"
-    elif kind == "archetypes":
-        text += f", {params.get('n_archetypes')} archetypes"
-    elif kind == "opal-marginals":
-        text += f", {params.get('mode')} mode, {params.get('bin_minutes')}-minute bins"
-    return text
+    """What a release is, from its manifest: its generator's description and details
+    (:meth:`synth.registry.GeneratorSpec.describe`: variant, height ...)."""
+    spec = registry.for_manifest(manifest)
+    if spec is None:
+        return "a synthetic table"
+    return spec.describe((manifest or {}).get("parameters") or {})
 
 
 def _baseline(results: Mapping[str, Any], key: str) -> Mapping[str, Any] | None:
@@ -154,5 +150,11 @@ def summary_section(entries: Sequence[ReleaseEntry]) -> str:
 
 
 def entry_kinds(entries: Sequence[ReleaseEntry]) -> set[str]:
-    """The kinds of evaluation of ``entries`` (a release without results: marginals)."""
-    return {str(e.results["kind"]) if e.results else "marginals" for e in entries}
+    """The report sections of ``entries``: the kind of their evaluation, else (a release shown
+    without one) its generator's ``report_section`` (noisy counts: marginals)."""
+    return {str(e.results["kind"]) if e.results else _section(e.manifest) for e in entries}
+
+
+def _section(manifest: Mapping[str, Any] | None) -> str:
+    spec = registry.for_manifest(manifest)
+    return "marginals" if spec is None else spec.report_section

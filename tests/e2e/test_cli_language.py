@@ -23,7 +23,7 @@ import pandas as pd
 import pytest
 
 from synth import datasets
-from synth.cli import COMMANDS, build_parser, main
+from synth.cli import build_parser, commands, main
 from synth.simulate import write_simulated_sequences
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -55,7 +55,7 @@ def _sequences(data: Path, taxonomy: Path | str, out: Path, *extra: str) -> list
 
 
 # ------------------------------------------------------------------ --help
-@pytest.mark.parametrize("command", list(COMMANDS))
+@pytest.mark.parametrize("command", list(commands()))
 def test_help_shows_every_default_and_cites_authors(command: str) -> None:
     sub = _subparser(command)
     formatter = sub._get_formatter()

@@ -201,7 +201,7 @@ def test_a_marginal_release_is_refused_in_one_line(
     release = tmp_path / "marginals"
     release.mkdir()
     (release / "manifest.json").write_text(
-        json.dumps({"parameters": {"release": "opal-marginals"}})
+        json.dumps({"parameters": {"generator": "opal-marginals"}})
     )
     original = _write_sequences(tmp_path / "original.csv", 20, 0)
     assert main(["evaluate", str(original), str(release), "--out", str(tmp_path / "e")]) == 2

@@ -12,8 +12,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from synth import registry
 from synth.cli import main
-from synth.cli.kinds import KINDS
 from synth.cli.run import plan
 from synth.config import load_config
 from synth.outmarker import MARKER
@@ -21,7 +21,9 @@ from synth.simulate import simulate_taps, write_simulated_sequences
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 RUN_CONFIGS = sorted(
-    p.name for p in CONFIGS.glob("*.toml") if set(tomllib.loads(p.read_text())) <= set(KINDS)
+    p.name
+    for p in CONFIGS.glob("*.toml")
+    if set(tomllib.loads(p.read_text())) <= {s.kind for s in registry.SHIPPED}
 )
 #: the data file each kind writes (besides manifest.json)
 DATA_FILE = {"sequences": "sequences.csv", "trips": "trips.csv", "marginals": "on_time.csv"}

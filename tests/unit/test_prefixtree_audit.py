@@ -1,32 +1,28 @@
-"""The empirical audit borrows the prefix tree from its package (the foundation never imports a
-generator): with ``prefixtree.audit.AUDIT_RUNNERS`` it runs, without it it says what to pass."""
+"""The empirical audit borrows the prefix tree through its registry spec (the foundation never
+imports a generator): ``prefixtree`` is a mechanism of ``empirical_epsilon`` with no runner
+passed, its hook (:func:`prefixtree.audit.prefixtree_runner`) imported on use."""
 
 from __future__ import annotations
 
 import pandas as pd
-import pytest
 
-from prefixtree.audit import AUDIT_RUNNERS
+from synth import registry
 from synth.audit import empirical_epsilon
-from synth.errors import ConfigError
+from synth.audit.empirical import mechanisms
 
 D = pd.DataFrame({"seq_id": ["1", "1", "2"], "pos": [0, 1, 0], "location": ["a", "b", "a"]})
 D_PRIME = D.iloc[:2]  # sequence 2 removed
 
 
-def test_prefixtree_needs_its_runner() -> None:
-    with pytest.raises(ConfigError, match="AUDIT_RUNNERS"):
-        empirical_epsilon("prefixtree", D, D_PRIME, params={"epsilon": 1.0}, trials=20)
+def test_prefixtree_is_a_mechanism_through_its_spec() -> None:
+    hook = registry.get("sequences").audit
+    assert hook is not None and hook.mechanism == "prefixtree"
+    assert registry.load(hook.runner).__module__ == "prefixtree.audit"
+    assert "prefixtree" in mechanisms() and "marginals" in mechanisms()
 
 
-def test_prefixtree_runs_through_the_lent_runner() -> None:
+def test_prefixtree_runs_through_the_registered_runner() -> None:
     res = empirical_epsilon(
-        "prefixtree",
-        D,
-        D_PRIME,
-        params={"epsilon": 1.0, "height": 2},
-        trials=40,
-        seed=1,
-        runners=AUDIT_RUNNERS,
+        "prefixtree", D, D_PRIME, params={"epsilon": 1.0, "height": 2}, trials=40, seed=1
     )
     assert res.mechanism == "prefixtree" and res.audit.trials + res.selection_trials == 40

@@ -1,48 +1,38 @@
-"""The registry of release kinds (sequences, trips, marginals) and :func:`make_release`.
+"""How a config table becomes a release: :func:`make_release` and the shipped adapters.
 
-One entry per kind: the keys of its config table (``run``), which of them are required, the
-estimator its ``parameters`` feed, and the library function that fits it on private data and writes
-its release directory (:mod:`prefixtree.release`, :mod:`archetypes.release`,
-:mod:`synth.marginals.release`). ``run``, ``demo`` and the per-kind commands go through it. It
-lives at the command-line layer because it names the generators; their modules are imported only
-when a kind is used, so ``--help`` stays fast.
+``run``, ``demo`` and the per-kind commands fit a generator on its private input and write its
+release through :func:`make_release`, which reads the generator's spec (:mod:`synth.registry`): its
+``release`` function (the adapters below, from a config table's keys to :mod:`prefixtree.release`,
+:mod:`archetypes.release` and :mod:`synth.marginals.release`), else :func:`default_release` (the
+estimator fitted on ``input``, then :meth:`~synth.generator.Generator.write`). :func:`config_table`
+is a kind's config table with the input-mapping keys of :mod:`synth.cli.inputmap` and the GTFS keys
+when its spec takes them. Generator modules are imported only when a kind is used, so ``--help``
+stays fast.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import Any
 
+from synth import registry
 from synth.cli.inputmap import INPUT_MAP_KEYS
-from synth.config import TRIPS_TABLE
-from synth.gtfs import ROUTE_RULES
 
-__all__ = ["KINDS", "RELEASE_KINDS", "ReleaseKind", "make_release"]
-
-
-def _prefixtree() -> Callable[..., Any]:
-    from prefixtree.synthesizer import PrefixTreeSynthesizer
-
-    return PrefixTreeSynthesizer
-
-
-def _archetypes() -> Callable[..., Any]:
-    from archetypes.synthesizer import ArchetypeSynthesizer
-
-    return ArchetypeSynthesizer
+__all__ = [
+    "config_table",
+    "default_release",
+    "make_marginals",
+    "make_release",
+    "make_sequences",
+    "make_trips",
+]
 
 
-def _opal() -> Callable[..., Any]:
-    from synth.marginals.opal import OpalRelease
-
-    return OpalRelease
-
-
-def _make_sequences(
+def make_sequences(
     out: str | os.PathLike[str], io: Mapping[str, Any], params: Mapping[str, Any], **kw: Any
 ) -> str:
+    """A ``[sequences]`` table's release (:func:`prefixtree.release.release_sequences`)."""
     from prefixtree.release import release_sequences
 
     data = kw.pop("data", None)
@@ -77,9 +67,10 @@ _TRIP_INPUTS = (
 )
 
 
-def _make_trips(
+def make_trips(
     out: str | os.PathLike[str], io: Mapping[str, Any], params: Mapping[str, Any], **kw: Any
 ) -> str:
+    """A ``[trips]`` table's release (:func:`archetypes.release.release_trips`)."""
     from archetypes.release import release_trips
 
     kw.pop("data", None)  # the trips are read from their files (public and private)
@@ -95,9 +86,10 @@ def _make_trips(
     )
 
 
-def _make_marginals(
+def make_marginals(
     out: str | os.PathLike[str], io: Mapping[str, Any], params: Mapping[str, Any], **kw: Any
 ) -> str:
+    """A ``[marginals]`` table's release (:func:`synth.marginals.release.release_marginals`)."""
     from synth.marginals.release import release_marginals
 
     data = kw.pop("data", None)
@@ -141,67 +133,47 @@ def _mapped(
     )
 
 
-@dataclass(frozen=True)
-class ReleaseKind:
-    """One kind of release: its config ``table`` (key -> "path", "spec", a type or choices), the
-    ``required`` keys, the estimator parameters set elsewhere (``excluded``), the ``estimator``
-    (imported on call) and ``make`` (fit on private data, write the release, return a summary)."""
+def config_table(kind: str) -> dict[str, Any]:
+    """The keys of a ``[kind]`` config table (besides ``name`` and ``parameters``) and their rules
+    (:func:`synth.config.check_io`): the spec's, with the GTFS and input-mapping keys when it
+    takes them."""
+    from synth.gtfs import ROUTE_RULES
 
-    name: str
-    table: Mapping[str, Any]
-    required: tuple[str, ...]
-    excluded: tuple[str, ...]
-    estimator: Callable[[], Callable[..., Any]]
-    make: Callable[..., str]
+    spec = registry.get(kind)
+    gtfs = {"gtfs_stations": bool, "gtfs_route_rule": ROUTE_RULES} if spec.gtfs else {}
+    return {**spec.table, **gtfs, **(INPUT_MAP_KEYS if spec.input_map else {})}
 
 
-_SEQUENCES_TABLE: dict[str, Any] = {
-    "input": "path",
-    "taxonomy": "spec",
-    "location_column": str,
-    "locations": "path",
-    "on_unknown": ("error", "drop"),
-    "gtfs_stations": bool,
-    "gtfs_route_rule": ROUTE_RULES,
-    "format": ("csv", "parquet"),
-    "timezone": str,
-    **INPUT_MAP_KEYS,
-}
-_MARGINALS_TABLE: dict[str, Any] = {
-    "input": "path",
-    "taxonomy": "spec",
-    "location_column": str,
-    "on_unknown": ("error", "drop"),
-    "gtfs_stations": bool,
-    "gtfs_route_rule": ROUTE_RULES,
-    "format": ("csv", "parquet"),
-    "timezone": str,
-    **INPUT_MAP_KEYS,
-}
+def default_release(
+    kind: str,
+    out: str | os.PathLike[str],
+    io: Mapping[str, Any],
+    params: Mapping[str, Any],
+    *,
+    data: Any = None,
+    seed: int | None = None,
+    progress: Any = None,
+    provenance_key: bytes | None = None,
+) -> str:
+    """A release of a generator whose spec names no ``release`` function: its estimator with
+    ``params`` (``random_state`` from ``seed``) fitted on ``data`` (else the ``input`` file, passed
+    as a path: ``fit`` reads it), then written with ``write(out, format=...)``."""
+    from synth.provenance import private_inputs, write_provenance
+    from synth.release import warn_if_underspent
 
-RELEASE_KINDS: dict[str, ReleaseKind] = {
-    "sequences": ReleaseKind(
-        "sequences",
-        _SEQUENCES_TABLE,
-        ("input", "taxonomy"),
-        ("taxonomy", "random_state"),
-        _prefixtree,
-        _make_sequences,
-    ),
-    "trips": ReleaseKind(
-        "trips", TRIPS_TABLE, ("private",), ("schema", "random_state"), _archetypes, _make_trips
-    ),
-    "marginals": ReleaseKind(
-        "marginals",
-        _MARGINALS_TABLE,
-        ("input",),
-        ("taxonomy", "random_state", "on_unknown", "location_column"),
-        _opal,
-        _make_marginals,
-    ),
-}
-#: release kind -> the keys of its config table (other than name/parameters).
-KINDS: dict[str, Mapping[str, Any]] = {name: kind.table for name, kind in RELEASE_KINDS.items()}
+    del progress  # one step: nothing to report
+    source = io.get("input")
+    provenance = (
+        None if provenance_key is None else private_inputs(provenance_key, {"input": source})
+    )
+    estimator = registry.get(kind).estimator_class()(**params, random_state=seed)
+    estimator.fit(source if data is None else data)
+    written = estimator.write(out, format=io.get("format", "csv"))
+    if provenance is not None:
+        write_provenance(out, provenance, command=kind)
+    warn_if_underspent(estimator.ledger_, str(out))
+    counts = ", ".join(f"{v} {k}" for k, v in written.counts.items())
+    return f"{kind}: {counts or 'released'}, epsilon {estimator.ledger_.spent_epsilon:g} -> {out}"
 
 
 def make_release(
@@ -219,12 +191,26 @@ def make_release(
     summary line. ``io``: the keys of the kind's config table (paths, columns, format);
     ``params``: the estimator's parameters; ``data``: the input already loaded (a frame), else
     ``io``'s file is read."""
-    return RELEASE_KINDS[kind].make(
-        out,
-        io,
-        params,
-        data=data,
-        seed=seed,
-        progress=progress,
-        provenance_key=provenance_key,
+    spec = registry.get(kind)
+    if spec.release is None:
+        return default_release(
+            kind,
+            out,
+            io,
+            params,
+            data=data,
+            seed=seed,
+            progress=progress,
+            provenance_key=provenance_key,
+        )
+    return str(
+        registry.load(spec.release)(
+            out,
+            io,
+            params,
+            data=data,
+            seed=seed,
+            progress=progress,
+            provenance_key=provenance_key,
+        )
     )

@@ -1,4 +1,5 @@
-"""The registry of release kinds, and the demo's settings read from the shipped ``demo`` config."""
+"""The release of a config table (:func:`synth.cli.releases.make_release`), the registry of
+generators behind it, and the demo's settings read from the shipped ``demo`` config."""
 
 from __future__ import annotations
 
@@ -9,23 +10,25 @@ from pathlib import Path
 
 import pytest
 
+from synth import registry
 from synth.cli import demo
-from synth.cli.kinds import KINDS, RELEASE_KINDS, make_release
+from synth.cli.releases import config_table, make_release
 from synth.cli.run import plan
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_the_registry_names_the_three_kinds_and_their_estimators() -> None:
-    assert list(RELEASE_KINDS) == ["sequences", "trips", "marginals"] == list(KINDS)
-    names = {k: RELEASE_KINDS[k].estimator().__name__ for k in RELEASE_KINDS}
+    assert [s.kind for s in registry.SHIPPED] == ["sequences", "trips", "marginals"]
+    names = {s.kind: s.estimator_class().__name__ for s in registry.SHIPPED}
     assert names == {
         "sequences": "PrefixTreeSynthesizer",
         "trips": "ArchetypeSynthesizer",
         "marginals": "OpalRelease",
     }
-    for kind in RELEASE_KINDS.values():
-        assert set(kind.required) <= set(kind.table)
+    for spec in registry.SHIPPED:
+        assert set(spec.required) <= set(config_table(spec.kind))
+    assert "card_column" in config_table("sequences") and "card_column" not in config_table("trips")
 
 
 def test_make_release_writes_a_marginal_release(tmp_path: Path) -> None:
