@@ -149,6 +149,7 @@ def against_reference(
     *,
     beta: float = 0.05,
     taxonomy: Taxonomy | None = None,
+    random_state: object = None,
 ) -> pd.DataFrame:
     """Per table: whether ``microdata`` lies within the SBH release's error bound.
 
@@ -158,12 +159,14 @@ def against_reference(
 
     Like with like: the microdata goes through the release's own steps before its tables are
     counted: the same public partitions, bins and location collapse and, for a card-unit release,
-    the same bounding (each card's first ``max_contributions`` events per side, by time; a
-    synthetic sequence counts as one card). When the microdata has no ``mode`` or no date, the
-    release is summed over that partition column and the bound grows with the number of partitions
-    summed. For a one-way table derived by summing (consistent mode) the bound is the two-way bound
-    times the number of cells summed (the public domain size, or the locations seen in either table
-    when it is not public).
+    the same bounding (each card's ``max_contributions`` events per side, chosen by the release's
+    ``bounding`` rule: a uniform random choice, drawn with ``random_state`` (None: the secure
+    source; an int: reproducible), or, for a release made with ``bounding="earliest"`` (and
+    releases older than the rule), the first by time; a synthetic sequence counts as one card).
+    When the microdata has no ``mode`` or no date, the release is summed over that partition
+    column and the bound grows with the number of partitions summed. For a one-way table derived
+    by summing (consistent mode) the bound is the two-way bound times the number of cells summed
+    (the public domain size, or the locations seen in either table when it is not public).
 
     Returns one row per table: ``table, compared, cells, within_bound`` (share of cells whose
     difference is within the bound, at confidence ``1 - beta`` per cell), ``tvd`` (TV distance
@@ -184,6 +187,8 @@ def against_reference(
         days=params.get("days"),
         unit_column=unit,
         max_contributions=None if unit is None else int(params.get("max_contributions", 1)),
+        bounding=params.get("bounding", "earliest"),
+        random_state=random_state,
     )
     rows: list[dict[str, Any]] = []
     kept: dict[str, pd.DataFrame] = {}

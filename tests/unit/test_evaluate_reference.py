@@ -307,6 +307,7 @@ def test_card_unit_check_from_the_release_directory(
     gives the same check as the fitted release."""
     release = OpalRelease(**CARD_SETTINGS, random_state=4).fit(card_taps)
     out = release.write(tmp_path / "rel").path
-    pd.testing.assert_frame_equal(
-        against_reference(card_taps, release), against_reference(card_taps, out)
+    pd.testing.assert_frame_equal(  # the same (seeded) uniform choice of k taps per card
+        against_reference(card_taps, release, random_state=5),
+        against_reference(card_taps, out, random_state=5),
     )
