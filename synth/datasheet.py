@@ -24,15 +24,17 @@ from typing import Any
 
 import pandas as pd
 
-from synth.errors import InputError
+from synth.errors import ConfigError, InputError
 
 __all__ = [
     "DATASHEET_JSON",
     "DATASHEET_README",
     "build_datasheet",
     "guarantee_sentence",
+    "location_names",
     "read_names",
     "render_readme",
+    "with_location_names",
 ]
 
 DATASHEET_README = "README.md"
@@ -62,7 +64,8 @@ _COLUMNS = {
     "pos": "position of the location in the passenger's sequence (0 = first)",
     "location": "location id (station, line or zone, as in the public taxonomy)",
     "time": "time of the tap, floored to the time bin (HH:MM)",
-    "location_name": "the location's public name",
+    "location_name": "the location's public name (from the public names file or GTFS feed; "
+    "empty when it has none)",
     "mode": "travel mode (bus, train, ...)",
     "day": "service day",
     "count": "noisy number of taps in this cell (cells below the threshold are absent)",
@@ -255,6 +258,30 @@ def read_names(path: str | os.PathLike[str]) -> dict[str, str]:
     if list(frame.columns[:2]) != ["location", "name"]:
         raise InputError(f"{source}: a names file has the columns location,name")
     return dict(zip(frame["location"], frame["name"], strict=True))
+
+
+def location_names(public_inputs: Mapping[str, str | os.PathLike[str]]) -> dict[str, str]:
+    """The public names a release's ``location_name`` column is filled from (``--location-names``):
+    the ``names`` file, else a GTFS zip taxonomy's; a ConfigError when there are none. Public
+    configuration only, never the private data, so the column is as public as the location."""
+    names, _ = _public_names(public_inputs)
+    if not names:
+        raise ConfigError(
+            "--location-names needs public names: a --names file (location,name) or a GTFS zip "
+            "--taxonomy"
+        )
+    return names
+
+
+def with_location_names(frame: pd.DataFrame, names: Mapping[str, str]) -> pd.DataFrame:
+    """``frame`` with a ``location_name`` column after its ``location`` column (a location
+    without a public name gets an empty name); other frames as they are. Each row on its own."""
+    if "location" not in frame.columns or "location_name" in frame.columns:
+        return frame
+    out = frame.copy()
+    named = out["location"].astype(str).map(dict(names)).fillna("")
+    out.insert(list(out.columns).index("location") + 1, "location_name", named.astype(str))
+    return out
 
 
 def _public_names(public_inputs: Mapping[str, str | os.PathLike[str]]) -> tuple[dict, str | None]:

@@ -34,9 +34,13 @@ __all__ = [
     "mapped_input",
 ]
 
-#: the input-mapping keys of a ``[sequences]``/``[marginals]`` config table (rules of
-#: :func:`synth.config.check_io`); ``location_column`` is declared by each table
+#: the input-side keys of a ``[sequences]``/``[marginals]`` config table (rules of
+#: :func:`synth.config.check_io`): the input mapping (``location_column`` is declared by each
+#: table) and the public location names (``names``, as ``--names``; ``location_names``, as
+#: ``--location-names``)
 INPUT_MAP_KEYS: dict[str, Any] = {
+    "names": "path",
+    "location_names": bool,
     "profile": PROFILES,
     "card_column": str,
     "time_column": str,
@@ -136,7 +140,7 @@ def input_map_from_io(io: Mapping[str, Any]) -> InputMap:
     """The :class:`InputMap` of a config table's keys."""
     from synth.records.mapping import InputMap
 
-    keys = [k for k in INPUT_MAP_KEYS if k != "profile"]
+    keys = [k for k in INPUT_MAP_KEYS if k not in ("profile", "names", "location_names")]
     return InputMap.build(
         io.get("profile"),
         location_column=io.get("location_column"),

@@ -61,6 +61,8 @@ def _make_sequences(
         format=io.get("format", "csv"),
         source=io["input"],
         timezone=io.get("timezone"),
+        names=io.get("names"),
+        location_names=io.get("location_names", False),
         **kw,
     )
     return summary if columns is None else f"{summary}\n  {columns}"
@@ -121,6 +123,8 @@ def _make_marginals(
         location_column=location or "stop_id",
         format=io.get("format", "csv"),
         source=io["input"],
+        names=io.get("names"),
+        location_names=io.get("location_names", False),
         **kw,
     )
     return summary if columns is None else f"{summary}\n  {columns}"

@@ -162,6 +162,7 @@ def run(args: argparse.Namespace) -> int:
         progress=Progress(args.quiet),
         provenance_key=provenance_key(args.provenance_key_file),
         names=args.names,
+        location_names=args.location_names,
     )
     if not args.quiet:
         if columns:

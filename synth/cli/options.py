@@ -135,6 +135,12 @@ def add_names_option(parser: argparse.ArgumentParser) -> None:
         "(README.md, datasheet.json); fingerprinted in the manifest (a GTFS zip --taxonomy "
         "gives its stop and route names without it)",
     )
+    parser.add_argument(
+        "--location-names",
+        action="store_true",
+        help="add a location_name column to the released files, from the public names "
+        "(--names, else a GTFS zip --taxonomy); never from the private data",
+    )
 
 
 def add_timezone_option(parser: argparse.ArgumentParser) -> None:

@@ -94,6 +94,27 @@ def _unit_column(microdata: pd.DataFrame, params: Mapping[str, Any]) -> str | No
     return "seq_id" if "seq_id" in microdata.columns else None
 
 
+def _bounded_tables(
+    microdata: pd.DataFrame, params: Mapping[str, Any], tax: Taxonomy | None, random_state: object
+) -> dict[str, pd.DataFrame]:
+    """The microdata's exact tables, through the release's own steps (partitions, bins,
+    location collapse and, for a card-unit release, its bounding rule: releases older than the
+    ``bounding`` parameter kept the earliest events)."""
+    unit = _unit_column(microdata, params)
+    return marginal_tables(
+        microdata,
+        bin_minutes=int(params["bin_minutes"]),
+        taxonomy=tax,
+        level=None if tax is None else params.get("level"),
+        modes=params.get("modes"),
+        days=params.get("days"),
+        unit_column=unit,
+        max_contributions=None if unit is None else int(params.get("max_contributions", 1)),
+        bounding=params.get("bounding", "earliest"),
+        random_state=random_state,
+    )
+
+
 def _released_share(
     merged: pd.DataFrame, dims: list[str], kept: pd.DataFrame | None
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -177,19 +198,7 @@ def against_reference(
     bound), ``outside_bound, outside_fraction, max_abs_error, release_total, microdata_total``.
     """
     tables, params, tax = _load(release, taxonomy)
-    unit = _unit_column(microdata, params)
-    truth = marginal_tables(
-        microdata,
-        bin_minutes=int(params["bin_minutes"]),
-        taxonomy=tax,
-        level=None if tax is None else params.get("level"),
-        modes=params.get("modes"),
-        days=params.get("days"),
-        unit_column=unit,
-        max_contributions=None if unit is None else int(params.get("max_contributions", 1)),
-        bounding=params.get("bounding", "earliest"),
-        random_state=random_state,
-    )
+    truth = _bounded_tables(microdata, params, tax, random_state)
     rows: list[dict[str, Any]] = []
     kept: dict[str, pd.DataFrame] = {}
     for name in sorted(TABLES, key=lambda t: not t.endswith("time_location")):
