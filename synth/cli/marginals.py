@@ -102,6 +102,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="K",
         help="with --privacy-unit: events kept per card and side over all partitions (default 1)",
     )
+    p.add_argument(
+        "--bounding",
+        choices=("uniform", "earliest"),
+        default="uniform",
+        help="with --privacy-unit: which K events a card keeps: a uniform random choice (the "
+        "default: the kept taps keep the card's profile) or the earliest by time",
+    )
     p.add_argument("--format", choices=("csv", "parquet"), default="csv", help="table file format")
     add_input_map_options(p)
     add_timezone_option(p)
@@ -148,6 +155,7 @@ def run(args: argparse.Namespace) -> int:
             "days": None if args.days is None else _days(args.days),
             "privacy_unit": unit,
             "max_contributions": args.max_contributions,
+            "bounding": args.bounding,
             "on_unknown": args.on_unknown,
             "timezone": args.timezone,
             **engine_params(args),

@@ -93,3 +93,25 @@ def test_bad_bounding_rule() -> None:
         OpalRelease(privacy_unit="card_id", bounding="latest").fit(_taps())  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="bounding must be one of"):
         marginal_tables(_taps(), unit_column="card_id", max_contributions=1, bounding="x")  # type: ignore[arg-type]
+
+
+def test_cli_bounding_flag(tmp_path: object) -> None:
+    """``marginals --bounding earliest`` publishes the first taps; the default the uniform ones."""
+    from pathlib import Path
+
+    from synth.cli import main
+
+    folder = Path(str(tmp_path))
+    _taps(400).to_csv(folder / "taps.csv", index=False)
+    base = ["marginals", str(folder / "taps.csv"), "--epsilon", "8", "--delta", "1e-4"]
+    base += ["--bin", "60", "--privacy-unit", "card_id", "--max-contributions", "2", "--quiet"]
+    for rule in ("uniform", "earliest"):
+        extra = [] if rule == "uniform" else ["--bounding", "earliest"]
+        assert main([*base, "--out", str(folder / rule), "--seed", "1", *extra]) == 0
+    hours = {
+        rule: set(pd.read_csv(folder / rule / "on_time.csv", dtype=str)["time"])
+        for rule in ("uniform", "earliest")
+    }
+    assert hours["earliest"] == {"06:00", "09:00"} and len(hours["uniform"]) == 6
+    manifest = (folder / "earliest" / "manifest.json").read_text()
+    assert '"bounding": "earliest"' in manifest

@@ -277,8 +277,9 @@ def test_the_original_sube_taps_pass_their_own_check() -> None:
 
     taps = _sube("wednesday")
     params = demo_settings()["marginals"].params
+    assert params["bounding"] == "uniform"  # each card's 7 taps: a uniform choice
     release = OpalRelease(**params, random_state=2).fit(taps)
-    report = against_reference(taps, release).set_index("table")
+    report = against_reference(taps, release, random_state=3).set_index("table")  # its own draw
     assert (report["within_bound"] >= 0.95).all()
     assert (report.loc[["on_time", "on_location", "off_time", "off_location"], "tvd"] <= 0.05).all()
     assert report["passes"].all()
@@ -292,12 +293,14 @@ def test_the_original_sube_taps_pass_their_own_check() -> None:
             bin_minutes=60,
             unit_column="card_id",
             max_contributions=params["max_contributions"],
+            bounding="uniform",
+            random_state=4,
         )["on_time"]
         .groupby("time")["count"]
         .sum()
     )
     cut = cut.reindex(whole.index, fill_value=0)
-    assert 0.5 * float(np.abs(whole / whole.sum() - cut / cut.sum()).sum()) < 0.01
+    assert 0.5 * float(np.abs(whole / whole.sum() - cut / cut.sum()).sum()) < 0.002
 
 
 def test_card_unit_check_from_the_release_directory(
