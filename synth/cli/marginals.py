@@ -14,6 +14,7 @@ import pandas as pd
 
 from synth.cli.inputmap import add_input_map_options, input_map_from_args, mapped_input
 from synth.cli.options import (
+    add_bounding_option,
     add_engine_options,
     add_gtfs_route_rule_option,
     add_names_option,
@@ -102,13 +103,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="K",
         help="with --privacy-unit: events kept per card and side over all partitions (default 1)",
     )
-    p.add_argument(
-        "--bounding",
-        choices=("uniform", "earliest"),
-        default="uniform",
-        help="with --privacy-unit: which K events a card keeps: a uniform random choice (the "
-        "default: the kept taps keep the card's profile) or the earliest by time",
-    )
+    add_bounding_option(p)
     p.add_argument("--format", choices=("csv", "parquet"), default="csv", help="table file format")
     add_input_map_options(p)
     add_timezone_option(p)
