@@ -139,7 +139,13 @@ def _bounds(manifest: Mapping[str, Any]) -> list[str]:
         if p.get("max_contributions") and str(p.get("privacy_unit")) not in _ROW_UNITS:
             out.append(
                 f"at most {p['max_contributions']} taps per {p.get('privacy_unit')} counted on "
-                "each side (tap-on, tap-off), the first by time"
+                "each side (tap-on, tap-off), "
+                + (
+                    "a uniform random choice among its taps (the counts keep the profile of "
+                    "all taps in expectation)"
+                    if p.get("bounding") == "uniform"
+                    else "the first by time (the counts lean to early taps)"
+                )
             )
         if p.get("level") is not None:
             out.append(f"locations at taxonomy level {p['level']}")
@@ -389,7 +395,10 @@ def render_readme(sheet: Mapping[str, Any]) -> str:
         pass
     elif names["names"]:
         shown = list(names["names"].items())[:README_NAMES]
-        lines += [f"From the public {names['source']}.", "", "| location | name |", "|---|---|"]
+        named = any(c["name"] == "location_name" for f in sheet["files"] for c in f["columns"])
+        where = " The data files carry them in their `location_name` column." if named else ""
+        lines += [f"From the public {names['source']}.{where}", "", "| location | name |"]
+        lines.append("|---|---|")
         lines += [f"| `{_md_cell(k)}` | {_md_cell(v)} |" for k, v in shown]
         if len(names["names"]) > README_NAMES:
             lines += ["", f"... {len(names['names']) - README_NAMES:,} more in datasheet.json."]

@@ -52,7 +52,9 @@ def test_sequences_location_name_column(files: dict[str, Path], tmp_path: Path) 
     columns = {c["name"]: c["meaning"] for f in sheet["files"] for c in f["columns"]}
     assert "public name" in columns["location_name"]
     readme = (tmp_path / "named" / "README.md").read_text()
-    assert "location_name" in readme
+    assert "carry them in their `location_name` column" in readme
+    plain_readme = (tmp_path / "plain" / "README.md").read_text()
+    assert "Bolívar" in plain_readme and "`location_name` column" not in plain_readme
 
 
 def test_location_names_need_public_names(

@@ -115,3 +115,14 @@ def test_cli_bounding_flag(tmp_path: object) -> None:
     assert hours["earliest"] == {"06:00", "09:00"} and len(hours["uniform"]) == 6
     manifest = (folder / "earliest" / "manifest.json").read_text()
     assert '"bounding": "earliest"' in manifest
+
+
+def test_datasheet_states_the_bounding_rule(tmp_path: object) -> None:
+    """The release's README.md says how each card's k taps were chosen."""
+    from pathlib import Path
+
+    settings = dict(bin_minutes=60, privacy_unit="card_id", max_contributions=2, random_state=1)
+    for rule, words in (("uniform", "uniform random choice"), ("earliest", "first by time")):
+        out = Path(str(tmp_path)) / rule
+        OpalRelease(**settings, bounding=rule).fit(_taps()).write(out)  # type: ignore[arg-type]
+        assert words in (out / "README.md").read_text()
