@@ -39,6 +39,7 @@ __all__ = [
     "Bounding",
     "check_bounding",
     "event_priority",
+    "expected_tables",
     "keep_bounded",
     "selection_source",
 ]
@@ -127,3 +128,41 @@ def keep_bounded(
     out = np.zeros(among.size, dtype=bool)
     out[np.flatnonzero(among)[rank < int(k)]] = True
     return out
+
+
+def expected_tables(
+    events: Any, part: np.ndarray, loc: np.ndarray, grid: Any, among: np.ndarray, k: int
+) -> dict[str, pd.DataFrame]:
+    """The tables of ``events[among]`` as the uniform choice gives them in expectation, with the
+    choice's variance per cell (what the reference check compares a uniform release with).
+
+    A card with ``n > k`` events on a side keeps ``k`` of them uniformly: ``m`` of its events in
+    a cell contribute ``m k / n`` in expectation, and the kept number is hypergeometric, of
+    variance ``k (m/n) (1 - m/n) (n - k) / (n - 1)``; cards are independent, so a cell's mean
+    and variance are the sums over cards. Columns as :meth:`Grid.frame`, ``count`` (float) and
+    ``variance``.
+    """
+    from types import SimpleNamespace
+
+    from synth.marginals.grid import TABLES, table_keys
+
+    side, unit = events.side[among].astype(np.int64), events.unit[among].astype(np.int64)
+    group, size = np.unique(unit * 2 + side, return_inverse=True, return_counts=True)[1:]
+    view = SimpleNamespace(side=events.side[among], minute=events.minute[among])
+    out: dict[str, pd.DataFrame] = {}
+    for s in sorted(set(events.side[among].tolist())):
+        keys = table_keys(view, part[among], loc[among], grid, int(s))  # type: ignore[arg-type]
+        on = side == s
+        for name, key in keys.items():
+            cells = grid.size(name)
+            pair, m = np.unique(group[on] * cells + key, return_counts=True)
+            g = pair // cells
+            nn, kk, share = size[g].astype(float), np.minimum(float(k), size[g]), m / size[g]
+            mean = m * kk / nn
+            var = np.where(nn > 1, kk * share * (1 - share) * (nn - kk) / np.maximum(nn - 1, 1), 0)
+            present, inverse = np.unique(pair % cells, return_inverse=True)
+            frame = grid.frame(name, present, np.zeros(present.size, np.int64))
+            frame["count"] = np.bincount(inverse, weights=mean, minlength=present.size)
+            frame["variance"] = np.bincount(inverse, weights=var, minlength=present.size)
+            out[name] = frame
+    return {name: out[name] for name in TABLES if name in out}

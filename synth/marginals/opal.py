@@ -9,6 +9,7 @@ shortcut, never enumerated).
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import warnings
 from collections.abc import Mapping, Sequence
@@ -24,7 +25,7 @@ from synth.engines.kernels import count_keys
 from synth.errors import ConfigError, InputError
 from synth.generator import SEQUENCE, STRING, Constraint, Generator, InstanceOf
 from synth.logs import private_message
-from synth.marginals.bounding import Bounding, check_bounding, keep_bounded
+from synth.marginals.bounding import Bounding, check_bounding, expected_tables, keep_bounded
 from synth.marginals.calibration import (
     NOISE_METHODS,
     NoiseSource,
@@ -539,6 +540,7 @@ def marginal_tables(
     max_contributions: int | None = None,
     bounding: Bounding = "earliest",
     random_state: object = None,
+    expected: bool = False,
 ) -> dict[str, pd.DataFrame]:
     """The exact (NOT private) tables of the release, in its format, for trips, taps or sequences.
 
@@ -549,8 +551,9 @@ def marginal_tables(
     each (unit, side) keeps ``max_contributions`` events by the release's ``bounding`` rule
     (:mod:`synth.marginals.bounding`): ``"earliest"``, the first by (time, partition, location,
     input order; data without times, e.g. sequences: the first in input order), or
-    ``"uniform"``, a uniform random choice (``random_state``: None secure, an int seed), so a
-    card-unit release is compared with data bounded as it was.
+    ``"uniform"``, a uniform random choice (``random_state``: None secure, an int seed) or, with
+    ``expected``, its expectation with a ``variance`` column (:func:`~synth.marginals.bounding.
+    expected_tables`), so a card-unit release is compared with data bounded as it was.
     """
     bounded = unit_column is not None and max_contributions is not None
     events = read_events(
@@ -570,6 +573,8 @@ def marginal_tables(
         timed = bool((events.minute >= 0).all())  # untimed sequences: the first k positions
         order = [events.minute, part, loc] if timed else []
         rule, k = check_bounding(bounding), int(max_contributions)  # type: ignore[arg-type]
+        if expected and rule == "uniform":
+            return expected_tables(events, part, loc, grid, keep, k)
         keep = keep_bounded(keep, events, k, random_state, rule=rule, order=order)
     if not keep.all():
         events = _subset(events, keep)
@@ -586,15 +591,7 @@ def marginal_tables(
 
 def _subset(events: Events, keep: np.ndarray) -> Events:
     """The events ``keep`` (same category lists and sides)."""
-    return Events(
-        side=events.side[keep],
-        mode=events.mode[keep],
-        day=events.day[keep],
-        minute=events.minute[keep],
-        location=events.location[keep],
-        unit=None if events.unit is None else events.unit[keep],
-        modes=events.modes,
-        locations=events.locations,
-        kind=events.kind,
-        sides=events.sides,
-    )
+    arrays = {f: getattr(events, f)[keep] for f in ("side", "mode", "day", "minute", "location")}
+    unit = None if events.unit is None else events.unit[keep]
+    units = events.units
+    return dataclasses.replace(events, **arrays, unit=unit, units=units)

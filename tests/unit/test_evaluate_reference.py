@@ -154,8 +154,8 @@ def test_the_original_passes_its_own_card_unit_check(card_taps: pd.DataFrame, mo
     assert (report["coverage"] > 0.5).all()  # most of the data lies in published cells
     # the microdata compared holds at most k taps per card and side
     tally = card_taps.groupby(["card_id", "tap"]).size().clip(upper=3).groupby("tap").sum()
-    assert report.loc["on_time", "microdata_total"] == tally["on"]
-    assert report.loc["off_time", "microdata_total"] == tally["off"]
+    assert report.loc["on_time", "microdata_total"] == pytest.approx(tally["on"])
+    assert report.loc["off_time", "microdata_total"] == pytest.approx(tally["off"])
 
 
 def test_unbounded_comparison_would_not_pass(card_taps: pd.DataFrame) -> None:
@@ -235,7 +235,7 @@ def test_synthetic_sequences_are_bounded_as_cards(card_taps: pd.DataFrame) -> No
     )
     report = against_reference(seqs, release).set_index("table")
     expected = on.groupby("card_id").size().clip(upper=3).sum()
-    assert report.loc["on_time", "microdata_total"] == expected
+    assert report.loc["on_time", "microdata_total"] == pytest.approx(expected)
     assert report.loc["on_time", "passes"]
 
 
@@ -279,7 +279,7 @@ def test_the_original_sube_taps_pass_their_own_check() -> None:
     params = demo_settings()["marginals"].params
     assert params["bounding"] == "uniform"  # each card's 7 taps: a uniform choice
     release = OpalRelease(**params, random_state=2).fit(taps)
-    report = against_reference(taps, release, random_state=3).set_index("table")  # its own draw
+    report = against_reference(taps, release).set_index("table")
     assert (report["within_bound"] >= 0.95).all()
     assert (report.loc[["on_time", "on_location", "off_time", "off_location"], "tvd"] <= 0.05).all()
     assert report["passes"].all()
@@ -310,7 +310,6 @@ def test_card_unit_check_from_the_release_directory(
     gives the same check as the fitted release."""
     release = OpalRelease(**CARD_SETTINGS, random_state=4).fit(card_taps)
     out = release.write(tmp_path / "rel").path
-    pd.testing.assert_frame_equal(  # the same (seeded) uniform choice of k taps per card
-        against_reference(card_taps, release, random_state=5),
-        against_reference(card_taps, out, random_state=5),
+    pd.testing.assert_frame_equal(
+        against_reference(card_taps, release), against_reference(card_taps, out)
     )
