@@ -20,7 +20,9 @@ describes:
   0.021 / 0.015 / 0.008 / 0.0008 under "uniform" (the same share of taps is kept).
 
 The evaluation (:func:`synth.evaluate.against_reference`) puts the microdata it compares through
-the same rule, so like is compared with like.
+the same rule, so like is compared with like: the first ``k`` by time for "earliest"; for
+"uniform", whose key is secret, the expectation over the choice with its variance per cell
+(:func:`expected_tables`).
 """
 
 from __future__ import annotations
