@@ -47,6 +47,8 @@ def test_raw_chicago_file_scored_and_decoded(
     assert result["decoding"]["values"]["payment_type"]["1"] == "Credit Card"
     assert result["decoding"]["columns"]["shift"] == ["trip_start_day", "trip_start_hours"]
     (scores,) = result["releases"].values()
+    report = (tmp_path / "e" / "private-report.html").read_text()
+    assert "Reading the columns back" in report and "trip_start_day, trip_start_hours" in report
     assert scores  # the same trips: every marginal distance is 0
     tvs = [v for _, v in _numbers(scores, "tv")]
     assert tvs and max(tvs) < 1e-9
