@@ -100,8 +100,14 @@ def write_sequences_file(
     chunks: Iterable[pd.DataFrame], release: ReleaseWriter, format: str
 ) -> dict[str, int]:
     """Write the released chunks as ``sequences.<format>`` into ``release``; returns the number
-    of ``rows`` and of whole ``sequences`` written."""
+    of ``rows`` and of whole ``sequences`` written (with ``location_name`` when the release
+    has public location names, :attr:`~synth.release.ReleaseWriter.names`)."""
     written = {"sequences": 0}
+    if release.names is not None:
+        from synth.datasheet import with_location_names
+
+        names = release.names
+        chunks = (with_location_names(chunk, names) for chunk in chunks)
     rows = write_sequences(_counted(chunks, written), release.file(f"sequences.{format}"))
     return {"rows": rows, "sequences": written["sequences"]}
 

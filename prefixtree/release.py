@@ -12,6 +12,7 @@ from typing import Any
 import pandas as pd
 
 from prefixtree.synthesizer import PrefixTreeSynthesizer
+from synth.datasheet import location_names as public_names
 from synth.datasheet import read_names
 from synth.errors import ConfigError, InputError
 from synth.io import read_table, table_format
@@ -62,6 +63,7 @@ def release_sequences(
     timezone: str | None = None,
     provenance_key: bytes | None = None,
     names: str | os.PathLike[str] | None = None,
+    location_names: bool = False,
 ) -> str:
     """Write a prefix-tree release of ``input`` into ``out`` (atomically); returns a summary line.
 
@@ -82,6 +84,8 @@ def release_sequences(
     check_format(format)
     if names is not None:
         read_names(names)  # a bad names file fails before the data is read
+    if location_names:  # public names for a location_name column, before the data is read
+        public_names({k: v for k, v in (("names", names), ("taxonomy", taxonomy)) if v})
     recorded = source if source is not None else input
     provenance = (
         None if provenance_key is None else private_inputs(provenance_key, {"input": recorded})
@@ -104,7 +108,9 @@ def release_sequences(
         step("release")
         extra = {} if locations is None else {"locations": locations}
         extra.update({} if names is None else {"names": names})  # the datasheet's names
-        written = synth.write(out, format=format, public_inputs=extra)
+        written = synth.write(
+            out, format=format, public_inputs=extra, location_names=location_names
+        )
     if provenance is not None:
         write_provenance(out, provenance, command="sequences")
     warn_if_underspent(synth.ledger_, str(out))

@@ -24,7 +24,7 @@ from typing import Any
 
 import pandas as pd
 
-from synth.errors import InputError
+from synth.errors import ConfigError, InputError
 from synth.registry import SheetFacts, for_manifest
 
 __all__ = [
@@ -34,12 +34,14 @@ __all__ = [
     "archetypes_facts",
     "build_datasheet",
     "guarantee_sentence",
+    "location_names",
     "opal_details",
     "opal_facts",
     "prefixtree_details",
     "prefixtree_facts",
     "read_names",
     "render_readme",
+    "with_location_names",
 ]
 
 DATASHEET_README = "README.md"
@@ -53,7 +55,8 @@ _COLUMNS = {
     "pos": "position of the location in the passenger's sequence (0 = first)",
     "location": "location id (station, line or zone, as in the public taxonomy)",
     "time": "time of the tap, floored to the time bin (HH:MM)",
-    "location_name": "the location's public name",
+    "location_name": "the location's public name (from the public names file or GTFS feed; "
+    "empty when it has none)",
     "mode": "travel mode (bus, train, ...)",
     "day": "service day",
     "count": "noisy number of taps in this cell (cells below the threshold are absent)",
@@ -171,7 +174,13 @@ def opal_facts(manifest: Mapping[str, Any]) -> SheetFacts:
     if k and not per_row:
         bounds.append(
             f"at most {k} taps per {p.get('privacy_unit')} counted on each side (tap-on, "
-            "tap-off), the first by time"
+            "tap-off), "
+            + (
+                "a uniform random choice among its taps (the counts keep the profile of "
+                "all taps in expectation)"
+                if p.get("bounding") == "uniform"
+                else "the first by time (the counts lean to early taps)"
+            )
         )
     if p.get("level") is not None:
         bounds.append(f"locations at taxonomy level {p['level']}")
@@ -265,6 +274,30 @@ def read_names(path: str | os.PathLike[str]) -> dict[str, str]:
     if list(frame.columns[:2]) != ["location", "name"]:
         raise InputError(f"{source}: a names file has the columns location,name")
     return dict(zip(frame["location"], frame["name"], strict=True))
+
+
+def location_names(public_inputs: Mapping[str, str | os.PathLike[str]]) -> dict[str, str]:
+    """The public names a release's ``location_name`` column is filled from (``--location-names``):
+    the ``names`` file, else a GTFS zip taxonomy's; a ConfigError when there are none. Public
+    configuration only, never the private data, so the column is as public as the location."""
+    names, _ = _public_names(public_inputs)
+    if not names:
+        raise ConfigError(
+            "--location-names needs public names: a --names file (location,name) or a GTFS zip "
+            "--taxonomy"
+        )
+    return names
+
+
+def with_location_names(frame: pd.DataFrame, names: Mapping[str, str]) -> pd.DataFrame:
+    """``frame`` with a ``location_name`` column after its ``location`` column (a location
+    without a public name gets an empty name); other frames as they are. Each row on its own."""
+    if "location" not in frame.columns or "location_name" in frame.columns:
+        return frame
+    out = frame.copy()
+    named = out["location"].astype(str).map(dict(names)).fillna("")
+    out.insert(list(out.columns).index("location") + 1, "location_name", named.astype(str))
+    return out
 
 
 def _public_names(public_inputs: Mapping[str, str | os.PathLike[str]]) -> tuple[dict, str | None]:
@@ -372,7 +405,10 @@ def render_readme(sheet: Mapping[str, Any]) -> str:
         pass
     elif names["names"]:
         shown = list(names["names"].items())[:README_NAMES]
-        lines += [f"From the public {names['source']}.", "", "| location | name |", "|---|---|"]
+        named = any(c["name"] == "location_name" for f in sheet["files"] for c in f["columns"])
+        where = " The data files carry them in their `location_name` column." if named else ""
+        lines += [f"From the public {names['source']}.{where}", "", "| location | name |"]
+        lines.append("|---|---|")
         lines += [f"| `{_md_cell(k)}` | {_md_cell(v)} |" for k, v in shown]
         if len(names["names"]) > README_NAMES:
             lines += ["", f"... {len(names['names']) - README_NAMES:,} more in datasheet.json."]

@@ -362,18 +362,27 @@ class Generator:
         format: str = "csv",
         public_inputs: Mapping[str, str | os.PathLike[str]] | None = None,
         force: bool | None = None,
+        location_names: bool = False,
     ) -> Written:
         """Write the release directory ``out``: the data files (``format`` "csv" or "parquet"),
         :meth:`manifest` and the datasheet (``README.md``, ``datasheet.json``), staged and put
         in place whole (:func:`synth.release.write_release`:
-        an existing folder of the user's is never replaced; ``force`` as ``--force``)."""
+        an existing folder of the user's is never replaced; ``force`` as ``--force``).
+        ``location_names``: the data files get a ``location_name`` column from the public names
+        (:func:`synth.datasheet.location_names`: a ``names`` input or a GTFS taxonomy)."""
         from synth.release import Written, check_format, write_release
 
         self._check_fitted()
         check_format(format)
         manifest = self.manifest(public_inputs)
         inputs = {**self.public_inputs(), **dict(public_inputs or {})}
+        names = None
+        if location_names:
+            from synth.datasheet import location_names as public_names
+
+            names = public_names(inputs)
         with write_release(out, force=force) as release:
+            release.names = names
             counts = self._write_data(release, format)
             release.manifest(manifest, inputs)  # and the datasheet (README.md, datasheet.json)
         return Written(Path(out), dict(counts))

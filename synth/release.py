@@ -258,9 +258,11 @@ def write_manifest(folder: str | os.PathLike[str], manifest: Mapping[str, Any]) 
 
 
 class ReleaseWriter:
-    """The files of one release being written into ``path`` (a staged folder)."""
+    """The files of one release being written into ``path`` (a staged folder); ``names``:
+    public location names for a ``location_name`` column (None: no such column)."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.names: Mapping[str, str] | None = None
         self.path = Path(path)
         self.path.mkdir(parents=True, exist_ok=True)
 
@@ -271,8 +273,13 @@ class ReleaseWriter:
         return self.path / name
 
     def table(self, frame: pd.DataFrame, stem: str, format: str = "csv") -> Path:
-        """Write ``frame`` as ``stem.csv`` or ``stem.parquet``."""
+        """Write ``frame`` as ``stem.csv`` or ``stem.parquet`` (with a ``location_name`` column
+        when :attr:`names`, public location names, are set)."""
         path = self.file(f"{stem}.{check_format(format)}")
+        if self.names is not None:
+            from synth.datasheet import with_location_names
+
+            frame = with_location_names(frame, self.names)
         write_table(frame, path)
         return path
 

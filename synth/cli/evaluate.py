@@ -21,6 +21,12 @@ from typing import Any
 import pandas as pd
 
 from synth import datasets, registry
+from synth.cli.evaluate_trips import (
+    add_trip_input_options,
+    decoded_files,
+    read_original_trips,
+    trip_decoding,
+)
 from synth.cli.inputmap import add_input_map_options, input_map_from_args, mapped_input
 from synth.cli.options import add_quiet_option
 from synth.config import EMBEDDED
@@ -28,7 +34,7 @@ from synth.errors import ConfigError, InputError
 from synth.evaluate.suite import PAPER_KS, evaluate_sequences, evaluate_trips
 from synth.evaluate.trajectories import evaluate_trajectories
 from synth.internal import INTERNAL_NOTICE, check_outside_releases, default_evaluation_dir
-from synth.io import check_sep, read_table, table_format
+from synth.io import read_table, table_format
 from synth.logs import private_message
 from synth.outdir import release_dir
 from synth.records import load_sequences, truncate_sequences
@@ -157,6 +163,7 @@ def _trip_options(p: argparse.ArgumentParser) -> None:
         default="",
         help="comma-separated columns left out of the marginals (e.g. lat,lon)",
     )
+    add_trip_input_options(trips)
     p.add_argument(
         "--workload-seed", type=int, default=0, help="seed of the query workload and marginal picks"
     )
@@ -332,10 +339,10 @@ def _evaluate_trips(
     id_column = args.id_column or _from_manifests(manifests, "id_column") or "card_id"
     time_column = args.time_column or _from_manifests(manifests, "order_column") or "on_time"
     ids = {id_column: str}
-    original = read_table(args.original, dtype=ids, sep=check_sep(args.sep))
+    original = read_original_trips(args, id_column)  # as the trips command read it
     synthetic = {n: read_table(t, dtype=ids) for n, t in tables.items()}
     destination = args.destination_column
-    return evaluate_trips(
+    return trip_decoding(args) | evaluate_trips(
         original,
         synthetic,
         id_column=id_column,
@@ -372,6 +379,8 @@ def run(args: argparse.Namespace) -> int:
         text = json.dumps(results, indent=2)  # the notice is its first key
         (stage / RESULTS_FILE).write_text(text + "\n", encoding="utf-8")
         write_report(results, stage / REPORT_FILE, manifests=manifests, notice=INTERNAL_NOTICE)
+        if kind == "trips":  # --decode: the synthetic trips in the user's own columns
+            decoded_files(args, tables, stage, args.id_column)
     if not args.quiet:
         for line in _summary(results):  # measured against the original: the holder's
             shown = private_message(line)

@@ -34,9 +34,13 @@ __all__ = [
     "mapped_input",
 ]
 
-#: the input-mapping keys of a ``[sequences]``/``[marginals]`` config table (rules of
-#: :func:`synth.config.check_io`); ``location_column`` is declared by each table
+#: the input-side keys of a ``[sequences]``/``[marginals]`` config table (rules of
+#: :func:`synth.config.check_io`): the input mapping (``location_column`` is declared by each
+#: table) and the public location names (``names``, as ``--names``; ``location_names``, as
+#: ``--location-names``)
 INPUT_MAP_KEYS: dict[str, Any] = {
+    "names": "path",
+    "location_names": bool,
     "profile": PROFILES,
     "card_column": str,
     "time_column": str,
@@ -136,7 +140,7 @@ def input_map_from_io(io: Mapping[str, Any]) -> InputMap:
     """The :class:`InputMap` of a config table's keys."""
     from synth.records.mapping import InputMap
 
-    keys = [k for k in INPUT_MAP_KEYS if k != "profile"]
+    keys = [k for k in INPUT_MAP_KEYS if k not in ("profile", "names", "location_names")]
     return InputMap.build(
         io.get("profile"),
         location_column=io.get("location_column"),
@@ -156,7 +160,9 @@ def mapped_input(
     long-format input): the file itself when no mapping option is set (the default reading;
     engines may count it out of core), else the rows loaded by
     :func:`~synth.records.mapping.read_mapped` with the location renamed to
-    ``location_default``. Warns when ``time_bin`` is finer than the data's time resolution.
+    ``location_default``. Warns when ``time_bin`` is finer than the data's time resolution
+    (declared, or a schema fact) and, for the rows it loads, tells the data holder how many time
+    values lie on a whole hour (each value checked on its own, counts in the holder's log only).
     The caller prints the summary once the release succeeded (an error stays one line)."""
     import pandas as pd
 
@@ -165,6 +171,7 @@ def mapped_input(
         header_roles,
         read_mapped,
         role_summary,
+        time_grain_warning,
         time_resolution_warning,
     )
 
@@ -172,16 +179,21 @@ def mapped_input(
         if not imap.active:
             return path, imap.location_column, None
         frame, summary = read_mapped(path, imap, location_default=location_default)
+        known = time_resolution_warning(imap, [str(c) for c in path.columns], time_bin, bin_flag)
+        if "time" in frame.columns and known is None:  # each value on its own
+            time_grain_warning(frame["time"], time_bin, bin_flag)
         taps = not ({"seq_id", "pos"} <= set(frame.columns) or "on_stop" in frame.columns)
         return frame, location_default if taps else imap.location_column, summary
     if table_format(path) is None:
         return path, imap.location_column, None  # the loader names the problem
     names = table_columns(path, sep=imap.sep)
-    time_resolution_warning(imap, names, time_bin, bin_flag)
+    known = time_resolution_warning(imap, names, time_bin, bin_flag)
     long_format = {"seq_id", "pos"} <= set(names) or ("on_stop" in names and "stop_id" not in names)
     if not imap.active:
         roles = header_roles(names, imap, location_default)
         line = None if long_format else role_summary(str(path), roles, imap, location_default)
         return path, imap.location_column, line
     frame, summary = read_mapped(path, imap, location_default=location_default)
+    if "time" in frame.columns and known is None:  # each value on its own
+        time_grain_warning(frame["time"], time_bin, bin_flag)
     return frame, imap.location_column if long_format else location_default, summary

@@ -14,6 +14,7 @@ import pandas as pd
 
 from synth.cli.inputmap import add_input_map_options, input_map_from_args, mapped_input
 from synth.cli.options import (
+    add_bounding_option,
     add_engine_options,
     add_gtfs_route_rule_option,
     add_names_option,
@@ -102,6 +103,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="K",
         help="with --privacy-unit: events kept per card and side over all partitions (default 1)",
     )
+    add_bounding_option(p)
     p.add_argument("--format", choices=("csv", "parquet"), default="csv", help="table file format")
     add_input_map_options(p)
     add_timezone_option(p)
@@ -148,6 +150,7 @@ def run(args: argparse.Namespace) -> int:
             "days": None if args.days is None else _days(args.days),
             "privacy_unit": unit,
             "max_contributions": args.max_contributions,
+            "bounding": args.bounding,
             "on_unknown": args.on_unknown,
             "timezone": args.timezone,
             **engine_params(args),
@@ -162,6 +165,7 @@ def run(args: argparse.Namespace) -> int:
         progress=Progress(args.quiet),
         provenance_key=provenance_key(args.provenance_key_file),
         names=args.names,
+        location_names=args.location_names,
     )
     if not args.quiet:
         if columns:

@@ -10,6 +10,7 @@ from synth.provenance import ENV_VAR, SUFFIX
 
 __all__ = [
     "SEEDED_WARNING",
+    "add_bounding_option",
     "add_engine_options",
     "add_provenance_option",
     "add_quiet_option",
@@ -134,6 +135,23 @@ def add_names_option(parser: argparse.ArgumentParser) -> None:
         help="public CSV location,name: the location names listed in the release's datasheet "
         "(README.md, datasheet.json); fingerprinted in the manifest (a GTFS zip --taxonomy "
         "gives its stop and route names without it)",
+    )
+    parser.add_argument(
+        "--location-names",
+        action="store_true",
+        help="add a location_name column to the released files, from the public names "
+        "(--names, else a GTFS zip --taxonomy); never from the private data",
+    )
+
+
+def add_bounding_option(parser: argparse.ArgumentParser) -> None:
+    """``--bounding`` of a card-unit marginal release (:mod:`synth.marginals.bounding`)."""
+    parser.add_argument(
+        "--bounding",
+        choices=("uniform", "earliest"),
+        default="uniform",
+        help="with --privacy-unit: which K events a card keeps: a uniform random choice (the "
+        "default: the kept taps keep the card's profile) or the earliest by time",
     )
 
 

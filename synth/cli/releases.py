@@ -51,6 +51,8 @@ def make_sequences(
         format=io.get("format", "csv"),
         source=io["input"],
         timezone=io.get("timezone"),
+        names=io.get("names"),
+        location_names=io.get("location_names", False),
         **kw,
     )
     return summary if columns is None else f"{summary}\n  {columns}"
@@ -113,6 +115,8 @@ def make_marginals(
         location_column=location or "stop_id",
         format=io.get("format", "csv"),
         source=io["input"],
+        names=io.get("names"),
+        location_names=io.get("location_names", False),
         **kw,
     )
     return summary if columns is None else f"{summary}\n  {columns}"

@@ -15,6 +15,10 @@ A config holds one or more releases, each a table named after the subcommand tha
   ``timezone``;
 * a generator registered in :mod:`synth.registry` adds its own ``[KIND]`` table (its spec's keys;
   by default ``input`` and ``format``);
+* both ``[sequences]`` and ``[marginals]`` also take the input mapping keys
+  (:data:`synth.cli.inputmap.INPUT_MAP_KEYS`), ``names`` (a public ``location,name`` file, as
+  ``--names``) and ``location_names`` (``true``: a ``location_name`` column, as
+  ``--location-names``);
 
 each with a sub-table ``parameters`` of the generator's constructor parameters
 (:class:`~prefixtree.PrefixTreeSynthesizer`, :class:`~archetypes.ArchetypeSynthesizer`,

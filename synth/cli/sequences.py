@@ -309,6 +309,7 @@ def run(args: argparse.Namespace) -> int:
         source=args.input,
         provenance_key=provenance_key(args.provenance_key_file),
         names=args.names,
+        location_names=args.location_names,
     )
     if not args.quiet:
         if columns:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
+from statistics import NormalDist
 from typing import Any
 
 import numpy as np
@@ -96,6 +97,28 @@ def _unit_column(microdata: pd.DataFrame, params: Mapping[str, Any]) -> str | No
     return "seq_id" if "seq_id" in microdata.columns else None
 
 
+def _bounded_tables(
+    microdata: pd.DataFrame, params: Mapping[str, Any], tax: Taxonomy | None
+) -> dict[str, pd.DataFrame]:
+    """The microdata's exact tables, through the release's own steps (partitions, bins,
+    location collapse and, for a card-unit release, its bounding rule: releases older than the
+    ``bounding`` parameter kept the earliest events; a uniform choice is counted in
+    expectation, with its variance per cell)."""
+    unit = _unit_column(microdata, params)
+    return marginal_tables(
+        microdata,
+        bin_minutes=int(params["bin_minutes"]),
+        taxonomy=tax,
+        level=None if tax is None else params.get("level"),
+        modes=params.get("modes"),
+        days=params.get("days"),
+        unit_column=unit,
+        max_contributions=None if unit is None else int(params.get("max_contributions", 1)),
+        bounding=params.get("bounding", "earliest"),
+        expected=True,
+    )
+
+
 def _released_share(
     merged: pd.DataFrame, dims: list[str], kept: pd.DataFrame | None
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -160,12 +183,18 @@ def against_reference(
 
     Like with like: the microdata goes through the release's own steps before its tables are
     counted: the same public partitions, bins and location collapse and, for a card-unit release,
-    the same bounding (each card's first ``max_contributions`` events per side, by time; a
-    synthetic sequence counts as one card). When the microdata has no ``mode`` or no date, the
-    release is summed over that partition column and the bound grows with the number of partitions
-    summed. For a one-way table derived by summing (consistent mode) the bound is the two-way bound
-    times the number of cells summed (the public domain size, or the locations seen in either table
-    when it is not public).
+    the same bounding (each card's ``max_contributions`` events per side, by the release's
+    ``bounding`` rule; a synthetic sequence counts as one card). For ``"earliest"`` (and releases
+    older than the rule) the microdata keeps each card's first events by time, as the release
+    did. For ``"uniform"`` the release kept a random choice whose key is secret: the microdata is
+    counted in expectation over that choice (each of a card's ``n > k`` events weighs ``k/n``)
+    and each cell's bound grows by ``z sqrt(v)``, ``v`` the choice's variance in the cell
+    (hypergeometric per card, summed) and ``z`` the normal quantile of ``1 - beta/2``: the
+    release differs from the expectation by its noise and by its draw.
+    When the microdata has no ``mode`` or no date, the release is summed over that partition
+    column and the bound grows with the number of partitions summed. For a one-way table derived
+    by summing (consistent mode) the bound is the two-way bound times the number of cells summed
+    (the public domain size, or the locations seen in either table when it is not public).
 
     Returns one row per table: ``table, compared, cells, within_bound`` (share of cells whose
     difference is within the bound, at confidence ``1 - beta`` per cell), ``tvd`` (TV distance
@@ -176,17 +205,8 @@ def against_reference(
     bound), ``outside_bound, outside_fraction, max_abs_error, release_total, microdata_total``.
     """
     tables, params, tax = _load(release, taxonomy)
-    unit = _unit_column(microdata, params)
-    truth = marginal_tables(
-        microdata,
-        bin_minutes=int(params["bin_minutes"]),
-        taxonomy=tax,
-        level=None if tax is None else params.get("level"),
-        modes=params.get("modes"),
-        days=params.get("days"),
-        unit_column=unit,
-        max_contributions=None if unit is None else int(params.get("max_contributions", 1)),
-    )
+    truth = _bounded_tables(microdata, params, tax)
+    z = NormalDist().inv_cdf(1 - beta / 2)
     rows: list[dict[str, Any]] = []
     kept: dict[str, pd.DataFrame] = {}
     for name in sorted(TABLES, key=lambda t: not t.endswith("time_location")):
@@ -205,7 +225,7 @@ def against_reference(
                 partitions *= max(1, ref[col].nunique())
                 ref = _collapse(ref, col)
         merged = ref.merge(syn, on=dims, how="outer", suffixes=("_release", "_synthetic"))
-        merged = merged.fillna({"count_release": 0, "count_synthetic": 0})
+        merged = merged.fillna({"count_release": 0, "count_synthetic": 0, "variance": 0})
         if name.endswith("time_location"):
             published = merged[merged["count_release"] > 0]
             kept[name] = published[dims].assign(count=published["count_synthetic"])
@@ -218,6 +238,8 @@ def against_reference(
                 seen |= set(truth[derived]["location"]) if derived in truth else set()
                 terms = max(1, len(seen))
             bound *= float(terms)
+        if "variance" in merged:  # the release's own uniform draw
+            bound += z * np.sqrt(merged["variance"].to_numpy(float))
         shown = _released_share(merged, dims, kept.get(derived) if derived else None)
         rows.append(_row(name, merged, bound, shown))
     by_name = {str(row["table"]): row for row in rows}

@@ -48,6 +48,7 @@ class Events:
     locations: np.ndarray
     kind: str
     sides: tuple[int, ...] = (0, 1)  # the sides the input's schema has (taps without 'tap': on)
+    units: np.ndarray | None = None  # the unit labels `unit` codes into
 
 
 def bad_row(column: str, mask: np.ndarray, index: pd.Index, what: str) -> InputError:
@@ -108,11 +109,11 @@ def read_events(
     if unit_column is not None and unit_column not in data:
         raise InputError(f"missing privacy-unit column '{unit_column}'")
     kind, parts = _event_parts(data)
-    unit_codes = None
+    unit_codes = unit_labels = None
     if unit_column is not None:
         if data[unit_column].isna().any():
             raise bad_row(unit_column, data[unit_column].isna().to_numpy(), data.index, "empty")
-        unit_codes = factor(data[unit_column])[0]
+        unit_codes, unit_labels = factor(data[unit_column])
     mode = factor(data["mode"].fillna("")) if "mode" in data else None
     factored: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     timed: dict[str | None, tuple[np.ndarray, np.ndarray]] = {}
@@ -146,6 +147,7 @@ def read_events(
         locations=loc_cats,
         kind=kind,
         sides=tuple(sorted({side for side, *_ in parts})),
+        units=unit_labels,
     )
 
 

@@ -9,6 +9,7 @@ shortcut, never enumerated).
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import warnings
 from collections.abc import Mapping, Sequence
@@ -20,10 +21,11 @@ import numpy as np
 import pandas as pd
 
 from synth.engines import SBHEvents, check_engine, get_engine
-from synth.engines.kernels import bound_rank, count_keys
+from synth.engines.kernels import count_keys
 from synth.errors import ConfigError, InputError
 from synth.generator import SEQUENCE, STRING, Constraint, Generator, InstanceOf
 from synth.logs import private_message
+from synth.marginals.bounding import Bounding, check_bounding, expected_tables, keep_bounded
 from synth.marginals.cells import noisy_cells
 from synth.marginals.events import (
     NO_DAY,
@@ -71,8 +73,9 @@ class OpalRelease(Generator):
     locations are collapsed to that level (default: the leaves, as given). ``modes``/``days``: the
     public partition domain (rows outside are dropped); without them the partitions are those
     present in the data, which the manifest then does not list. ``privacy_unit``: ``None`` (a row,
-    a trip or a tap, as in 000) or the card column, each card keeping its first
-    ``max_contributions`` events (by time) per side (tap-on, tap-off) over all partitions.
+    a trip or a tap, as in 000) or the card column, each card keeping ``max_contributions``
+    events per side (tap-on, tap-off) over all partitions by ``bounding`` (``"uniform"``, the
+    default, or ``"earliest"``: :mod:`synth.marginals.bounding`).
     ``random_state``: ``None`` (secure), an int (reproducible, NOT private) or a noise source.
     ``engine`` (``"auto"``, the default: memory for frames and small files, DuckDB for large
     files; ``"memory"``, ``"duckdb"``, ``"spark"``) and ``engine_options``: where the bounding
@@ -112,7 +115,9 @@ class OpalRelease(Generator):
         on_unknown: Literal["error", "drop"] = "error",
         timezone: str | None = None,
         location_column: str = "stop_id",
+        bounding: Bounding = "uniform",
     ) -> None:
+        self.bounding = bounding
         self.location_column = location_column
         self.on_unknown = on_unknown
         self.timezone = timezone
@@ -141,6 +146,7 @@ class OpalRelease(Generator):
         "engine_options": [None, InstanceOf(Mapping, "a mapping of engine options")],
         "timezone": [None, STRING],
         "location_column": [STRING],
+        "bounding": [STRING],
     }
 
     # ------------------------------------------------------------------ parameters
@@ -174,6 +180,7 @@ class OpalRelease(Generator):
         if self.on_unknown not in ("error", "drop"):
             raise ConfigError(f"on_unknown must be 'error' or 'drop', got {self.on_unknown!r}")
         check_timezone(self.timezone)
+        check_bounding(self.bounding)
         if self.mode not in ("sbh", "consistent", "pure"):
             raise ConfigError(f"mode must be 'sbh', 'consistent' or 'pure', got {self.mode!r}")
         b = self.bin_minutes
@@ -343,8 +350,10 @@ class OpalRelease(Generator):
         k = None if self.privacy_unit is None else int(self.max_contributions)
         with get_engine(self.engine, self.engine_options, data) as engine:
             scan = None
+            uniform = k is not None and self.bounding == "uniform"
             if not isinstance(data, pd.DataFrame):
-                if self.timezone is None:  # engines read times as written only
+                # engines read times as written only; a uniform choice is drawn here, in memory
+                if self.timezone is None and not uniform:
                     scan = engine.sbh_scan(
                         data, location_column=location_column, unit_column=self.privacy_unit
                     )
@@ -373,6 +382,9 @@ class OpalRelease(Generator):
                 raise InputError(
                     "the release needs tap times (a 'time', 'on_time' or 'off_time' column)"
                 )
+            if uniform and events.unit is not None:  # bounded here; the engine only counts
+                keep = keep_bounded(keep, events, self.max_contributions, self.random_state)
+                events.unit, k = None, None
             counted = engine.sbh_counts(
                 SBHEvents(
                     side=events.side[keep],
@@ -409,7 +421,8 @@ class OpalRelease(Generator):
             unit = str(self.privacy_unit)
             neighbouring = (
                 f"add or remove one {unit}'s records (at most {self.max_contributions} "
-                "per side kept over all partitions, first by time)"
+                "per side kept over all partitions, "
+                + ("a uniform random choice)" if self.bounding == "uniform" else "first by time)")
             )
             ledger = PrivacyLedger(epsilon=eps, delta=dlt, unit=unit, neighbouring=neighbouring)
             scope = "one histogram over the cells of every (mode, day) partition"
@@ -497,6 +510,7 @@ class OpalRelease(Generator):
             "days": None if self.days is None else [day_label(d) for d in self.grid_.days],
             "privacy_unit": self.privacy_unit or self.row_kind_,
             "max_contributions": int(self.max_contributions),
+            **({"bounding": self.bounding} if self.privacy_unit is not None else {}),
             "timezone": self.timezone or "wall clock as written",
             "tables": self.error_bounds(),
         }
@@ -524,6 +538,9 @@ def marginal_tables(
     days: Sequence[str] | None = None,
     unit_column: str | None = None,
     max_contributions: int | None = None,
+    bounding: Bounding = "earliest",
+    random_state: object = None,
+    expected: bool = False,
 ) -> dict[str, pd.DataFrame]:
     """The exact (NOT private) tables of the release, in its format, for trips, taps or sequences.
 
@@ -531,9 +548,12 @@ def marginal_tables(
     no times, off tables when it has no tap-offs. With ``unit_column`` and ``max_contributions``
     the events go through the release's own bounding first (the memory engine's rule, the same
     in every engine): events outside the public ``modes``/``days`` partitions are dropped, then
-    each (unit, side) keeps its first ``max_contributions`` events by (time, partition, location,
-    input order), so a card-unit release is compared with data bounded as it was (data without
-    times, e.g. sequences: the first events in input order).
+    each (unit, side) keeps ``max_contributions`` events by the release's ``bounding`` rule
+    (:mod:`synth.marginals.bounding`): ``"earliest"``, the first by (time, partition, location,
+    input order; data without times, e.g. sequences: the first in input order), or
+    ``"uniform"``, a uniform random choice (``random_state``: None secure, an int seed) or, with
+    ``expected``, its expectation with a ``variance`` column (:func:`~synth.marginals.bounding.
+    expected_tables`), so a card-unit release is compared with data bounded as it was.
     """
     bounded = unit_column is not None and max_contributions is not None
     events = read_events(
@@ -550,13 +570,12 @@ def marginal_tables(
     grid, part, loc, keep = spec._grid(events)
     if bounded:
         assert events.unit is not None
-        rank = np.zeros(keep.size, dtype=np.int64)
         timed = bool((events.minute >= 0).all())  # untimed sequences: the first k positions
-        rank[keep] = bound_rank(
-            [events.unit[keep], events.side[keep].astype(np.int64)],
-            [events.minute[keep], part[keep], loc[keep]] if timed else [],
-        )
-        keep &= rank < int(max_contributions)  # type: ignore[arg-type]
+        order = [events.minute, part, loc] if timed else []
+        rule, k = check_bounding(bounding), int(max_contributions)  # type: ignore[arg-type]
+        if expected and rule == "uniform":
+            return expected_tables(events, part, loc, grid, keep, k)
+        keep = keep_bounded(keep, events, k, random_state, rule=rule, order=order)
     if not keep.all():
         events = _subset(events, keep)
         part, loc = part[keep], loc[keep]
@@ -572,15 +591,7 @@ def marginal_tables(
 
 def _subset(events: Events, keep: np.ndarray) -> Events:
     """The events ``keep`` (same category lists and sides)."""
-    return Events(
-        side=events.side[keep],
-        mode=events.mode[keep],
-        day=events.day[keep],
-        minute=events.minute[keep],
-        location=events.location[keep],
-        unit=None if events.unit is None else events.unit[keep],
-        modes=events.modes,
-        locations=events.locations,
-        kind=events.kind,
-        sides=events.sides,
-    )
+    arrays = {f: getattr(events, f)[keep] for f in ("side", "mode", "day", "minute", "location")}
+    unit = None if events.unit is None else events.unit[keep]
+    units = events.units
+    return dataclasses.replace(events, **arrays, unit=unit, units=units)

@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 import pandas as pd
 
+from synth.datasheet import location_names as public_names
 from synth.datasheet import read_names
 from synth.errors import ConfigError, TransitSynthWarning
 from synth.logs import private_message
@@ -58,6 +59,7 @@ def release_marginals(
     source: str | os.PathLike[str] | None = None,
     provenance_key: bytes | None = None,
     names: str | os.PathLike[str] | None = None,
+    location_names: bool = False,
 ) -> str:
     """Fit an :class:`~synth.marginals.opal.OpalRelease` on ``input`` and write it into ``out``
     atomically; returns a summary line. ``input`` is a file or a frame of trips or taps (``source``:
@@ -72,6 +74,8 @@ def release_marginals(
     check_format(format)
     if names is not None:
         read_names(names)  # a bad names file fails before the data is read
+    if location_names:  # public names for a location_name column, before the data is read
+        public_names({k: v for k, v in (("names", names), ("taxonomy", taxonomy)) if v})
     recorded = source if source is not None else input
     provenance = (
         None if provenance_key is None else private_inputs(provenance_key, {"input": recorded})
@@ -100,7 +104,9 @@ def release_marginals(
         release.fit(data)
         step("write")
         inputs = None if names is None else {"names": names}  # the datasheet's location names
-        written = release.write(out, format=format, public_inputs=inputs).path
+        written = release.write(
+            out, format=format, public_inputs=inputs, location_names=location_names
+        ).path
     if provenance is not None:
         write_provenance(out, provenance, command="marginals")
     warn_if_underspent(release.ledger_, str(out))

@@ -42,6 +42,7 @@ __all__ = [
     "profile_names",
     "read_mapped",
     "role_summary",
+    "time_grain_warning",
     "time_resolution_warning",
 ]
 
@@ -249,12 +250,13 @@ def _drop_missing_ids(df: pd.DataFrame, src: str, shown: str) -> pd.DataFrame:
 
 def time_resolution_warning(
     imap: InputMap, columns: list[str], bin_minutes: int | None, flag: str = "--time-bin"
-) -> None:
+) -> int | None:
     """Warn when ``bin_minutes`` is finer than the data's time resolution: the declared
     ``time_resolution``, or 60 minutes when the times are built from an hour column without a
-    minute column (the file's header ``columns``: a schema fact). Never inferred from values."""
+    minute column (the file's header ``columns``: a schema fact). Never inferred from values.
+    Returns that resolution (None: neither declared nor a schema fact)."""
     if bin_minutes is None:
-        return
+        return None
     res, reason = imap.time_resolution, "declared (--time-resolution or the profile)"
     if res is None:
         roles = header_roles(columns, imap, "stop_id")
@@ -267,3 +269,30 @@ def time_resolution_warning(
             TimeResolutionWarning,
             stacklevel=2,
         )
+    return res
+
+
+def time_grain_warning(
+    times: pd.Series, bin_minutes: int | None, flag: str = "--time-bin"
+) -> tuple[int, int]:
+    """Each time value checked on its own against ``bin_minutes``: a value on a whole hour may
+    be hourly data (its own precision coarser than a bin under 60 minutes); a value off the
+    bin's grid splits a bin. Returns (values on a whole hour, values compared) and, when the
+    bin is under an hour and some values lie on a whole hour, tells the data holder the counts
+    (:func:`synth.logs.private_message`, a :class:`TimeResolutionWarning` in the holder's log,
+    hidden by ``--log-private hide``). Nothing is decided from the counts: the release bins
+    every value by the same rule, and no count reaches a release."""
+    if bin_minutes is None or bin_minutes >= 60 or times.empty:
+        return 0, 0
+    from synth.times import times_of_day
+
+    minute, _ = times_of_day(times.dropna(), source=None)
+    hours, n = int((minute % 60 == 0).sum()), int(minute.size)
+    text = hours and private_message(
+        f"{flag} {bin_minutes}: {hours} of {n} time values lie on a whole hour (e.g. 08:00); "
+        "a value given to the hour splits nothing real in finer bins (declare the data's "
+        "resolution with --time-resolution 60 if it is hourly)"
+    )
+    if text:
+        warnings.warn(text, TimeResolutionWarning, stacklevel=2)
+    return hours, n

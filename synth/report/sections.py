@@ -8,6 +8,7 @@ from typing import Any
 
 from matplotlib.figure import Figure
 
+from synth.report.decoding import decoding_section
 from synth.report.formatting import NO_PRIVACY_PREFIX, html_table, new_figure, percent, png_img
 from synth.report.trajectories import trajectory_section
 
@@ -246,4 +247,4 @@ def evaluation_sections(results: Mapping[str, Any]) -> list[str]:
     if results["kind"] == "sequences":
         timed = trajectory_section(results["trajectories"]) if results.get("trajectories") else []
         return _sequence_sections(results) + timed + sample_rows_section(results)
-    return _trip_sections(results) + sample_rows_section(results)
+    return _trip_sections(results) + decoding_section(results) + sample_rows_section(results)

@@ -590,11 +590,27 @@ def bound_off_by_one(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(MemoryEngine, "sbh_counts", one_more)
 
 
+def uniform_bound_off_by_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Canary: the uniform choice (the default bounding, drawn before the engine counts) keeps
+    k + 1 events per card and side where the calibration assumes k."""
+    import synth.marginals.opal as opal_module
+
+    keep = opal_module.keep_bounded
+
+    def one_more(among: Any, events: Any, k: int, *args: Any, **kwargs: Any) -> Any:
+        return keep(among, events, k + 1, *args, **kwargs)
+
+    monkeypatch.setattr(opal_module, "keep_bounded", one_more)
+
+
 OPAL_CANARIES: dict[str, tuple[Callable[[pytest.MonkeyPatch], None], str]] = {
     "half noise": (lambda mp: scale_noise(mp, 0.5), "tails"),
     "threshold one step low": (low_threshold, "presence"),
-    "k + 1 events per card": (bound_off_by_one, "tails"),
+    "k + 1 events per card": (bound_off_by_one, "tails"),  # the engine's rule: earliest
+    "k + 1 uniform events per card": (uniform_bound_off_by_one, "tails"),
 }
+#: the bounding each canary runs under (the default, uniform, unless named)
+CANARY_BOUNDING = {"k + 1 events per card": "earliest"}
 
 
 @pytest.mark.parametrize(
@@ -606,7 +622,7 @@ def test_opal_canaries_are_caught(
 ) -> None:
     patch, kind = OPAL_CANARIES[canary]
     patch(monkeypatch)
-    run = opal(tmp_path, **OPAL_CARD)
+    run = opal(tmp_path, **OPAL_CARD, bounding=CANARY_BOUNDING.get(canary, "uniform"))
     if kind == "presence":
         audits = audit_release(run, OPAL_D, OPAL_NEW, presence_events(NEW_CELLS), trials=trials)
     else:
@@ -624,7 +640,8 @@ def test_opal_canaries_are_caught_in_every_mode(
 ) -> None:
     patch, kind = OPAL_CANARIES[canary]
     patch(monkeypatch)
-    run = opal(tmp_path, **OPAL_CARD, mode=mode)
+    bounding = CANARY_BOUNDING.get(canary, "uniform")
+    run = opal(tmp_path, **OPAL_CARD, mode=mode, bounding=bounding)
     if kind == "presence":
         if mode == "pure":
             pytest.skip("pure mode: the threshold is post-processing, not a privacy parameter")

@@ -182,6 +182,8 @@ def write_public(folder: Path) -> Path:
         "mode": {"kind": "categorical", "values": ["bus", "rail"]},
     }
     (folder / "schema.json").write_text(json.dumps(schema))
+    names = [("1", "Alpha"), ("2", "Beta"), ("3", "Gamma"), ("4", "Delta")]
+    pd.DataFrame(names, columns=["location", "name"]).to_csv(folder / "names.csv", index=False)
     return folder
 
 
@@ -229,6 +231,7 @@ def _marginals(*extra: str) -> Argv:
 
 PURE = ("--pure", "--taxonomy", "{pub}/tax.csv", "--modes", "bus,rail", "--days", DAY)
 CARD = ("--privacy-unit", "card_id", "--max-contributions", "2")
+NAMES = ("--names", "{pub}/names.csv", "--location-names")
 TRIPS = ("--id-column", "card", "--key-columns", "hour,zone", "--category-column", "mode")
 
 
@@ -267,6 +270,9 @@ COMMANDS: dict[str, tuple[Argv, tuple[str, ...]]] = {
         _marginals(*MAPPED, "--privacy-unit", "tarjeta", "--max-contributions", "2"),
         PATHS[0],
     ),
+    # public location names in a location_name column (issue 29): public configuration only
+    "sequences names": (_sequences(*NAMES), PATHS[3]),
+    "marginals names card": (_marginals(*NAMES, *CARD), PATHS[0]),
     "trips": (_trips(False), ()),
     "trips stand-in": (_trips(True), ()),
     "trips parquet": (_trips(False, "trips.parquet"), ()),

@@ -240,3 +240,33 @@ def test_trips_sep(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
         result = json.loads((out / "private-evaluation.json").read_text())
         scored.append({k: v for k, v in result.items() if k != "inputs"})
     assert scored[0] == scored[1]
+
+
+def test_time_values_checked_one_by_one(
+    files: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Hourly data in a timestamp column (no schema fact, nothing declared): each value is
+    checked on its own against --time-bin; the count of whole-hour values goes to the holder's
+    log only (labelled private, hidden by --log-private hide, never in the release)."""
+    hourly = TAPS.assign(time=pd.to_datetime(TAPS["time"]).dt.floor("h").astype(str))
+    hourly.loc[0, "time"] = "2024-03-05 07:01:00"  # one value given to the minute
+    path = tmp_path / "hourly_stamps.csv"
+    hourly.rename(columns=RENAMED).to_csv(path, index=False)
+    assert _sequences(path, tmp_path / "o", *FLAGS, "--time-bin", "15") == 0
+    err = capsys.readouterr().err
+    assert "--time-bin 15: 6 of 7 time values lie on a whole hour" in err
+    assert "private: for the data holder" in err
+    published = "".join(p.read_text() for p in (tmp_path / "o").iterdir() if p.is_file())
+    assert "6 of 7" not in published and "whole hour" not in published
+    assert (
+        _sequences(path, tmp_path / "h", *FLAGS, "--time-bin", "15", "--log-private", "hide") == 0
+    )
+    assert "whole hour" not in capsys.readouterr().err
+    # a bin of an hour or more: whole-hour values split nothing; a declared resolution: the
+    # declared rule speaks instead of the counts
+    assert _sequences(path, tmp_path / "o60", *FLAGS, "--time-bin", "60") == 0
+    assert "whole hour" not in capsys.readouterr().err
+    declared = [*FLAGS, "--time-bin", "15", "--time-resolution", "60"]
+    assert _sequences(path, tmp_path / "od", *declared) == 0
+    err = capsys.readouterr().err
+    assert "whole hour" not in err and "declared" in err

@@ -154,8 +154,8 @@ def test_the_original_passes_its_own_card_unit_check(card_taps: pd.DataFrame, mo
     assert (report["coverage"] > 0.5).all()  # most of the data lies in published cells
     # the microdata compared holds at most k taps per card and side
     tally = card_taps.groupby(["card_id", "tap"]).size().clip(upper=3).groupby("tap").sum()
-    assert report.loc["on_time", "microdata_total"] == tally["on"]
-    assert report.loc["off_time", "microdata_total"] == tally["off"]
+    assert report.loc["on_time", "microdata_total"] == pytest.approx(tally["on"])
+    assert report.loc["off_time", "microdata_total"] == pytest.approx(tally["off"])
 
 
 def test_unbounded_comparison_would_not_pass(card_taps: pd.DataFrame) -> None:
@@ -235,7 +235,7 @@ def test_synthetic_sequences_are_bounded_as_cards(card_taps: pd.DataFrame) -> No
     )
     report = against_reference(seqs, release).set_index("table")
     expected = on.groupby("card_id").size().clip(upper=3).sum()
-    assert report.loc["on_time", "microdata_total"] == expected
+    assert report.loc["on_time", "microdata_total"] == pytest.approx(expected)
     assert report.loc["on_time", "passes"]
 
 
@@ -277,6 +277,7 @@ def test_the_original_sube_taps_pass_their_own_check() -> None:
 
     taps = _sube("wednesday")
     params = demo_settings()["marginals"].params
+    assert params["bounding"] == "uniform"  # each card's 7 taps: a uniform choice
     release = OpalRelease(**params, random_state=2).fit(taps)
     report = against_reference(taps, release).set_index("table")
     assert (report["within_bound"] >= 0.95).all()
@@ -292,12 +293,14 @@ def test_the_original_sube_taps_pass_their_own_check() -> None:
             bin_minutes=60,
             unit_column="card_id",
             max_contributions=params["max_contributions"],
+            bounding="uniform",
+            random_state=4,
         )["on_time"]
         .groupby("time")["count"]
         .sum()
     )
     cut = cut.reindex(whole.index, fill_value=0)
-    assert 0.5 * float(np.abs(whole / whole.sum() - cut / cut.sum()).sum()) < 0.01
+    assert 0.5 * float(np.abs(whole / whole.sum() - cut / cut.sum()).sum()) < 0.002
 
 
 def test_card_unit_check_from_the_release_directory(
