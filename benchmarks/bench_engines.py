@@ -236,7 +236,7 @@ def _child(args: argparse.Namespace) -> None:
         epsilon=1.0,
         height=HEIGHT,
         taxonomy=montreal_taxonomy(),
-        time_bins=args.time_bins,
+        time_bin=args.time_bin,
         random_state=0,
         engine=args.engine,
         engine_options=_options(args) or None,
@@ -291,8 +291,8 @@ def _child_cli(args: argparse.Namespace, started: float) -> None:
         if args.command == "sequences":
             argv += ["--taxonomy", str(data_path("montreal_taxonomy")), "--epsilon", "1"]
             argv += ["--height", str(HEIGHT)]
-            if args.time_bins:
-                argv += ["--time-bin", str(args.time_bins)]
+            if args.time_bin:
+                argv += ["--time-bin", str(args.time_bin)]
         else:
             argv += ["--epsilon", "1", "--delta", "1e-6"]
         if args.engine != "auto":  # auto: the default, no flag

@@ -147,12 +147,15 @@ def _input_for(
 ) -> pd.DataFrame | str | os.PathLike[str]:
     """What ``fit`` reads: the file itself when an out-of-core engine counts it, else the loaded
     sequences (the per-value rules of :mod:`synth.records`)."""
-    if synth.engine != "memory" and not isinstance(input, pd.DataFrame) and timezone is None:
-        return input
+    if not isinstance(input, pd.DataFrame) and (
+        (synth.engine != "memory" and timezone is None) or synth.input_format != "auto"
+    ):
+        return input  # fit reads it (an explicit input_format: as that layout)
     return load_sequences(
         input,
         taxonomy=tax,
         on_unknown=on_unknown,
         location_column=location_column,
+        per_day=synth.per_day,
         timezone=timezone,
     )

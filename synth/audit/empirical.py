@@ -154,7 +154,7 @@ MECHANISMS: dict[str, str] = {
     "discrete_gaussian": "histogram + discrete Gaussian: epsilon, delta, sensitivity, columns",
     "sbh": "stability histogram (000 Algorithm 1): epsilon, delta, columns, privacy_unit, "
     "max_contributions, pure",
-    "marginals": "the Opal release: epsilon, delta, mode (sbh|consistent|pure), bin_minutes, "
+    "marginals": "the Opal release: epsilon, delta, mode (sbh|consistent|pure), bin, "
     "privacy_unit, max_contributions (taps or trips)",
     "prefixtree": "the noisy prefix tree's synthetic sequences: epsilon, height, variant, "
     "taxonomy (long-format sequences; runner from prefixtree.audit.AUDIT_RUNNERS)",

@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import inspect
 import os
 import re
 import sys
@@ -56,7 +55,7 @@ from synth.cli.options import (
     add_seed_option,
     warn_if_seeded,
 )
-from synth.config import check_io, check_params, dump_config, load_config
+from synth.config import check_io, dump_config, load_config
 from synth.errors import ConfigError
 from synth.provenance import provenance_key
 
@@ -96,47 +95,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _check_parameters(kind: str, params: Any, *, source: Path, section: str) -> dict[str, Any]:
-    """The ``parameters`` sub-table against the constructor (exact key names, TOML types)."""
+    """The ``parameters`` sub-table against the generator's parameter table
+    (:mod:`synth.params`: exact key names, values the validator accepts)."""
     if not isinstance(params, dict):
         raise ConfigError(f"{source}: key 'parameters' in [{section}] must be a table")
-    target = RELEASE_KINDS[kind].estimator()
-    checked = check_params(
-        target, params, source=source, section=section, exclude=RELEASE_KINDS[kind].excluded
-    )
-    required = [
-        name
-        for name, p in inspect.signature(target).parameters.items()
-        if p.default is inspect.Parameter.empty
-        and name not in ("self", *RELEASE_KINDS[kind].excluded)
-        and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
-    ]
-    missing = [name for name in required if name not in checked]
+    table = RELEASE_KINDS[kind].estimator().parameter_table  # type: ignore[attr-defined]
+    checked = table.check_config(params, source=source, section=section)
+    missing = [name for name in table.required() if name not in checked]
     if missing:
         raise ConfigError(f"{source}: missing key '{missing[0]}' in [{section}]")
-    if kind == "sequences":  # TOML table keys are strings; the tree wants level numbers
-        for key in ("budget_split", "thresholds"):
-            if checked.get(key) is not None:
-                levels: dict[int, float] = {}
-                for level, value in checked[key].items():
-                    try:
-                        number = int(level)
-                    except ValueError:
-                        raise ConfigError(
-                            f"{source}: key '{key}.{level}' in [{section}]: expected a taxonomy "
-                            "level number"
-                        ) from None
-                    if isinstance(value, bool) or not isinstance(value, int | float):
-                        raise ConfigError(
-                            f"{source}: key '{key}.{level}' in [{section}] has the wrong type "
-                            f"({type(value).__name__} {value!r}; expected float)"
-                        )
-                    if number in levels:
-                        raise ConfigError(
-                            f"{source}: key '{key}.{level}' in [{section}]: level {number} is "
-                            "given twice"
-                        )
-                    levels[number] = value
-                checked[key] = levels
     return checked
 
 
