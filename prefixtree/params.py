@@ -33,6 +33,8 @@ __all__ = [
     "THRESHOLD_RULES",
     "VARIANTS",
     "level_map",
+    "level_shares",
+    "level_thresholds",
 ]
 
 VARIANTS = ("hybrid", "simple")
@@ -66,7 +68,7 @@ def _is_level_map(value: object) -> bool:
     )
 
 
-def level_map(value: Any) -> Any:
+def level_map(value: Any, what: str = "VALUE") -> Any:
     """``LEVEL=VALUE[,...]`` (a flag) or a TOML table ``{"1" = 0.3}`` as ``{level: value}``
     (ValueError names what is wrong)."""
     if isinstance(value, Mapping):
@@ -74,11 +76,11 @@ def level_map(value: Any) -> Any:
     elif isinstance(value, str):
         items = [part.partition("=")[::2] for part in value.split(",")]
         if any(not level.strip() or not share.strip() for level, share in items):
-            raise ValueError(f"expected LEVEL=VALUE[,...] (e.g. 1=0.3), got {value!r}")
+            raise ValueError(f"expected LEVEL={what}[,...] (e.g. 1=0.3), got {value!r}")
         try:
             items = [(level, float(share)) for level, share in items]
         except ValueError:
-            raise ValueError(f"expected LEVEL=VALUE[,...] (e.g. 1=0.3), got {value!r}") from None
+            raise ValueError(f"expected LEVEL={what}[,...] (e.g. 1=0.3), got {value!r}") from None
     else:
         return value  # refused by the constraint
     out: dict[int, Any] = {}
@@ -91,6 +93,16 @@ def level_map(value: Any) -> Any:
             raise ValueError(f"level {number} is given twice")
         out[number] = share
     return out
+
+
+def level_shares(value: Any) -> Any:
+    """:func:`level_map` of ``--budget-split LEVEL=SHARE[,...]``."""
+    return level_map(value, "SHARE")
+
+
+def level_thresholds(value: Any) -> Any:
+    """:func:`level_map` of ``--thresholds LEVEL=THRESHOLD[,...]``."""
+    return level_map(value, "THRESHOLD")
 
 
 def _one_or_many(values: list[float]) -> float | list[float]:
@@ -142,8 +154,8 @@ PARAMS = ParamTable(
             "that pay for themselves, none under its thresholds; kdd12: the paper's 2/f)",
             default=None,
             metavar="LEVEL=SHARE[,...]",
-            parse=level_map,
-            from_toml=level_map,
+            parse=level_shares,
+            from_toml=level_shares,
             source=f"{CHEN}, section 4.1",
         ),
         Param(
@@ -153,8 +165,8 @@ PARAMS = ParamTable(
             "the locations), e.g. 1=40,2=12 (default: the --threshold-rule's)",
             default=None,
             metavar="LEVEL=THRESHOLD[,...]",
-            parse=level_map,
-            from_toml=level_map,
+            parse=level_thresholds,
+            from_toml=level_thresholds,
             source=f"{CHEN}, section 4.1",
         ),
         Param(

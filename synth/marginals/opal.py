@@ -181,8 +181,8 @@ class OpalRelease(Generator):
             missing = [n for n in ("taxonomy", "modes", "days") if getattr(self, n) is None]
             if missing:
                 raise ConfigError(
-                    f"{spell('mode', 'pure')} perturbs every cell of the public domain and needs "
-                    + ", ".join(spell(n) for n in missing)
+                    f"pure mode ({spell('mode', 'pure')}) perturbs every cell of the public "
+                    "domain and needs " + ", ".join(spell(n) for n in missing)
                 )
 
     # ------------------------------------------------------------------ fit
