@@ -242,14 +242,20 @@ class PrefixTreeSynthesizer(FactorisedTiming, TreePlanning, PrefixTreeSampling):
         return noise_source(self.random_state, methods=NOISE_METHODS)
 
     def check_params(self) -> tuple[Fraction, int]:
-        """Validate the parameters (ConfigError) without data; returns exact epsilon and h.
-
-        Sets ``config_``: the resolved configuration (:meth:`resolved`)."""
+        """Validate the parameters (ConfigError) without data and plan the tree; returns exact
+        epsilon and h. The validation is :meth:`_validate_params` (the table, then
+        :meth:`_check_params`). Sets ``config_``: the resolved configuration (:meth:`resolved`)."""
         self._validate_params()
         eps, _ = check_budget(self.epsilon)
+        h = int(self.height)
+        self._prepare(self._tree_epsilon(eps), h)
+        return eps, h
+
+    def _check_params(self) -> None:
+        """The rules between parameters that the table (one row each) cannot state, on the
+        resolved configuration (set as ``config_``)."""
         cfg = self.resolved()
         self.config_ = cfg
-        h = self.height
         self._check_combinations(cfg)
         if cfg["hybrid_skipped"] and not getattr(self, "_warned_hybrid", False):
             self._warned_hybrid = True  # check_params runs before reading and again in fit
@@ -259,15 +265,13 @@ class PrefixTreeSynthesizer(FactorisedTiming, TreePlanning, PrefixTreeSampling):
                 "none is used and the tree is the simple one; give --budget-split LEVEL=SHARE "
                 "(budget_split) to force a generalized level",
                 TransitSynthWarning,
-                stacklevel=2,
+                stacklevel=4,
             )
-        self._false_children(int(h))
+        self._false_children(int(self.height))
         if cfg["level_weights"] is not None:
-            self._level_shares(int(h))
+            self._level_shares(int(self.height))
         check_engine(self.engine, self.engine_options)
-        self._table_shares()  # validates time_model and length_share
-        self._prepare(self._tree_epsilon(eps), int(h))
-        return eps, int(h)
+        self._table_shares()  # length_share against the time model
 
     def _check_combinations(self, cfg: Mapping[str, Any]) -> None:
         """The rules between parameters that the table (one row each) cannot state."""
