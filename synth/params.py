@@ -312,12 +312,13 @@ class Param:
             return float
         return str
 
-    def help_text(self) -> str:
-        """The flag's ``--help`` line: the help, the default (unless the help states it), and the
-        paper."""
+    def help_text(self, show_default: bool = True) -> str:
+        """The flag's ``--help`` line: the help, the default (unless the help states it, or
+        ``show_default`` is false: a flag the command requires), and the paper."""
         text = self.help
         if (
-            self.default is not REQUIRED
+            show_default
+            and self.default is not REQUIRED
             and self.default is not None
             and self.default is not False
             and "default" not in text

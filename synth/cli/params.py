@@ -35,7 +35,7 @@ def _add(target: Any, row: Param, required: bool) -> None:
     assert row.flag is not None
     kwargs: dict[str, Any] = {
         "dest": row.name,
-        "help": row.help_text(),
+        "help": row.help_text(show_default=not required),
         "default": argparse.SUPPRESS,
     }
     if row.switch:

@@ -96,7 +96,7 @@ def problems(
         extra = sorted(set(by_dest) - {flag} - set(row.shorthands))
         if flag not in flags or flags[flag].dest != row.name or extra:
             found.append(f"{row.name}: flags {sorted(by_dest)}, expected exactly {flag}")
-        elif flags[flag].help != row.help_text():
+        elif flags[flag].help != row.help_text(show_default=not flags[flag].required):
             found.append(f"{row.name}: {flag}'s help is not the table's")
         in_parameters, in_table = row.name in keys, row.name in io_keys
         if in_parameters + in_table != 1 or in_table != row.in_table:
@@ -238,7 +238,27 @@ def test_help_lines_come_from_the_table() -> None:
     assert "[Asghar et al. 2018, section 4.2]" in text  # the paper, by author and year
     args = sub.parse_args(["in.csv", "--epsilon", "1", "--delta", "1e-6", "--out", "o", "--pure"])
     assert args.mode == "pure"
+    assert "(default: 8.0)" not in text  # --epsilon is required here: no default to show
     with pytest.raises(SystemExit):
         sub.parse_args(
             ["i", "--epsilon", "1", "--delta", "1", "--out", "o", "--pure", "--mode", "sbh"]
         )
+
+
+def test_structured_values_on_the_command_line() -> None:
+    """The trips flags of structured parameters read TOML values, as the config does."""
+    from archetypes.params import PARAMS
+    from synth.cli.params import params_from_args
+
+    sub = _subparser("trips")
+    argv = ["p.csv", "--out", "o", "--joint", "{ rounds = 2 }", "--budget-split", "0.2", "0.8"]
+    argv += ["--completion", '[["fare", ["trip_miles"]]]', "--features", "a, b", "--joint", "false"]
+    given = params_from_args(sub.parse_args(argv), PARAMS)
+    assert given == {
+        "features": ["a", "b"],
+        "completion": [("fare", ("trip_miles",))],
+        "budget_split": (0.2, 0.8),
+        "joint": False,
+    }
+    with pytest.raises(SystemExit):
+        sub.parse_args(["p.csv", "--out", "o", "--joint", "{ rounds ="])
