@@ -4,6 +4,7 @@ config schema and the ``transit-synth sequences`` flags are generated (:mod:`syn
 
 from __future__ import annotations
 
+import math
 import numbers
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -61,11 +62,26 @@ def _is_numbers(value: object) -> bool:
     )
 
 
-def _is_level_map(value: object) -> bool:
+def _is_level_map(value: object, low: float = 0.0) -> bool:
     return isinstance(value, Mapping) and all(
-        isinstance(k, numbers.Integral) and not isinstance(k, bool) and _is_number(v)
+        isinstance(k, numbers.Integral)
+        and not isinstance(k, bool)
+        and _is_number(v)
+        and low <= float(v) < math.inf
         for k, v in value.items()
     )
+
+
+def _positive_numbers(value: object) -> bool:
+    return _is_numbers(value) and all(0 < float(v) < math.inf for v in _listed(value))
+
+
+def _false_children(value: object) -> bool:
+    return _is_numbers(value) and all(0 < float(v) <= 1 for v in _listed(value))
+
+
+def _listed(value: Any) -> list[Any]:
+    return value.tolist() if isinstance(value, np.ndarray) else list(value)
 
 
 def level_map(value: Any, what: str = "VALUE") -> Any:
@@ -109,8 +125,14 @@ def _one_or_many(values: list[float]) -> float | list[float]:
     return values[0] if len(values) == 1 else values
 
 
-NUMBERS = Satisfies(_is_numbers, "a list of numbers")
-LEVEL_MAP = Satisfies(_is_level_map, "a mapping {taxonomy level: number}")
+LEVEL_SHARES = Satisfies(_is_level_map, "a mapping {taxonomy level: share >= 0}")
+LEVEL_THRESHOLDS = Satisfies(_is_level_map, "a mapping {taxonomy level: finite threshold >= 0}")
+WEIGHTS = Satisfies(_positive_numbers, "a list of numbers > 0 (one per tree level)")
+FALSE_CHILDREN = Satisfies(
+    _false_children,
+    "a list of numbers in (0, 1], one per tree level (above 1 the passing empty nodes branch "
+    "without bound: Chen et al. 2012, Theorem 4.2)",
+)
 
 PARAMS = ParamTable(
     "PrefixTreeSynthesizer",
@@ -148,7 +170,7 @@ PARAMS = ParamTable(
         ),
         Param(
             "budget_split",
-            (None, LEVEL_MAP),
+            (None, LEVEL_SHARES),
             "with --variant hybrid: share of each level's budget for generalized taxonomy "
             "level LEVEL (1 = the top), e.g. 1=0.3; the locations get the rest (auto: only levels "
             "that pay for themselves, none under its thresholds; kdd12: the paper's 2/f)",
@@ -160,7 +182,7 @@ PARAMS = ParamTable(
         ),
         Param(
             "thresholds",
-            (None, LEVEL_MAP),
+            (None, LEVEL_THRESHOLDS),
             "pass threshold of each taxonomy level's sub-level (LEVEL = the taxonomy's height for "
             "the locations), e.g. 1=40,2=12 (default: the --threshold-rule's)",
             default=None,
@@ -171,7 +193,7 @@ PARAMS = ParamTable(
         ),
         Param(
             "level_weights",
-            (None, NUMBERS),
+            (None, WEIGHTS),
             "share of epsilon of each tree level, one weight per level (auto: 1, then "
             "max(1, ln(locations) / 2), then a quarter of the level above, floored at 0.02; "
             "kdd12: 1/H each)",
@@ -189,7 +211,7 @@ PARAMS = ParamTable(
         ),
         Param(
             "false_children",
-            (None, Interval("real", 0, 1, "right"), NUMBERS),
+            (None, Interval("real", 0, 1, "right"), FALSE_CHILDREN),
             "with --threshold-rule candidates: expected empty children passing per node, "
             "in (0, 1]: one number, or one per tree level (auto: 0.2, then 0.2 x the square of the "
             "level's weight relative to the largest, floored at 0.001)",

@@ -150,9 +150,7 @@ class TreePlanning(Generator):
                         f"{spell('budget_split')}: level {g!r} is not an inner taxonomy level "
                         f"(1..{tax.height - 1})"
                     )
-                share = exact(value, f"budget_split[{g}]")
-                if share < 0:
-                    raise ConfigError(f"{spell('budget_split')}[{g}] must be >= 0, got {value!r}")
+                share = exact(value, f"budget_split[{g}]")  # >= 0: checked by the table
                 if share > 0:
                     shares[g] = share
             if sum(shares.values()) >= 1:
@@ -187,40 +185,18 @@ class TreePlanning(Generator):
         normalised ``level_weights`` (levels compose sequentially: any shares summing to 1 do)."""
         if self.config_["level_weights"] is None:
             return [Fraction(1, h)] * h
-        weights = list(self.config_["level_weights"])
-        if len(weights) != h:
-            raise ConfigError(
-                f"{spell('level_weights')} needs one weight per tree level ({h}), got "
-                f"{len(weights)}"
-            )
+        weights = list(self.config_["level_weights"])  # h of them, > 0: checked in fit's check
         exact_weights = [exact(w, f"level_weights[{i}]") for i, w in enumerate(weights)]
-        if any(w <= 0 for w in exact_weights):
-            raise ConfigError(f"{spell('level_weights')} must all be > 0")
         total = sum(exact_weights, Fraction(0))
         return [w / total for w in exact_weights]
 
     def _false_children(self, h: int) -> list[float]:
-        """``false_children`` of each tree level (one number serves every level)."""
+        """``false_children`` of each tree level (one number serves every level; one per level
+        and each in (0, 1]: checked before planning, :meth:`_check_params`)."""
         fc = self.config_["false_children"]
-        values: list[Any]
         if isinstance(fc, Sequence | np.ndarray) and not isinstance(fc, str):
-            single, values = False, [v.item() if isinstance(v, np.generic) else v for v in fc]
-        else:
-            single, values = True, [fc] * h
-        if len(values) != h:
-            raise ConfigError(
-                f"{spell('false_children')} needs one number or one per tree level ({h}), got "
-                f"{len(values)}"
-            )
-        for i, v in enumerate(values):
-            if isinstance(v, bool) or not isinstance(v, int | float) or not 0 < v <= 1:
-                where = "" if single else f"[{i}]"
-                raise ConfigError(
-                    f"{spell('false_children')}{where} must be in (0, 1], got {v!r} (above 1 the "
-                    f"passing "
-                    "empty nodes branch without bound: Chen et al. 2012, Theorem 4.2)"
-                )
-        return [float(v) for v in values]
+            return [float(v.item() if isinstance(v, np.generic) else v) for v in fc]
+        return [float(fc)] * h
 
     def _default_threshold(
         self,

@@ -70,6 +70,7 @@ from collections.abc import Callable, Mapping, Sequence
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any, ClassVar
 
+import numpy as np
 import pandas as pd
 
 from prefixtree.factorised import FactorisedTiming
@@ -267,9 +268,16 @@ class PrefixTreeSynthesizer(FactorisedTiming, TreePlanning, PrefixTreeSampling):
                 TransitSynthWarning,
                 stacklevel=4,
             )
-        self._false_children(int(self.height))
-        if cfg["level_weights"] is not None:
-            self._level_shares(int(self.height))
+        h = int(self.height)
+        for name, what in (
+            ("level_weights", "one weight"),
+            ("false_children", "one number or one"),
+        ):
+            value = cfg[name]
+            if isinstance(value, Sequence | np.ndarray) and len(value) != h:
+                raise ConfigError(
+                    f"{spell(name)} needs {what} per tree level ({h}), got {len(value)}"
+                )
         check_engine(self.engine, self.engine_options)
         self._table_shares()  # length_share against the time model
 

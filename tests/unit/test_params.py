@@ -175,9 +175,14 @@ def test_the_validator_checks_every_parameter_before_any_data() -> None:
         ({"time_bin": 0}, "time_bin"),
         ({"level_weights": ["a"]}, "level_weights"),
         ({"thresholds": {"1": 3.0}}, "thresholds"),
+        ({"level_weights": [1.0, 0.0]}, "level_weights"),  # was a planning error
+        ({"false_children": [0.5, 2.0]}, "false_children"),
+        ({"budget_split": {1: -0.1}}, "budget_split"),
     ]:
         with pytest.raises(ConfigError, match=rf"^{name} must be "):
             PrefixTreeSynthesizer(**common, **bad).check_params()
+    with pytest.raises(ConfigError, match=r"^level_weights needs one weight per tree level \(2\)"):
+        PrefixTreeSynthesizer(**common, level_weights=[1, 1, 1]).check_params()
     with pytest.raises(ConfigError, match=r"^archetypes must be a positive integer"):
         ArchetypeSynthesizer(
             epsilon=1.0, delta=1e-6, key_columns=["a"], category_column="c", archetypes=0
