@@ -30,7 +30,7 @@ cannot see. With ``marginals_by_archetype=True`` (the issue's formulation) each 
 counted in the histogram of ITS ARCHETYPE for each listed column (one cell in each of m archetype x
 value histograms, still L2 sensitivity sqrt(m), one discrete Gaussian), and the raking matches the
 pool's (archetype, value) histograms, the archetype of a pool individual being the stratum it was
-drawn for. The global version stays the default: the per-archetype cells are about ``n_archetypes``
+drawn for. The global version stays the default: the per-archetype cells are about ``archetypes``
 times smaller for the same noise (figures in ``benchmarks/bench_archetypes.py``).
 
 Without public data, ``public_stand_in`` (see :mod:`archetypes.standin`) first releases
