@@ -430,7 +430,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--engine", help=argparse.SUPPRESS)
     parser.add_argument("--child-command", dest="child_command", help=argparse.SUPPRESS)
     parser.add_argument("--input", help=argparse.SUPPRESS)
-    parser.add_argument("--time-bins", type=int, default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--time-bin", type=int, default=None, help=argparse.SUPPRESS)
     add_options(parser, "2,000 sequences, memory and duckdb, in a temporary folder")
     args = parser.parse_args(argv)
     if args.child:
@@ -496,7 +496,7 @@ def _drive(args: argparse.Namespace) -> int:
                 if args.temp_dir:
                     cmd += ["--temp-dir", args.temp_dir]
                 if dataset == "taps":
-                    cmd += ["--time-bins", "60"]
+                    cmd += ["--time-bin", "60"]
                 if dataset == "trips" and engine == "pyarrow":
                     continue
                 if args.fit_only:
