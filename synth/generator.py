@@ -104,6 +104,10 @@ class Generator:
         """Set constructor parameters (``name__sub`` for a nested one); returns ``self``. Values
         are validated at the next ``fit``."""
         valid = self._get_param_names()
+        table = self.parameter_table
+        if table is not None and table.old_names() & set(params):  # deprecated names
+            old = {k: v for k, v in params.items() if k in table.old_names()}
+            params = {**{k: v for k, v in params.items() if k not in old}, **table.renamed(old)}
         nested: dict[str, dict[str, Any]] = {}
         for key, value in params.items():
             name, _, sub = key.partition("__")

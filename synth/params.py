@@ -384,6 +384,10 @@ class ParamTable:
             out[row.name] = value
         return out
 
+    def old_names(self) -> set[str]:
+        """The renamed (deprecated) keywords and keys."""
+        return set(self._renamed)
+
     def keys(self, exclude: Sequence[str] = ()) -> list[str]:
         """The keys of the ``parameters`` sub-table (neither API-only nor ``in_table``), less
         ``exclude``."""

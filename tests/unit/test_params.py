@@ -230,6 +230,9 @@ def test_a_renamed_keyword_still_works_with_a_dated_deprecation(
         model = cls(**kwargs, **{old: 60})
     assert getattr(model, new) == 60 and not hasattr(model, old)
     assert getattr(clone(model), new) == 60  # the estimator contract sees the new name only
+    with pytest.warns(RenamedParameterWarning, match=rf"{old}="):
+        model.set_params(**{old: 30})
+    assert getattr(model, new) == 30
     with pytest.raises(TypeError, match="unexpected keyword argument 'nope'"):
         cls(**kwargs, nope=1)
 
