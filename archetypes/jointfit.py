@@ -506,11 +506,11 @@ class JointSampling(ArchetypeSampling):
             return frame, np.array([], dtype=np.int64)
         n_trips = np.concatenate(lengths)
         trip_arch = np.repeat(np.concatenate(drawn_for), n_trips)
-        mix = self._trip_mix(np.bincount(trip_arch, minlength=self.n_archetypes), weights, arche)
+        mix = self._trip_mix(np.bincount(trip_arch, minlength=self.archetypes), weights, arche)
         target = np.empty(len(trip_arch), dtype=np.int64)
         for a in np.unique(trip_arch):  # each trip's pool archetype, from the raked mix
             at = np.flatnonzero(trip_arch == a)
-            target[at] = rng.choice(self.n_archetypes, size=len(at), p=mix[a])
+            target[at] = rng.choice(self.archetypes, size=len(at), p=mix[a])
         rows = np.empty(len(trip_arch), dtype=np.int64)
         for b in np.unique(target):
             at = np.flatnonzero(target == b)
@@ -527,7 +527,7 @@ class JointSampling(ArchetypeSampling):
     def _trip_mix(self, trips: np.ndarray, weights: np.ndarray, arche: np.ndarray) -> np.ndarray:
         """``P(pool archetype b | individual archetype a)``: the public individuals' trips, raked
         to the synthetic trips per ``a`` (rows) and the pool's weight per ``b`` (columns)."""
-        k = self.n_archetypes
+        k = self.archetypes
         model = self.model_
         seed = np.zeros((k, k))
         np.add.at(seed, (model.trips_["archetype"].to_numpy(), model.trip_labels_), 1)

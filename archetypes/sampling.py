@@ -18,6 +18,7 @@ from archetypes.model import ArchetypeModel, majority
 from archetypes.schema import TripSchema
 from synth.errors import ConfigError
 from synth.generator import Generator
+from synth.params import spell
 
 __all__ = [
     "ArchetypeSampling",
@@ -87,7 +88,7 @@ class ArchetypeSampling(Generator):
     id_column: str
     category_column: str
     order_column: str | None
-    n_archetypes: int
+    archetypes: int
     n_records: int | None
     marginal_bins: int
     marginals_by_archetype: bool
@@ -129,7 +130,7 @@ class ArchetypeSampling(Generator):
 
     def _n_released(self, column: str) -> int:
         """Cells of a marginal's released histogram (archetype x value when per archetype)."""
-        return self._n_cells(column) * (self.n_archetypes if self.marginals_by_archetype else 1)
+        return self._n_cells(column) * (self.archetypes if self.marginals_by_archetype else 1)
 
     def _bin(self, frame: pd.DataFrame, column: str) -> np.ndarray:
         edges = self.marginal_edges_[column]
@@ -147,7 +148,7 @@ class ArchetypeSampling(Generator):
     def _strata(self) -> np.ndarray:
         """Expected synthetic individuals per (archetype, category): the public table of
         individuals, raked to the two clamped noisy histograms scaled to the estimated total."""
-        k, c = self.n_archetypes, len(self.category_values_)
+        k, c = self.archetypes, len(self.category_values_)
         ind = self.model_.individuals_
         known = ind["category"].to_numpy() >= 0
         public = np.zeros((k, c))
@@ -176,7 +177,9 @@ class ArchetypeSampling(Generator):
         if n_records is not None and (
             isinstance(n_records, bool) or not isinstance(n_records, int) or n_records < 0
         ):
-            raise ConfigError(f"n_records must be a non-negative integer, got {n_records!r}")
+            raise ConfigError(
+                f"{spell('n_records')} must be a non-negative integer, got {n_records!r}"
+            )
         strata = self.strata_
         if strata.sum() <= 0 and n_records:
             strata = np.ones_like(strata)
@@ -295,7 +298,7 @@ class ArchetypeSampling(Generator):
         """Mean public trips per individual of each (archetype, category) stratum, archetype mean
         where the stratum is empty."""
         ind = self.model_.individuals_
-        k, c = self.n_archetypes, len(self.category_values_)
+        k, c = self.archetypes, len(self.category_values_)
         known = ind["category"].to_numpy() >= 0
         a, cat = ind["archetype"].to_numpy()[known], ind["category"].to_numpy()[known]
         total = np.zeros((k, c))

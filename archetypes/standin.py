@@ -58,6 +58,7 @@ from archetypes.reading import measure, source_of, trip_ids
 from archetypes.schema import TripSchema
 from synth.errors import ConfigError, InputError
 from synth.marginals import stability_histogram
+from synth.params import spell
 from synth.privacy import LedgerBranch
 
 __all__ = ["GRID_MAX", "StandIn", "StandInSpec", "stand_in_spec"]
@@ -103,30 +104,35 @@ def stand_in_spec(
         option = {}
     if not isinstance(option, Mapping):
         raise ConfigError(
-            f"public_stand_in must be None, True or a table of options, got {option!r}"
+            f"{spell('public_stand_in')} must be None, True or a table of options, got {option!r}"
         )
     unknown = sorted(set(option) - set(_KEYS))
     if unknown:
         raise ConfigError(
-            f"public_stand_in: unknown key(s) {unknown} (allowed: {', '.join(_KEYS)})"
+            f"{spell('public_stand_in')}: unknown key(s) {unknown} (allowed: {', '.join(_KEYS)})"
         )
     k = option.get("max_records_per_individual", 1)
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise ConfigError(
-            f"public_stand_in: max_records_per_individual must be a positive integer, got {k!r}"
+            f"{spell('public_stand_in')}: {spell('max_records_per_individual')} must be a positive "
+            f"integer, got {k!r}"
         )
     precision = dict(option.get("precision", {}))
     for column, step in precision.items():
         if isinstance(step, bool) or not isinstance(step, int | float) or not 0 < step < math.inf:
-            raise ConfigError(f"public_stand_in: precision of '{column}' must be > 0, got {step!r}")
+            raise ConfigError(
+                f"{spell('public_stand_in')}: precision of '{column}' must be > 0, got {step!r}"
+            )
     if "tables" in option:
         raw = option["tables"]
         if isinstance(raw, str) or not isinstance(raw, Sequence):
-            raise ConfigError("public_stand_in: tables must be a list of column lists")
+            raise ConfigError(f"{spell('public_stand_in')}: tables must be a list of column lists")
         tables = []
         for table in raw:
             if isinstance(table, str) or not isinstance(table, Sequence) or not table:
-                raise ConfigError("public_stand_in: each table must be a non-empty column list")
+                raise ConfigError(
+                    f"{spell('public_stand_in')}: each table must be a non-empty column list"
+                )
             tables.append(tuple(dict.fromkeys(str(c) for c in table)))
     else:
         tables = _default_tables(key_columns, category_column, features, completion, needed)
@@ -134,11 +140,11 @@ def stand_in_spec(
     for table in tables:
         new = [c for c in table if c not in seen]
         if not new:
-            raise ConfigError(f"public_stand_in: table {list(table)} adds no column")
+            raise ConfigError(f"{spell('public_stand_in')}: table {list(table)} adds no column")
         seen.update(new)
     missing = [c for c in needed if c not in seen]
     if missing:
-        raise ConfigError(f"public_stand_in: no table releases {missing}")
+        raise ConfigError(f"{spell('public_stand_in')}: no table releases {missing}")
     n = len(tables)
     default = [
         3 if i == 0 else 2 if set(t) <= set(key_columns) else 1 for i, t in enumerate(tables)
@@ -151,7 +157,7 @@ def stand_in_spec(
         or any(isinstance(w, bool) or not isinstance(w, int | float) or not w > 0 for w in weights)
     ):
         raise ConfigError(
-            f"public_stand_in: weights must be {n} positive numbers (one per table), "
+            f"{spell('public_stand_in')}: weights must be {n} positive numbers (one per table), "
             f"got {weights!r}"
         )
     return StandInSpec(tuple(tables), tuple(float(w) for w in weights), int(k), precision)
@@ -206,7 +212,8 @@ class StandIn:
             for column in table:
                 if column not in self.schema and column not in self.spec.precision:
                     raise ConfigError(
-                        f"public_stand_in: column '{column}' has no public domain: add it to the "
+                        f"{spell('public_stand_in')}: column '{column}' has no public domain: add "
+                        f"it to the "
                         "schema (or give it a precision)"
                     )
 
@@ -353,7 +360,8 @@ class StandIn:
             if frame is None:
                 if len(rows) == 0:
                     raise ConfigError(
-                        f"public_stand_in: the SBH of {list(table)} kept no cell (no cell reached "
+                        f"{spell('public_stand_in')}: the SBH of {list(table)} kept no cell (no "
+                        f"cell reached "
                         f"the threshold {cells.attrs['sbh']['threshold']}); release fewer "
                         "columns in the first table or give the stand-in a larger budget share"
                     )
@@ -390,7 +398,8 @@ class StandIn:
         """Codes drawn uniformly from a column's public domain (no cell of its table was kept)."""
         if column in self.spec.precision and column not in self.schema:
             raise ConfigError(
-                f"public_stand_in: the table adding '{column}' kept no cell and the column has no "
+                f"{spell('public_stand_in')}: the table adding '{column}' kept no cell and the "
+                f"column has no "
                 "public domain to draw from"
             )
         col = self.schema[column]

@@ -30,7 +30,7 @@ cannot see. With ``marginals_by_archetype=True`` (the issue's formulation) each 
 counted in the histogram of ITS ARCHETYPE for each listed column (one cell in each of m archetype x
 value histograms, still L2 sensitivity sqrt(m), one discrete Gaussian), and the raking matches the
 pool's (archetype, value) histograms, the archetype of a pool individual being the stratum it was
-drawn for. The global version stays the default: the per-archetype cells are about ``n_archetypes``
+drawn for. The global version stays the default: the per-archetype cells are about ``archetypes``
 times smaller for the same noise (figures in ``benchmarks/bench_archetypes.py``).
 
 Without public data, ``public_stand_in`` (see :mod:`archetypes.standin`) first releases
@@ -67,6 +67,7 @@ from archetypes.budget import budget_shares
 from archetypes.column_completion import ColumnCompleter, Plan
 from archetypes.jointfit import JointSampling
 from archetypes.model import ArchetypeModel, bound_individuals, majority
+from archetypes.params import PARAMS
 from archetypes.reading import read_trips, source_of, trip_ids
 from archetypes.sampling import (
     PUBLIC_STREAM,
@@ -76,7 +77,7 @@ from archetypes.sampling import (
 from archetypes.schema import TripSchema
 from archetypes.standin import StandIn, StandInSpec, stand_in_spec
 from synth.errors import ConfigError, InputError
-from synth.generator import COLUMNS, SEQUENCE, STRING, Constraint, InstanceOf, Interval
+from synth.params import Constraint, ParamTable, spell
 from synth.privacy import (
     DiscreteGaussian,
     PrivacyLedger,
@@ -128,25 +129,9 @@ class ArchetypeSynthesizer(JointSampling):
             the private queries; an int makes them reproducible and the release NOT private.
     """
 
-    _parameter_constraints: ClassVar[dict[str, list[Constraint]]] = {
-        "key_columns": [COLUMNS],
-        "category_column": [STRING],
-        "id_column": [STRING],
-        "n_archetypes": [Interval("integer", 1)],
-        "features": [None, COLUMNS],
-        "schema": [None, InstanceOf((TripSchema, str, Path), "a TripSchema, a JSON path")],
-        "budget_split": [SEQUENCE],
-        "marginals": [COLUMNS],
-        "marginals_by_archetype": [InstanceOf(bool, "true or false")],
-        "marginal_bins": [Interval("integer", 1)],
-        "public_stand_in": [None, InstanceOf((bool, Mapping), "a bool or a mapping")],
-        "joint": [None, InstanceOf((bool, Mapping), "a bool or a mapping")],
-        "max_records_per_individual": [Interval("integer", 1)],
-        "order_column": [None, STRING],
-        "n_records": [None, Interval("integer", 0)],
-        "unit": [STRING],
-        "random_state": [None, InstanceOf((int, np.integer), "an int")],
-    }
+    #: one row per parameter (:mod:`archetypes.params`): validator, config keys, flags
+    parameter_table: ClassVar[ParamTable] = PARAMS
+    _parameter_constraints: ClassVar[dict[str, list[Constraint]]] = PARAMS.constraints()
     #: set last in fit: its presence means "fitted"
     _fitted_attribute: ClassVar[str] = "strata_"
 
@@ -158,7 +143,7 @@ class ArchetypeSynthesizer(JointSampling):
         key_columns: Sequence[str],
         category_column: str,
         id_column: str = "individual_id",
-        n_archetypes: int = 10,
+        archetypes: int = 10,
         features: Sequence[str] | None = None,
         completion: Plan = (),
         schema: TripSchema | str | None = None,
@@ -173,13 +158,14 @@ class ArchetypeSynthesizer(JointSampling):
         n_records: int | None = None,
         unit: str = "individual",
         random_state: int | None = None,
+        **renamed: Any,
     ) -> None:
         self.epsilon = epsilon
         self.delta = delta
         self.key_columns = key_columns
         self.category_column = category_column
         self.id_column = id_column
-        self.n_archetypes = n_archetypes
+        self.archetypes = archetypes
         self.features = features
         self.completion = completion
         self.schema = schema
@@ -194,6 +180,8 @@ class ArchetypeSynthesizer(JointSampling):
         self.n_records = n_records
         self.unit = unit
         self.random_state = random_state
+        for name, value in PARAMS.renamed(renamed).items():  # n_archetypes=
+            setattr(self, name, value)
 
     # -- validation --------------------------------------------------------------------------------
     def _check_params(self) -> None:
@@ -217,13 +205,13 @@ class ArchetypeSynthesizer(JointSampling):
             isinstance(s, bool) or not isinstance(s, int | float) or s <= 0 for s in split
         ):
             raise ConfigError(
-                f"budget_split must be {wanted} positive shares ({', '.join(names)}),"
+                f"{spell('budget_split')} must be {wanted} positive shares ({', '.join(names)}),"
                 f" got {self.budget_split!r}"
             )
         if sum(Fraction(str(s)) for s in split) > 1:
-            raise ConfigError(f"budget_split {self.budget_split!r} sums to more than 1")
+            raise ConfigError(f"{spell('budget_split')} {self.budget_split!r} sums to more than 1")
         if not list(self.key_columns):
-            raise ConfigError("key_columns must name at least one column")
+            raise ConfigError(f"{spell('key_columns')} must name at least one column")
         if len(set(self.marginals)) != len(list(self.marginals)):
             raise ConfigError(f"marginals lists a column twice: {list(self.marginals)}")
         if self._joint_on():  # (joint, archetypes, category)
@@ -236,7 +224,9 @@ class ArchetypeSynthesizer(JointSampling):
             return False
         if option is True or isinstance(option, Mapping):
             return True
-        raise ConfigError(f"public_stand_in must be None, a bool or a mapping, got {option!r}")
+        raise ConfigError(
+            f"{spell('public_stand_in')} must be None, a bool or a mapping, got {option!r}"
+        )
 
     def _schema(self, public: pd.DataFrame | None, used: list[str]) -> TripSchema:
         if isinstance(self.schema, TripSchema):
@@ -279,7 +269,8 @@ class ArchetypeSynthesizer(JointSampling):
         stand_in_budget = budgets.pop(0) if self._stand_in_on() and not joint_budget else None
         if public is None and stand_in_budget is None and joint_budget is None:
             raise ConfigError(
-                "no public data: give public trips, or enable public_stand_in (an SBH release of "
+                f"no public data: give public trips, or enable {spell('public_stand_in')} (an SBH "
+                f"release of "
                 "the private trips standing in for them, with its own budget share)"
             )
         private = read_trips(data, "private data", id_column=self.id_column)  # issue 25
@@ -361,7 +352,7 @@ class ArchetypeSynthesizer(JointSampling):
         )
         self.category_values_ = self.schema_.values(self.category_column)
         self.model_ = ArchetypeModel(
-            n_archetypes=self.n_archetypes,
+            n_archetypes=self.archetypes,
             features=features,
             id_column=self.id_column,
             key_columns=list(self.key_columns),
@@ -458,10 +449,10 @@ class ArchetypeSynthesizer(JointSampling):
             rng=rng,
         )
         self.stand_in_cells_ = releaser.kept_cells_
-        if len(public) < self.n_archetypes:
+        if len(public) < self.archetypes:
             raise ConfigError(
-                f"public_stand_in: the release has {len(public)} trips, fewer than "
-                f"n_archetypes={self.n_archetypes}; give the stand-in a larger budget share"
+                f"{spell('public_stand_in')}: the release has {len(public)} trips, fewer than "
+                f"archetypes={self.archetypes}; give the stand-in a larger budget share"
             )
         return public
 
@@ -488,7 +479,7 @@ class ArchetypeSynthesizer(JointSampling):
         n_cat = len(self.category_values_)
         category = majority(id_codes, self._codes(private, self.category_column), n_cat, ties)
         out = [
-            np.bincount(archetypes, minlength=self.n_archetypes),
+            np.bincount(archetypes, minlength=self.archetypes),
             np.bincount(category[category >= 0], minlength=n_cat),
         ]
         for column in marginals:
@@ -530,7 +521,7 @@ class ArchetypeSynthesizer(JointSampling):
                 noise=noise,
                 ledger=ledger,
                 label="archetype histogram",
-                note=f"{self.n_archetypes} archetypes; each {self.unit} in exactly one (the "
+                note=f"{self.archetypes} archetypes; each {self.unit} in exactly one (the "
                 "archetype of most of its trips), so L2 sensitivity 1",
             ),
             self.category_mechanism_.release(
@@ -568,7 +559,7 @@ class ArchetypeSynthesizer(JointSampling):
             "generator": "archetypes",
             "id_column": self.id_column,
             "order_column": self.order_column,
-            "n_archetypes": self.n_archetypes,
+            "n_archetypes": self.archetypes,
             "key_columns": list(self.key_columns),
             "category_column": self.category_column,
             "budget_split": list(self.budget_split),

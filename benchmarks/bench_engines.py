@@ -236,7 +236,7 @@ def _child(args: argparse.Namespace) -> None:
         epsilon=1.0,
         height=HEIGHT,
         taxonomy=montreal_taxonomy(),
-        time_bins=args.time_bins,
+        time_bin=args.time_bin,
         random_state=0,
         engine=args.engine,
         engine_options=_options(args) or None,
@@ -291,8 +291,8 @@ def _child_cli(args: argparse.Namespace, started: float) -> None:
         if args.command == "sequences":
             argv += ["--taxonomy", str(data_path("montreal_taxonomy")), "--epsilon", "1"]
             argv += ["--height", str(HEIGHT)]
-            if args.time_bins:
-                argv += ["--time-bin", str(args.time_bins)]
+            if args.time_bin:
+                argv += ["--time-bin", str(args.time_bin)]
         else:
             argv += ["--epsilon", "1", "--delta", "1e-6"]
         if args.engine != "auto":  # auto: the default, no flag
@@ -430,7 +430,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--engine", help=argparse.SUPPRESS)
     parser.add_argument("--child-command", dest="child_command", help=argparse.SUPPRESS)
     parser.add_argument("--input", help=argparse.SUPPRESS)
-    parser.add_argument("--time-bins", type=int, default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--time-bin", type=int, default=None, help=argparse.SUPPRESS)
     add_options(parser, "2,000 sequences, memory and duckdb, in a temporary folder")
     args = parser.parse_args(argv)
     if args.child:
@@ -496,7 +496,7 @@ def _drive(args: argparse.Namespace) -> int:
                 if args.temp_dir:
                     cmd += ["--temp-dir", args.temp_dir]
                 if dataset == "taps":
-                    cmd += ["--time-bins", "60"]
+                    cmd += ["--time-bin", "60"]
                 if dataset == "trips" and engine == "pyarrow":
                     continue
                 if args.fit_only:

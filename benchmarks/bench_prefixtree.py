@@ -471,7 +471,7 @@ def trajectories(args: argparse.Namespace) -> list[dict[str, Any]]:
     # the bins exactly as the synthesizer makes them (time of day, running maximum)
     seq_row, ids = pd.factorize(real["seq_id"], sort=True)
     binner = PrefixTreeSynthesizer(
-        epsilon=1, height=args.height, taxonomy=tax, time_bins=args.time_bin
+        epsilon=1, height=args.height, taxonomy=tax, time_bin=args.time_bin
     )
     bins = binner._time_matrix(real, len(ids), args.height)[seq_row, real["pos"].to_numpy()]
     minutes = pd.Series(bins * args.time_bin, index=real.index)
@@ -486,8 +486,8 @@ def trajectories(args: argparse.Namespace) -> list[dict[str, Any]]:
                     epsilon=args.epsilon,
                     height=args.height,
                     taxonomy=tax,
-                    time_bins=args.time_bin,
-                    coarse_time_bins=coarse,
+                    time_bin=args.time_bin,
+                    coarse_time_bin=coarse,
                     threshold_rule="candidates",
                     false_children=args.false_children,
                     completion=completion,

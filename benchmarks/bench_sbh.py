@@ -73,7 +73,7 @@ def groupby_floor(taps: pd.DataFrame, bin_minutes: int = 15) -> dict[str, pd.Ser
 
 def sbh_release(taps: pd.DataFrame, bin_minutes: int = 15) -> dict[str, pd.DataFrame]:
     """The release itself (secure noise)."""
-    return OpalRelease(bin_minutes=bin_minutes).fit(taps).release()
+    return OpalRelease(bin=bin_minutes).fit(taps).release()
 
 
 def sube_taps(folder: Path) -> pd.DataFrame:

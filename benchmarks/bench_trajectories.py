@@ -51,8 +51,8 @@ from bench_prefixtree import _grouped_taxonomy
 from harness import add_options, child, emit, write_results
 
 #: The candidate designs: a name and the synthesizer keywords it adds (the dataset's epsilon /
-#: height / ``time_bins`` are set by the benchmark; a design's own ``time_bins`` wins, so
-#: ``"time_bins": None`` is an untimed release, scored on length and TP@100 only). Extend freely.
+#: height / ``time_bin`` are set by the benchmark; a design's own ``time_bin`` wins, so
+#: ``"time_bin": None`` is an untimed release, scored on length and TP@100 only). Extend freely.
 DESIGNS: list[dict[str, Any]] = [
     # the default with time bins (time_model="auto" resolves to it): location tree + first-tap,
     # gap and length tables
@@ -62,10 +62,10 @@ DESIGNS: list[dict[str, Any]] = [
     # the same tree, hybrid variant with 6-hour coarse bins above the fine ones
     {
         "name": "tree-hybrid-coarse-360",
-        "kwargs": {"time_model": "tree", "variant": "hybrid", "coarse_time_bins": 360},
+        "kwargs": {"time_model": "tree", "variant": "hybrid", "coarse_time_bin": 360},
     },
     # no time bins at all (locations only)
-    {"name": "untimed", "kwargs": {"time_bins": None}},
+    {"name": "untimed", "kwargs": {"time_bin": None}},
 ]
 
 #: dataset -> (label, h, minutes per bin)
@@ -217,7 +217,7 @@ def _run_one(
 ) -> dict[str, Any]:
     """One release in a child process (or in this one); its figures."""
     params = {
-        "time_bins": data["bin"],
+        "time_bin": data["bin"],
         **design["kwargs"],
         "epsilon": epsilon,
         "height": data["height"],

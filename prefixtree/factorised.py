@@ -1,11 +1,11 @@
 """Time models and the length fix of :class:`~prefixtree.synthesizer.PrefixTreeSynthesizer`.
 
-``time_model`` (with ``time_bins``):
+``time_model`` (with ``time_bin``):
 
 - ``"tree"``: Chen et al. (2012, section 4.4): the tree's nodes are (location, time bin) cells.
 - ``"factorised"``: the tree counts locations only; time comes from two small noisy card-level
   tables (:mod:`prefixtree.timing`), sampled conditioned on each released sequence.
-- ``"auto"`` (default): ``factorised``, unless ``coarse_time_bins`` asks for the hybrid
+- ``"auto"`` (default): ``factorised``, unless ``coarse_time_bin`` asks for the hybrid
   (location, time) tree or the preset is ``kdd12`` (the paper), which are then ``tree``. Chosen
   on public facts: the tree's first level has ``|locations| x bins`` candidates (SUBE: 382 x 24),
   far more than an agency's cards fill at epsilon 1, while the factorised tables have
@@ -59,6 +59,7 @@ from prefixtree.timing import (
     sample_minutes,
 )
 from synth.errors import ConfigError, InputError
+from synth.params import spell
 from synth.privacy import PrivacyLedger, exact
 from synth.times import times_of_day
 
@@ -81,8 +82,8 @@ GAP_SHARE = Fraction(6, 100)
 class FactorisedTiming:
     """The time-model and length half of the synthesizer (mixed in)."""
 
-    time_bins: int | None
-    coarse_time_bins: int | None
+    time_bin: int | None
+    coarse_time_bin: int | None
     time_model: str
     length_share: float | None
     preset: str
@@ -96,28 +97,27 @@ class FactorisedTiming:
     # ------------------------------------------------------------------ configuration
     def resolved_time_model(self) -> str | None:
         """``None`` without time bins, else ``"tree"`` or ``"factorised"``."""
-        model = self.time_model
-        if model not in TIME_MODELS:
-            raise ConfigError(f"time_model must be one of {', '.join(TIME_MODELS)}, got {model!r}")
-        if self.time_bins is None:
+        model = self.time_model  # one of TIME_MODELS: checked by the table (prefixtree.params)
+        if self.time_bin is None:
             if model != "auto":
-                raise ConfigError(f"time_model={model!r} needs time_bins")
+                raise ConfigError(f"{spell('time_model', model)} needs {spell('time_bin')}")
             return None
         if model == "auto":
             return (
                 "tree"
-                if self.coarse_time_bins is not None or self.preset == "kdd12"
+                if self.coarse_time_bin is not None or self.preset == "kdd12"
                 else "factorised"
             )
-        if model == "factorised" and self.coarse_time_bins is not None:
+        if model == "factorised" and self.coarse_time_bin is not None:
             raise ConfigError(
-                "coarse_time_bins refines the (location, time) tree: time_model='tree'"
+                f"{spell('coarse_time_bin')} refines the (location, time) tree: "
+                f"{spell('time_model', 'tree')}"
             )
         return model
 
     def _tree_time_bins(self) -> int | None:
         """The time bins of the tree's nodes (none under the factorised model)."""
-        return None if self.resolved_time_model() == "factorised" else self.time_bins
+        return None if self.resolved_time_model() == "factorised" else self.time_bin
 
     def _length_share(self) -> Fraction:
         share = self.length_share
@@ -125,10 +125,11 @@ class FactorisedTiming:
         if share is None:
             return Fraction(0) if self.preset == "kdd12" or tree_timed else LENGTH_SHARE
         if isinstance(share, bool) or not isinstance(share, int | float) or not 0 <= share < 0.5:
-            raise ConfigError(f"length_share must be in [0, 0.5), got {share!r}")
+            raise ConfigError(f"{spell('length_share')} must be in [0, 0.5), got {share!r}")
         if share and tree_timed:
             raise ConfigError(
-                "length_share needs a tree of locations (no time bins, or time_model='factorised')"
+                f"{spell('length_share')} needs a tree of locations (no time bins, or "
+                f"{spell('time_model', 'factorised')})"
             )
         return exact(share, "length_share")
 
@@ -150,9 +151,9 @@ class FactorisedTiming:
     ) -> np.ndarray:
         """Time bins per card and position: the time of day of each value on its own, in bins,
         made non-decreasing by a running maximum (a per-record transformation)."""
-        width = int(self.time_bins)  # type: ignore[arg-type]
+        width = int(self.time_bin)  # type: ignore[arg-type]
         if "time" not in seqs.columns:
-            raise InputError("sequences: time_bins needs a 'time' column")
+            raise InputError(f"sequences: {spell('time_bin')} needs a 'time' column")
         raw = seqs["time"]
         if pd.api.types.is_timedelta64_dtype(raw):
             minutes = (raw.dt.total_seconds() // 60).to_numpy(dtype=np.int64) % MINUTES_PER_DAY
@@ -193,7 +194,7 @@ class FactorisedTiming:
         if s_gap and card_times is not None:
             first_scale = scale_for(eps * s_first)
             gap_scale = scale_for(eps * s_gap / MAX_GAPS)
-            bins = math.ceil(MINUTES_PER_DAY / int(self.time_bins))  # type: ignore[arg-type]
+            bins = math.ceil(MINUTES_PER_DAY / int(self.time_bin))  # type: ignore[arg-type]
             ledger.spend(
                 label="time: first tap's bin by length class",
                 mechanism="discrete_laplace",
@@ -216,7 +217,7 @@ class FactorisedTiming:
                 lengths,
                 times,
                 locs,
-                bin_minutes=int(self.time_bins),  # type: ignore[arg-type]
+                bin_minutes=int(self.time_bin),  # type: ignore[arg-type]
                 first_scale=first_scale,
                 gap_scale=gap_scale,
                 noise=noise,

@@ -19,6 +19,7 @@ import pandas as pd
 
 from synth.errors import ConfigError, InputError
 from synth.io import table_columns
+from synth.params import spell
 from synth.records import load_sequences, load_taps, load_trips, sequences_from_taps
 from synth.taxonomy import Taxonomy
 
@@ -56,7 +57,8 @@ def read_sequences(
     any layout; ``on_unknown`` says what to do with locations outside ``taxonomy``."""
     if input_format not in INPUT_FORMATS:
         raise ConfigError(
-            f"input_format must be one of {', '.join(INPUT_FORMATS)}, got {input_format!r}"
+            f"{spell('input_format')} must be one of {', '.join(INPUT_FORMATS)}, got "
+            f"{input_format!r}"
         )
     if isinstance(data, pd.DataFrame):
         columns: Collection[str] = [str(c) for c in data.columns]
@@ -72,7 +74,9 @@ def read_sequences(
     kind = detect_input_format(columns) if input_format == "auto" else input_format
     if kind == "sequences":
         if not {"seq_id", "pos"} <= set(columns):
-            raise InputError("input_format='sequences' needs columns seq_id, pos and location")
+            raise InputError(
+                f"{spell('input_format', 'sequences')} needs columns seq_id, pos and location"
+            )
         return load_sequences(
             data,
             taxonomy=taxonomy,

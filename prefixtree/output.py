@@ -31,8 +31,8 @@ def tree_parameters(model: Any) -> dict[str, Any]:
         "variant": model.variant,
         "epsilon": model.epsilon,
         "height": model.height,
-        "time_bin_minutes": model.time_bins,
-        "coarse_time_bin_minutes": model.coarse_time_bins,
+        "time_bin_minutes": model.time_bin,
+        "coarse_time_bin_minutes": model.coarse_time_bin,
         "seeded": model.noise_seeded_,
         "sub_levels": [
             {

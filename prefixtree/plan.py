@@ -14,15 +14,15 @@ from typing import Any
 import numpy as np
 
 from prefixtree.estimate import BYTES_PER_NODE, TreeEstimate, available_memory, estimate_tree
-from prefixtree.presets import PRESETS, auto_config, generalized_split, hybrid_split, kdd12
+from prefixtree.presets import auto_config, generalized_split, hybrid_split, kdd12
 from prefixtree.tree import SubLevel, TaxonomyIndex
 from synth.errors import ConfigError
 from synth.generator import Generator
+from synth.params import spell
 from synth.privacy import exact
 from synth.taxonomy import Taxonomy
 
 __all__ = [
-    "MAX_HEIGHT",
     "MINUTES_PER_DAY",
     "PRESET_KEYS",
     "TIGHTEN_STEPS",
@@ -32,7 +32,6 @@ __all__ = [
 
 MINUTES_PER_DAY = 1440
 TIGHTEN_STEPS = 12
-MAX_HEIGHT = 1000
 #: the parameters a preset sets (an explicit value overrides the preset's)
 PRESET_KEYS = (
     "variant",
@@ -63,8 +62,8 @@ class TreePlanning(Generator):
     preset: str
     thresholds: Mapping[int, float] | None
     false_children: float | Sequence[float] | None
-    time_bins: int | None
-    coarse_time_bins: int | None
+    time_bin: int | None
+    coarse_time_bin: int | None
     random_state: Any
     max_nodes: int
     height: int
@@ -74,28 +73,19 @@ class TreePlanning(Generator):
 
     def _tree_time_bins(self) -> int | None:
         """Minutes per time bin of the tree's nodes (the factorised time model has none)."""
-        return self.time_bins
+        return self.time_bin
 
     def resolved(self) -> dict[str, Any]:
         """The configuration the fit uses: the preset's values (``auto``: computed from public
         facts only, :mod:`prefixtree.presets`), overridden by every explicit parameter."""
-        if self.preset not in PRESETS:
-            raise ConfigError(f"preset must be one of {', '.join(PRESETS)}, got {self.preset!r}")
-        h = self.height
-        if isinstance(h, bool) or not isinstance(h, int | np.integer) or not 1 <= h <= MAX_HEIGHT:
-            raise ConfigError(
-                f"height must be an integer in 1..{MAX_HEIGHT}, got {h!r} (the size estimate "
-                "allows no taller tree: each level gets epsilon / height)"
-            )
-        if not isinstance(self.taxonomy, Taxonomy):
-            raise ConfigError("taxonomy must be a synth.taxonomy.Taxonomy")
+        h = self.height  # checked by the table (prefixtree.params) before any planning
         if self.preset == "kdd12":
             cfg = kdd12()
         else:
             cfg = auto_config(self.taxonomy, int(h), self._tree_time_bins())
         explicit = {key: getattr(self, key) for key in PRESET_KEYS}
         wants_hybrid = explicit["variant"] == "hybrid" or (
-            explicit["variant"] is None and self.coarse_time_bins is not None
+            explicit["variant"] is None and self.coarse_time_bin is not None
         )
         if self.preset == "auto" and wants_hybrid:  # coarse time bins need a generalized level
             explicit["variant"] = "hybrid"
@@ -123,10 +113,10 @@ class TreePlanning(Generator):
     ) -> tuple[dict[int, float] | None, bool]:
         """The split of a hybrid tree asked for under ``auto`` and whether its generalized levels
         are all skipped: the levels that pay for themselves (:func:`generalized_split`); with
-        ``coarse_time_bins`` (time generalizes too) the ``sqrt(f)`` split (:func:`hybrid_split`)."""
+        ``coarse_time_bin`` (time generalizes too) the ``sqrt(f)`` split (:func:`hybrid_split`)."""
         fc = explicit["false_children"] or cfg["false_children"]
         first = float(fc[0] if isinstance(fc, Sequence | np.ndarray) else fc)
-        if self.coarse_time_bins is not None:
+        if self.coarse_time_bin is not None:
             return hybrid_split(self.taxonomy, first) or None, False
         split = generalized_split(self.taxonomy, first)
         return split or None, not split
@@ -157,16 +147,16 @@ class TreePlanning(Generator):
             for g, value in split.items():
                 if g not in n_nodes:
                     raise ConfigError(
-                        f"budget_split: level {g!r} is not an inner taxonomy level "
+                        f"{spell('budget_split')}: level {g!r} is not an inner taxonomy level "
                         f"(1..{tax.height - 1})"
                     )
-                share = exact(value, f"budget_split[{g}]")
-                if share < 0:
-                    raise ConfigError(f"budget_split[{g}] must be >= 0, got {value!r}")
+                share = exact(value, f"budget_split[{g}]")  # >= 0: checked by the table
                 if share > 0:
                     shares[g] = share
             if sum(shares.values()) >= 1:
-                raise ConfigError("budget_split must leave a positive share for the locations")
+                raise ConfigError(
+                    f"{spell('budget_split')} must leave a positive share for the locations"
+                )
             levels = sorted(shares)
             below = [*[n_nodes[g] for g in levels[1:]], len(leaves)]
             fan = {g: Fraction(b, n_nodes[g]) for g, b in zip(levels, below, strict=True)}
@@ -195,37 +185,18 @@ class TreePlanning(Generator):
         normalised ``level_weights`` (levels compose sequentially: any shares summing to 1 do)."""
         if self.config_["level_weights"] is None:
             return [Fraction(1, h)] * h
-        weights = list(self.config_["level_weights"])
-        if len(weights) != h:
-            raise ConfigError(
-                f"level_weights needs one weight per tree level ({h}), got {len(weights)}"
-            )
+        weights = list(self.config_["level_weights"])  # h of them, > 0: checked in fit's check
         exact_weights = [exact(w, f"level_weights[{i}]") for i, w in enumerate(weights)]
-        if any(w <= 0 for w in exact_weights):
-            raise ConfigError("level_weights must all be > 0")
         total = sum(exact_weights, Fraction(0))
         return [w / total for w in exact_weights]
 
     def _false_children(self, h: int) -> list[float]:
-        """``false_children`` of each tree level (one number serves every level)."""
+        """``false_children`` of each tree level (one number serves every level; one per level
+        and each in (0, 1]: checked before planning, :meth:`_check_params`)."""
         fc = self.config_["false_children"]
-        values: list[Any]
         if isinstance(fc, Sequence | np.ndarray) and not isinstance(fc, str):
-            single, values = False, [v.item() if isinstance(v, np.generic) else v for v in fc]
-        else:
-            single, values = True, [fc] * h
-        if len(values) != h:
-            raise ConfigError(
-                f"false_children needs one number or one per tree level ({h}), got {len(values)}"
-            )
-        for i, v in enumerate(values):
-            if isinstance(v, bool) or not isinstance(v, int | float) or not 0 < v <= 1:
-                where = "" if single else f"[{i}]"
-                raise ConfigError(
-                    f"false_children{where} must be in (0, 1], got {v!r} (above 1 the passing "
-                    "empty nodes branch without bound: Chen et al. 2012, Theorem 4.2)"
-                )
-        return [float(v) for v in values]
+            return [float(v.item() if isinstance(v, np.generic) else v) for v in fc]
+        return [float(fc)] * h
 
     def _default_threshold(
         self,
@@ -374,14 +345,14 @@ class TreePlanning(Generator):
             )
         tree_bins = self._tree_time_bins()
         n_bins = 1 if tree_bins is None else math.ceil(MINUTES_PER_DAY / tree_bins)
-        if self.coarse_time_bins is not None and not levels:
+        if self.coarse_time_bin is not None and not levels:
             raise ConfigError(
-                "coarse_time_bins: the hybrid tree uses no generalized level here (see "
-                "variant): there is no sub-level to count coarse bins in"
+                f"{spell('coarse_time_bin')}: the hybrid tree uses no generalized level here (see "
+                f"{spell('variant')}): there is no sub-level to count coarse bins in"
             )
         widths = [
-            int(self.coarse_time_bins // self.time_bins)  # type: ignore[operator]
-            if self.coarse_time_bins is not None and j < len(levels)
+            int(self.coarse_time_bin // self.time_bin)  # type: ignore[operator]
+            if self.coarse_time_bin is not None and j < len(levels)
             else 1
             for j in range(len(index.levels))
         ]

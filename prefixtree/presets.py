@@ -28,7 +28,7 @@ h, the taxonomy (its size, fan-outs, group sizes) and the time bins. Never the p
   hybrid tree at the same thresholds found fewer or as many frequent patterns. A hybrid tree asked
   for (``variant="hybrid"``) follows the same rule: it uses the generalized levels that pay, and
   with none (a warning says so) it is the simple tree, so hybrid is never worse than simple; an
-  explicit ``budget_split`` forces a level. Only with ``coarse_time_bins`` (time generalizes
+  explicit ``budget_split`` forces a level. Only with ``coarse_time_bin`` (time generalizes
   too) does it take :func:`hybrid_split`: the group's threshold ``sqrt(f)`` times the
   locations' instead of the paper's ``f`` times (``2 / f`` of the budget), which nothing passes
   on wide fan-outs. Measured with that split forced, hybrid lost to simple on every shape
@@ -150,7 +150,7 @@ def generalized_split(taxonomy: Taxonomy, false_children: float) -> dict[int, fl
 
 
 def hybrid_split(taxonomy: Taxonomy, false_children: float) -> dict[int, float]:
-    """The split of a hybrid trajectory tree with ``coarse_time_bins`` under ``auto``: the
+    """The split of a hybrid trajectory tree with ``coarse_time_bin`` under ``auto``: the
     lowest inner level with ``s = a / (a + sqrt(f) b)`` (f the mean fan-out), so the group's
     threshold is ``sqrt(f)`` times the locations' (a group of f locations typically holds the
     mass of about sqrt(f) of them) instead of the paper's f times, which nothing passes on wide

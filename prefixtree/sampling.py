@@ -23,7 +23,7 @@ class PrefixTreeSampling(Generator):
 
     # parameters and fitted state, set by the synthesizer
     height: int
-    time_bins: int | None
+    time_bin: int | None
     tree_: pd.DataFrame
     locations_: list[str]
     n_time_bins_: int
@@ -34,7 +34,7 @@ class PrefixTreeSampling(Generator):
     _completed: Any
 
     def _tree_time_bins(self) -> int | None:
-        return self.time_bins
+        return self.time_bin
 
     def _post_active(self) -> bool:  # overridden by prefixtree.factorised
         return False
@@ -55,7 +55,7 @@ class PrefixTreeSampling(Generator):
         return int(self._release_entries()[3].sum())
 
     def _time_labels(self) -> list[str]:
-        width = int(self.time_bins)  # type: ignore[arg-type]
+        width = int(self.time_bin)  # type: ignore[arg-type]
         return [f"{(b * width) // 60:02d}:{(b * width) % 60:02d}" for b in range(self.n_time_bins_)]
 
     def sample(self) -> pd.DataFrame:

@@ -49,14 +49,14 @@ of releasing them as ending there; ``completion_hints`` keeps the pruned cells o
 levels whose noisy count reached a lower threshold, and a node's first completion step follows them
 (:mod:`prefixtree.hints`: the same histogram, post-processing).
 
-Trajectories (section 4.4): with ``time_bins`` (minutes per bin), nodes are (location, time bin)
+Trajectories (section 4.4): with ``time_bin`` (minutes per bin), nodes are (location, time bin)
 pairs and a node's candidates are all (location, bin) with bin >= its own. The input ``time`` column
 is reduced to the time of day; within a sequence bins are made non-decreasing by a running maximum
-(a deterministic per-record transformation). ``coarse_time_bins`` (hybrid) generalizes time as the
+(a deterministic per-record transformation). ``coarse_time_bin`` (hybrid) generalizes time as the
 taxonomy generalizes locations: the generalized sub-levels count (line, coarse bin) cells, and the
 locations sub-level refines a surviving one into (station, fine bin) cells within its coarse bin
 (and not before the node's own bin), so a level's first histogram has ``coarse / fine`` times
-fewer candidates per node. That is ``time_model="tree"``; the default with ``time_bins`` is
+fewer candidates per node. That is ``time_model="tree"``; the default with ``time_bin`` is
 ``"factorised"``: an untimed tree, and clock times sampled per sequence from two small noisy
 tables (:mod:`prefixtree.factorised`, :mod:`prefixtree.timing`). ``length_share``: the released
 lengths follow a noisy length histogram (:mod:`prefixtree.lengths`).
@@ -73,17 +73,17 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from prefixtree.factorised import TIME_MODELS, FactorisedTiming
+from prefixtree.factorised import FactorisedTiming
 from prefixtree.fitted import FittedTree
-from prefixtree.inputs import INPUT_FORMATS, detect_input_format, read_sequences
+from prefixtree.inputs import detect_input_format, read_sequences
 from prefixtree.output import taxonomy_inputs, tree_parameters, write_sequences_file
-from prefixtree.plan import MAX_HEIGHT, TreePlanning, scale_for
-from prefixtree.presets import PRESETS
+from prefixtree.params import DEFAULT_MAX_NODES, PARAMS
+from prefixtree.plan import TreePlanning, scale_for
 from prefixtree.sampling import PrefixTreeSampling
 from prefixtree.tree import SubLevel, TaxonomyIndex, build_noisy_tree_counted
 from synth.engines import check_engine, get_engine
 from synth.errors import ConfigError, TransitSynthWarning
-from synth.generator import STRING, Constraint, InstanceOf, Options, Satisfies
+from synth.params import Constraint, ParamTable, spell
 from synth.privacy import PrivacyLedger, check_budget, exact, noise_source
 from synth.records import encode_sequences
 from synth.taxonomy import Taxonomy
@@ -92,20 +92,9 @@ from synth.times import check_timezone
 if TYPE_CHECKING:
     from synth.release import ReleaseWriter
 
-__all__ = [
-    "COMPLETIONS",
-    "DEFAULT_MAX_NODES",
-    "MAX_HEIGHT",
-    "THRESHOLD_RULES",
-    "VARIANTS",
-    "PrefixTreeSynthesizer",
-]
+__all__ = ["PrefixTreeSynthesizer"]
 
-VARIANTS = ("hybrid", "simple")
-THRESHOLD_RULES = ("paper", "candidates")
-COMPLETIONS = ("none", "markov")
 NOISE_METHODS = ("discrete_laplace", "empty_cells_passing", "choice")
-DEFAULT_MAX_NODES = 5_000_000
 
 
 class PrefixTreeSynthesizer(FactorisedTiming, TreePlanning, PrefixTreeSampling, FittedTree):
@@ -135,9 +124,9 @@ class PrefixTreeSynthesizer(FactorisedTiming, TreePlanning, PrefixTreeSampling, 
     - ``completion``: ``"none"`` (the paper: ``n(v) = c(v) - sum of children`` sequences end at
       v) or ``"markov"``: end-of-sequence cells, and the sequences that continued below v through
       pruned children are completed by a Markov chain of the noisy tree (post-processing).
-    - ``time_bins``: minutes per time bin for trajectories (section 4.4), or ``None``.
-    - ``coarse_time_bins``: minutes per time bin of the generalized sub-levels (a multiple of
-      ``time_bins``; hybrid trajectories only), or ``None``: the same bins as the locations.
+    - ``time_bin``: minutes per time bin for trajectories (section 4.4), or ``None``.
+    - ``coarse_time_bin``: minutes per time bin of the generalized sub-levels (a multiple of
+      ``time_bin``; hybrid trajectories only), or ``None``: the same bins as the locations.
     - ``time_model``: ``"auto"``, ``"factorised"`` or ``"tree"``; ``length_share``: share of
       epsilon for the length histogram (``None``: auto), :mod:`prefixtree.factorised`.
     - ``random_state``: ``None`` (secure noise), an ``int`` (seeded, NOT private: tests only), or an
@@ -182,16 +171,9 @@ class PrefixTreeSynthesizer(FactorisedTiming, TreePlanning, PrefixTreeSampling, 
     resolved configuration), ``estimate_`` (expected nodes per level), ``root_count_``.
     """
 
-    _parameter_constraints: ClassVar[dict[str, list[Constraint]]] = {
-        "preset": [Options(PRESETS)],
-        "input_format": [Options(INPUT_FORMATS)],
-        "location_column": [None, STRING],
-        "on_unknown": [Options(("error", "drop"))],
-        "timezone": [None, STRING],
-        "per_day": [InstanceOf(bool, "true or false")],
-        "time_model": [Options(TIME_MODELS)],
-        "progress": [None, Satisfies(callable, "a callable progress(done, total)")],
-    }
+    #: one row per parameter (:mod:`prefixtree.params`): validator, config keys, flags
+    parameter_table: ClassVar[ParamTable] = PARAMS
+    _parameter_constraints: ClassVar[dict[str, list[Constraint]]] = PARAMS.constraints()
     #: set last in fit: its presence means "fitted"
     _fitted_attribute: ClassVar[str] = "tree_"
 
@@ -211,8 +193,8 @@ class PrefixTreeSynthesizer(FactorisedTiming, TreePlanning, PrefixTreeSampling, 
         completion: str | None = None,
         root_share: float | None = None,
         completion_hints: float | None = None,
-        time_bins: int | None = None,
-        coarse_time_bins: int | None = None,
+        time_bin: int | None = None,
+        coarse_time_bin: int | None = None,
         time_model: str = "auto",
         length_share: float | None = None,
         random_state: int | object | None = None,
@@ -225,6 +207,7 @@ class PrefixTreeSynthesizer(FactorisedTiming, TreePlanning, PrefixTreeSampling, 
         timezone: str | None = None,
         per_day: bool = False,
         progress: Callable[[int, int], None] | None = None,
+        **renamed: Any,
     ) -> None:
         self.epsilon = epsilon
         self.height = height
@@ -239,8 +222,8 @@ class PrefixTreeSynthesizer(FactorisedTiming, TreePlanning, PrefixTreeSampling, 
         self.completion = completion
         self.root_share = root_share
         self.completion_hints = completion_hints
-        self.time_bins = time_bins
-        self.coarse_time_bins = coarse_time_bins
+        self.time_bin = time_bin
+        self.coarse_time_bin = coarse_time_bin
         self.time_model = time_model
         self.length_share = length_share
         self.random_state = random_state
@@ -253,66 +236,29 @@ class PrefixTreeSynthesizer(FactorisedTiming, TreePlanning, PrefixTreeSampling, 
         self.timezone = timezone
         self.per_day = per_day
         self.progress = progress
+        for name, value in PARAMS.renamed(renamed).items():  # time_bins=, coarse_time_bins=
+            setattr(self, name, value)
 
     # ------------------------------------------------------------------ parameters
     def _noise(self) -> Any:
         return noise_source(self.random_state, methods=NOISE_METHODS)
 
     def check_params(self) -> tuple[Fraction, int]:
-        """Validate the parameters (ConfigError) without data; returns exact epsilon and h.
-
-        Sets ``config_``: the resolved configuration (:meth:`resolved`)."""
+        """Validate the parameters (ConfigError) without data and plan the tree; returns exact
+        epsilon and h. The validation is :meth:`_validate_params` (the table, then
+        :meth:`_check_params`). Sets ``config_``: the resolved configuration (:meth:`resolved`)."""
         self._validate_params()
         eps, _ = check_budget(self.epsilon)
+        h = int(self.height)
+        self._prepare(self._tree_epsilon(eps), h)
+        return eps, h
+
+    def _check_params(self) -> None:
+        """The rules between parameters that the table (one row each) cannot state, on the
+        resolved configuration (set as ``config_``)."""
         cfg = self.resolved()
         self.config_ = cfg
-        h = self.height
-        if cfg["variant"] not in VARIANTS:
-            raise ConfigError(
-                f"variant must be one of {', '.join(VARIANTS)}, got {cfg['variant']!r}"
-            )
-        if cfg["budget_split"] and cfg["variant"] == "simple":
-            raise ConfigError("budget_split only applies to variant='hybrid'")
-        share = cfg["root_share"]
-        if isinstance(share, bool) or not isinstance(share, int | float) or not 0 <= share < 0.5:
-            raise ConfigError(f"root_share must be in [0, 0.5), got {share!r}")
-        if share and cfg["completion"] != "markov":
-            raise ConfigError("root_share (a noisy root count) needs completion='markov'")
-        hints = cfg["completion_hints"]
-        if isinstance(hints, bool) or not isinstance(hints, int | float) or not 0 <= hints <= 1e6:
-            raise ConfigError(f"completion_hints must be a number in [0, 1e6], got {hints!r}")
-        if hints and (cfg["completion"] != "markov" or cfg["threshold_rule"] != "candidates"):
-            raise ConfigError(
-                "completion_hints needs completion='markov' and threshold_rule='candidates'"
-            )
-        tb = self.time_bins
-        if tb is not None and (
-            isinstance(tb, bool) or not isinstance(tb, int | np.integer) or not 1 <= tb <= 1440
-        ):
-            raise ConfigError(f"time_bins must be minutes per bin in 1..1440, got {tb!r}")
-        coarse = self.coarse_time_bins
-        if coarse is not None:
-            if tb is None or cfg["variant"] != "hybrid":
-                raise ConfigError("coarse_time_bins needs time_bins and variant='hybrid'")
-            if (
-                isinstance(coarse, bool)
-                or not isinstance(coarse, int | np.integer)
-                or not tb <= coarse <= 1440
-                or coarse % tb
-            ):
-                raise ConfigError(
-                    f"coarse_time_bins must be a multiple of time_bins ({tb}) in {tb}..1440 "
-                    f"minutes, got {coarse!r}"
-                )
-        if cfg["threshold_rule"] not in THRESHOLD_RULES:
-            raise ConfigError(
-                f"threshold_rule must be one of {', '.join(THRESHOLD_RULES)}, "
-                f"got {cfg['threshold_rule']!r}"
-            )
-        if cfg["completion"] not in COMPLETIONS:
-            raise ConfigError(
-                f"completion must be one of {', '.join(COMPLETIONS)}, got {cfg['completion']!r}"
-            )
+        self._check_combinations(cfg)
         if cfg["hybrid_skipped"] and not getattr(self, "_warned_hybrid", False):
             self._warned_hybrid = True  # check_params runs before reading and again in fit
             warnings.warn(
@@ -321,18 +267,49 @@ class PrefixTreeSynthesizer(FactorisedTiming, TreePlanning, PrefixTreeSampling, 
                 "none is used and the tree is the simple one; give --budget-split LEVEL=SHARE "
                 "(budget_split) to force a generalized level",
                 TransitSynthWarning,
-                stacklevel=2,
+                stacklevel=4,
             )
-        self._false_children(int(h))
-        if cfg["level_weights"] is not None:
-            self._level_shares(int(h))
-        mn = self.max_nodes
-        if isinstance(mn, bool) or not isinstance(mn, int | np.integer) or mn < 1:
-            raise ConfigError(f"max_nodes must be a positive integer, got {mn!r}")
+        h = int(self.height)
+        for name, what in (
+            ("level_weights", "one weight"),
+            ("false_children", "one number or one"),
+        ):
+            value = cfg[name]
+            if isinstance(value, Sequence | np.ndarray) and len(value) != h:
+                raise ConfigError(
+                    f"{spell(name)} needs {what} per tree level ({h}), got {len(value)}"
+                )
         check_engine(self.engine, self.engine_options)
-        self._table_shares()  # validates time_model and length_share
-        self._prepare(self._tree_epsilon(eps), int(h))
-        return eps, int(h)
+        self._table_shares()  # length_share against the time model
+
+    def _check_combinations(self, cfg: Mapping[str, Any]) -> None:
+        """The rules between parameters that the table (one row each) cannot state."""
+        if cfg["budget_split"] and cfg["variant"] == "simple":
+            raise ConfigError(
+                f"{spell('budget_split')} only applies to {spell('variant', 'hybrid')}"
+            )
+        markov = spell("completion", "markov")
+        if cfg["root_share"] and cfg["completion"] != "markov":
+            raise ConfigError(f"{spell('root_share')} (a noisy root count) needs {markov}")
+        if cfg["completion_hints"] and (
+            cfg["completion"] != "markov" or cfg["threshold_rule"] != "candidates"
+        ):
+            raise ConfigError(
+                f"{spell('completion_hints')} needs {markov} and "
+                f"{spell('threshold_rule', 'candidates')}"
+            )
+        tb, coarse = self.time_bin, self.coarse_time_bin
+        if coarse is not None:
+            if tb is None or cfg["variant"] != "hybrid":
+                raise ConfigError(
+                    f"{spell('coarse_time_bin')} needs {spell('time_bin')} and "
+                    f"{spell('variant', 'hybrid')}"
+                )
+            if coarse < tb or coarse % tb:
+                raise ConfigError(
+                    f"{spell('coarse_time_bin')} must be a multiple of {spell('time_bin')} ({tb}) "
+                    f"in {tb}..1440 minutes, got {coarse!r}"
+                )
 
     # ------------------------------------------------------------------ fit
     def fit(
@@ -455,7 +432,7 @@ class PrefixTreeSynthesizer(FactorisedTiming, TreePlanning, PrefixTreeSampling, 
         codes = encode_sequences(sequences, index.locations, h)
         times = (
             None
-            if self.time_bins is None
+            if self.time_bin is None
             else self._time_matrix(sequences, len(codes), h, opts["timezone"])
         )
         self._card_times = None if times is None else ((codes >= 0).sum(axis=1), times, codes)

@@ -1,20 +1,17 @@
-"""TOML configurations: load a file and check its keys against the constructors they feed.
+"""TOML configurations: load a file, check a release table's IO keys, write a config back.
 
-A configuration's keys are the parameters of the constructor it configures
-(``PrefixTreeSynthesizer``, ``ArchetypeSynthesizer``, ...). An unknown key or a value of the wrong
-type is a ``ConfigError`` that names the key and the file.
+The keys of a release's ``parameters`` sub-table are checked by its generator's parameter table
+(:meth:`synth.params.ParamTable.check_config`): an unknown key or a value the constructor would
+refuse is a ``ConfigError`` that names the key and the file.
 """
 
 from __future__ import annotations
 
 import datetime
-import inspect
 import json
 import math
 import tomllib
-import types
-import typing
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -87,74 +84,6 @@ def dump_config(config: Mapping[str, Any], header: str = "") -> str:
     if tomllib.loads(text) != dict(config):
         raise ValueError("the configuration does not read back equal as TOML")  # a bug
     return text
-
-
-def _matches(value: Any, annotation: Any) -> bool:
-    """Whether a TOML value fits a type annotation (ints are accepted for floats)."""
-    if annotation is inspect.Parameter.empty or annotation is Any:
-        return True
-    origin = typing.get_origin(annotation)
-    if origin in (typing.Union, types.UnionType):
-        return any(_matches(value, arg) for arg in typing.get_args(annotation))
-    if origin is typing.Literal:
-        return value in typing.get_args(annotation)
-    if annotation is type(None):
-        return value is None
-    if annotation is float:
-        return isinstance(value, int | float) and not isinstance(value, bool)
-    if annotation is int:
-        return isinstance(value, int) and not isinstance(value, bool)
-    if origin in (tuple, list, Sequence):
-        args = [a for a in typing.get_args(annotation) if a is not Ellipsis]
-        return isinstance(value, list | tuple) and all(
-            any(_matches(item, arg) for arg in args) if args else True for item in value
-        )
-    if origin in (dict, Mapping):
-        return isinstance(value, dict)
-    if isinstance(annotation, type):
-        return isinstance(value, annotation)
-    return True
-
-
-def check_params(
-    target: Callable[..., Any],
-    params: Mapping[str, Any],
-    *,
-    source: str | Path,
-    section: str,
-    exclude: tuple[str, ...] = (),
-) -> dict[str, Any]:
-    """Check ``params`` against the keyword parameters of ``target`` and return them as a dict.
-
-    ``source`` and ``section`` name the file and table for the error message; parameters listed in
-    ``exclude`` are supplied by the caller and may not appear in the file.
-    """
-    signature = inspect.signature(target)
-    try:
-        annotated = vars(target)["__init__"] if isinstance(target, type) else target
-        hints = typing.get_type_hints(annotated)
-    except (KeyError, NameError, TypeError):
-        hints = {}
-    allowed = {
-        name: hints.get(name, parameter.annotation)
-        for name, parameter in signature.parameters.items()
-        if name not in exclude
-        and name != "self"
-        and parameter.kind not in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD)
-    }
-    for key, value in params.items():
-        if key not in allowed:
-            raise ConfigError(
-                f"{source}: unknown key '{key}' in [{section}] "
-                f"(allowed: {', '.join(sorted(allowed))})"
-            )
-        if not _matches(value, allowed[key]):
-            expected = getattr(allowed[key], "__name__", None) or str(allowed[key])
-            raise ConfigError(
-                f"{source}: key '{key}' in [{section}] has the wrong type "
-                f"({type(value).__name__} {value!r}; expected {expected})"
-            )
-    return dict(params)
 
 
 def resolve_path(value: str, base: Path, source: str | Path, where: str) -> str:

@@ -41,3 +41,8 @@ class UnderspendWarning(TransitSynthWarning):
 
 class SeededWarning(TransitSynthWarning):
     """A seed makes the noise reproducible: the release is not differentially private."""
+
+
+class RenamedParameterWarning(TransitSynthWarning, DeprecationWarning):
+    """A renamed constructor keyword or config key was used (:mod:`synth.params`): it still
+    works until the release CHANGELOG.md names, under its new name (the flag's)."""

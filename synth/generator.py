@@ -27,11 +27,9 @@ generator gives the same manifest whichever way it is written.
 from __future__ import annotations
 
 import inspect
-import numbers
 import os
 import warnings
-from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Collection, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Self
 
@@ -39,6 +37,7 @@ import pandas as pd
 
 from synth.errors import ConfigError, InputError, NotFittedError
 from synth.io import read_table
+from synth.params import Constraint, ParamTable, validate_params
 
 if TYPE_CHECKING:
     from synth.release import ReleaseWriter, Written
@@ -46,141 +45,9 @@ if TYPE_CHECKING:
 #: The release that drops the deprecated ``fit`` keywords (CHANGELOG.md, "Deprecations").
 FIT_KEYWORDS_REMOVED_IN = "0.3.0"
 
-__all__ = [
-    "COLUMNS",
-    "SEQUENCE",
-    "STRING",
-    "Generator",
-    "InstanceOf",
-    "Interval",
-    "Options",
-    "Satisfies",
-    "read_data",
-    "validate_params",
-]
+__all__ = ["Generator", "read_data"]
 
 _REPR_WIDTH = 60
-
-
-@dataclass(frozen=True)
-class Interval:
-    """Numbers in a range: ``kind`` "integer" (numpy integers included, bool never) or "real"
-    (any real number, bool never); ``low``/``high`` None = unbounded; ``closed`` says which ends
-    belong ("both", "left", "right", "neither")."""
-
-    kind: str
-    low: float | None = None
-    high: float | None = None
-    closed: str = "both"
-
-    def accepts(self, value: object) -> bool:
-        if isinstance(value, bool):
-            return False
-        base = numbers.Integral if self.kind == "integer" else numbers.Real
-        if not isinstance(value, base):
-            return False
-        number = float(value)
-        if number != number:  # NaN
-            return False
-        if self.low is not None:
-            if number < self.low or (number == self.low and self.closed in ("right", "neither")):
-                return False
-        if self.high is not None:
-            if number > self.high or (number == self.high and self.closed in ("left", "neither")):
-                return False
-        return True
-
-    def describe(self) -> str:
-        if self.kind == "integer" and self.high is None and self.low in (0, 1):
-            return "a positive integer" if self.low == 1 else "a non-negative integer"
-        noun = "an integer" if self.kind == "integer" else "a number"
-        low_op = ">=" if self.closed in ("both", "left") else ">"
-        high_op = "<=" if self.closed in ("both", "right") else "<"
-        if self.low is not None and self.high is not None:
-            left = "[" if low_op == ">=" else "("
-            right = "]" if high_op == "<=" else ")"
-            return f"{noun} in {left}{_num(self.low)}, {_num(self.high)}{right}"
-        if self.low is not None:
-            return f"{noun} {low_op} {_num(self.low)}"
-        if self.high is not None:
-            return f"{noun} {high_op} {_num(self.high)}"
-        return noun
-
-
-@dataclass(frozen=True)
-class Options:
-    """One of a fixed set of values (compared with ``==``, bools never equal to 0/1)."""
-
-    values: tuple[object, ...]
-
-    def accepts(self, value: object) -> bool:
-        return any(
-            isinstance(value, bool) == isinstance(option, bool) and value == option
-            for option in self.values
-        )
-
-    def describe(self) -> str:
-        return "one of " + ", ".join(str(v) for v in self.values)
-
-
-@dataclass(frozen=True)
-class InstanceOf:
-    """An instance of ``types`` (described to the user as ``what``)."""
-
-    types: type | tuple[type, ...]
-    what: str
-
-    def accepts(self, value: object) -> bool:
-        if isinstance(value, bool) and bool not in _as_tuple(self.types):
-            return False
-        return isinstance(value, self.types)
-
-    def describe(self) -> str:
-        return self.what
-
-
-@dataclass(frozen=True)
-class Satisfies:
-    """Any value for which ``check`` returns True (described as ``what``)."""
-
-    check: Callable[[object], bool]
-    what: str
-
-    def accepts(self, value: object) -> bool:
-        try:
-            return bool(self.check(value))
-        except (TypeError, ValueError):
-            return False
-
-    def describe(self) -> str:
-        return self.what
-
-
-Constraint = Interval | Options | InstanceOf | Satisfies | None
-
-
-def _as_tuple(types: type | tuple[type, ...]) -> tuple[type, ...]:
-    return types if isinstance(types, tuple) else (types,)
-
-
-def _num(x: float) -> str:
-    return str(int(x)) if float(x).is_integer() else str(x)
-
-
-def _is_sequence(value: object) -> bool:
-    return isinstance(value, Sequence) and not isinstance(value, str | bytes)
-
-
-def _is_columns(value: object) -> bool:
-    if not isinstance(value, Sequence | set | frozenset) or isinstance(value, str | bytes):
-        return False
-    return all(isinstance(c, str) for c in value)
-
-
-#: common constraints
-STRING = InstanceOf(str, "a string")
-SEQUENCE = Satisfies(_is_sequence, "a sequence")
-COLUMNS = Satisfies(_is_columns, "a list of column names")
 
 
 def read_data(data: object, what: str = "data") -> pd.DataFrame:
@@ -195,28 +62,12 @@ def read_data(data: object, what: str = "data") -> pd.DataFrame:
     raise InputError(f"{what} must be a DataFrame or a CSV/Parquet path, got {type(data).__name__}")
 
 
-def validate_params(
-    constraints: Mapping[str, Sequence[Constraint]], params: Mapping[str, Any]
-) -> None:
-    """Check each parameter against its constraints (one must accept it); ConfigError otherwise,
-    naming the parameter, what it must be, and the value given."""
-    for name, allowed in constraints.items():
-        if name not in params:
-            raise ConfigError(f"_parameter_constraints names an unknown parameter {name!r}")
-        value = params[name]
-        if any(c is None and value is None for c in allowed):
-            continue
-        if any(c is not None and c.accepts(value) for c in allowed):
-            continue
-        whats = [c.describe() for c in allowed if c is not None]
-        if any(c is None for c in allowed):
-            whats.append("None")
-        raise ConfigError(f"{name} must be {' or '.join(whats)}, got {value!r}")
-
-
 class Generator:
     """Base class of the DP generators: the scikit-learn estimator contract (see the module)."""
 
+    #: the generator's parameter table (:mod:`synth.params`): one row per constructor keyword,
+    #: from which its constraints, config keys and flags come (None: a generator without one)
+    parameter_table: ClassVar[ParamTable | None] = None
     #: {parameter: [constraint, ...]}: checked by :meth:`_validate_params` at the start of fit
     _parameter_constraints: ClassVar[dict[str, list[Constraint]]] = {}
     #: the fitted attribute whose presence means "fitted"
@@ -253,6 +104,10 @@ class Generator:
         """Set constructor parameters (``name__sub`` for a nested one); returns ``self``. Values
         are validated at the next ``fit``."""
         valid = self._get_param_names()
+        table = self.parameter_table
+        if table is not None and table.old_names() & set(params):  # deprecated names
+            old = {k: v for k, v in params.items() if k in table.old_names()}
+            params = {**{k: v for k, v in params.items() if k not in old}, **table.renamed(old)}
         nested: dict[str, dict[str, Any]] = {}
         for key, value in params.items():
             name, _, sub = key.partition("__")

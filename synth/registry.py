@@ -88,9 +88,6 @@ class GeneratorSpec:
       taxonomy's options); ``required``: keys that must be given; ``required_unless``: (key,
       parameter) pairs, the key is required unless the parameter is set; ``private_keys``: keys
       naming private inputs (redacted in the copy of the config, the provenance record);
-    - ``excluded``: constructor parameters that the config table's keys or ``--seed`` set (not
-      in ``[kind.parameters]``); ``level_keys``: parameters whose TOML table keys are taxonomy
-      level numbers;
     - ``release``: ``(out, io, params, *, data, seed, progress, provenance_key) -> summary line``
       (dotted path); None: fit the estimator on ``input`` and :meth:`~Generator.write` it;
     - ``command``: (CLI module, one-line help) of its own subcommand, or None (``run`` only);
@@ -114,8 +111,6 @@ class GeneratorSpec:
     required: tuple[str, ...] = ("input",)
     required_unless: tuple[tuple[str, str], ...] = ()
     private_keys: tuple[str, ...] = ("input",)
-    excluded: tuple[str, ...] = ("random_state",)
-    level_keys: tuple[str, ...] = ()
     release: str | Callable[..., str] | None = None
     command: tuple[str, str] | None = None
     data_table: str | None = None
@@ -223,8 +218,6 @@ SHIPPED: tuple[GeneratorSpec, ...] = (
         input_map=True,
         gtfs=True,
         required=("input", "taxonomy"),
-        excluded=("taxonomy", "random_state"),
-        level_keys=("budget_split", "thresholds"),
         release="synth.cli.releases:make_sequences",
         command=(
             "synth.cli.sequences",
@@ -255,7 +248,6 @@ SHIPPED: tuple[GeneratorSpec, ...] = (
         required=("private",),
         required_unless=(("public", "public_stand_in"),),
         private_keys=("private",),
-        excluded=("schema", "random_state"),
         release="synth.cli.releases:make_trips",
         command=(
             "synth.cli.trips",
@@ -280,7 +272,6 @@ SHIPPED: tuple[GeneratorSpec, ...] = (
         table=_MARGINALS_TABLE,
         input_map=True,
         gtfs=True,
-        excluded=("taxonomy", "random_state", "on_unknown", "location_column"),
         release="synth.cli.releases:make_marginals",
         command=(
             "synth.cli.marginals",

@@ -423,7 +423,6 @@ def reexports(modules: dict[str, Path] | None = None) -> set[str]:
 
 # Library modules that re-exported names when this guard was built (issue 27). Shrink it.
 KNOWN_REEXPORTS: set[str] = {
-    "prefixtree.synthesizer.MAX_HEIGHT <- prefixtree.plan",
     "synth.report.INTERNAL_NOTICE <- synth.internal",
 }
 

@@ -21,6 +21,7 @@ from synth import __version__, registry
 from synth.errors import TransitSynthError
 from synth.logs import private_logs
 from synth.outdir import FORCE, INPUTS, Terminated, terminate_on_signals
+from synth.params import naming
 
 #: The commands of the tool (subcommand -> (module exposing ``register(subparsers)``, one-line
 #: help)): those before and after the generators' own subcommands in ``--help``.
@@ -88,69 +89,23 @@ class HelpFormatter(argparse.HelpFormatter):
         return super()._fill_text(text, width, indent)
 
 
-#: Python parameter names whose command-line flag is not simply the name with dashes.
-FLAG_ALIASES: dict[str, str] = {
-    "bin_minutes": "--bin",
-    "time_bins": "--time-bin",
-    "coarse_time_bins": "--coarse-time-bin",
-    "n_archetypes": "--archetypes",
-    "use_stations": "--gtfs-stations",
-    "route_rule": "--gtfs-route-rule",
-}
-
-
-def flag_names(message: str, parser: argparse.ArgumentParser) -> str:
-    """``message`` with the Python names of ``parser``'s options written as the user types them
-    (``on_unknown='drop'`` -> ``--on-unknown drop``, ``origin_column`` -> ``--origin-column``).
-    Messages about config keys (``key '...'``) keep the keys' names."""
-    if "key '" in message:
-        return message
-    flags = {
-        action.dest: max(action.option_strings, key=len)
-        for action in parser._actions
-        if action.option_strings and action.dest != "help"
-    }
-    flags.update({k: v for k, v in FLAG_ALIASES.items() if v in flags.values()})
-    everyone = "|".join(map(re.escape, sorted(flags, key=len, reverse=True)))
-    message = re.sub(  # name='value' (any option) -> --flag value
-        rf"(?<![\w\-/.])({everyone})=(['\"]?)([^'\"\s,;)]+)\2",
-        lambda m: f"{flags[m.group(1)]} {m.group(3)}",
-        message,
-    )
-    # bare names: only those that cannot be ordinary words (with an underscore, or aliased)
-    names = sorted((n for n in flags if "_" in n or n in FLAG_ALIASES), key=len, reverse=True)
-    if not names:
-        return message
-    alternatives = "|".join(map(re.escape, names))
-    return re.sub(
-        rf"(['`]?)(?<![\w\-/.])({alternatives})(?![\w\-/])\1",
-        lambda m: flags[m.group(2)],
-        message,
-    )
-
-
 #: commands whose messages name config keys, not flags
 NO_FLAGS = ("run", "demo", "configs")
 
 
 def _speaking_flags(
-    parser: argparse.ArgumentParser,
-    func: Callable[[argparse.Namespace], int],
-    *,
-    translate: bool = True,
+    func: Callable[[argparse.Namespace], int], *, style: str
 ) -> Callable[[argparse.Namespace], int]:
     """``func`` run as the command line wants: no warning with ``--quiet``, and user errors that
-    name ``parser``'s flags as typed (:func:`flag_names`; unless ``translate`` is false)."""
+    name parameters in ``style`` (:func:`synth.params.naming`: ``"flag"``, ``--on-unknown drop``,
+    or ``"key"`` for the commands that read configs): the messages are written so, not
+    rewritten."""
 
     def run(args: argparse.Namespace) -> int:
         if getattr(args, "quiet", False):  # --quiet: errors only
             warnings.simplefilter("ignore")
-        try:
+        with naming(style):
             return func(args)
-        except TransitSynthError as exc:
-            if translate and exc.args:
-                exc.args = (flag_names(str(exc), parser), *exc.args[1:])
-            raise
 
     return run
 
@@ -179,7 +134,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
             _harden(sub)
             func = sub.get_default("func")
             if func is not None:
-                sub.set_defaults(func=_speaking_flags(sub, func, translate=name not in NO_FLAGS))
+                style = "key" if name in NO_FLAGS else "flag"
+                sub.set_defaults(func=_speaking_flags(func, style=style))
         else:
             subparsers.add_parser(name, help=summary)
     return parser

@@ -186,9 +186,9 @@ def _prefix_tree(
     results = evaluate_sequences(
         original, releases, universe=taxonomy.leaves(), height=height, ks=(50, 100, 150)
     )
-    if params.get("time_bins"):  # a timed release: the time statistics too
+    if params.get("time_bin"):  # a timed release: the time statistics too
         results["trajectories"] = evaluate_trajectories(
-            original, releases, height=height, bin_minutes=int(params["time_bins"])
+            original, releases, height=height, bin_minutes=int(params["time_bin"])
         )
     step(f"{name}: {synthetic['seq_id'].nunique():,} synthetic sequences, evaluated")
     return {"results": results, "manifest": manifest, "synthetic": synthetic}

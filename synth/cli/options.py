@@ -1,22 +1,22 @@
-"""Options shared by several commands (``--seed``, ``--quiet``, engine, time zone, provenance)."""
+"""Options shared by several commands (``--seed``, ``--quiet``, engine, provenance, names)."""
 
 from __future__ import annotations
 
 import argparse
 import warnings
 
+from synth.cli.params import add_param_flags
 from synth.errors import ConfigError, SeededWarning
+from synth.params import ParamTable
 from synth.provenance import ENV_VAR, SUFFIX
 
 __all__ = [
     "SEEDED_WARNING",
-    "add_bounding_option",
     "add_engine_options",
     "add_provenance_option",
     "add_quiet_option",
     "add_seed_option",
-    "add_timezone_option",
-    "engine_params",
+    "engine_options",
     "warn_if_seeded",
 ]
 
@@ -62,17 +62,11 @@ def warn_if_seeded(seed: int | None) -> None:
         warnings.warn(SEEDED_WARNING, SeededWarning, stacklevel=2)
 
 
-def add_engine_options(parser: argparse.ArgumentParser) -> None:
-    """``--engine`` and its options (:mod:`synth.engines`; only the counting steps run there)."""
+def add_engine_options(parser: argparse.ArgumentParser, table: ParamTable) -> None:
+    """``--engine`` (from the generator's ``table``) and the flags of its ``engine_options``
+    (:mod:`synth.engines`; only the counting steps run there)."""
     group = parser.add_argument_group("counting engine (the release does not depend on it)")
-    group.add_argument(
-        "--engine",
-        choices=("auto", "memory", "duckdb", "spark"),
-        default="auto",
-        help="where the counting runs: auto (default: memory for small inputs, duckdb for large "
-        "ones, from the file's size and the machine's memory), memory, duckdb (out of core, "
-        "spills to disk) or spark (pip install 'transit-synth[spark]'; needs Java)",
-    )
+    add_param_flags(group, table, only=("engine",))
     group.add_argument(
         "--engine-temp-dir", metavar="DIR", help="duckdb/spark: directory for spilled data"
     )
@@ -92,8 +86,9 @@ def add_engine_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def engine_params(args: argparse.Namespace) -> dict[str, object]:
-    """The ``engine``/``engine_options`` constructor parameters from :func:`add_engine_options`."""
+def engine_options(args: argparse.Namespace) -> dict[str, object] | None:
+    """The ``engine_options`` constructor parameter from the flags of :func:`add_engine_options`
+    (None: none given)."""
     options: dict[str, object] = {
         key: value
         for key, value in (
@@ -111,7 +106,7 @@ def engine_params(args: argparse.Namespace) -> dict[str, object]:
                 raise ConfigError(f"--spark-conf expects KEY=VALUE, got {item!r}")
             conf[key.strip()] = value.strip()
         options["conf"] = conf
-    return {"engine": args.engine, "engine_options": options or None}
+    return options or None
 
 
 def add_provenance_option(parser: argparse.ArgumentParser) -> None:
@@ -141,28 +136,6 @@ def add_names_option(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="add a location_name column to the released files, from the public names "
         "(--names, else a GTFS zip --taxonomy); never from the private data",
-    )
-
-
-def add_bounding_option(parser: argparse.ArgumentParser) -> None:
-    """``--bounding`` of a card-unit marginal release (:mod:`synth.marginals.bounding`)."""
-    parser.add_argument(
-        "--bounding",
-        choices=("uniform", "earliest"),
-        default="uniform",
-        help="with --privacy-unit: which K events a card keeps: a uniform random choice (the "
-        "default: the kept taps keep the card's profile) or the earliest by time",
-    )
-
-
-def add_timezone_option(parser: argparse.ArgumentParser) -> None:
-    """``--timezone TZ`` for the commands that read times (README "Data formats")."""
-    parser.add_argument(
-        "--timezone",
-        metavar="TZ",
-        help="read times in this IANA time zone (e.g. Europe/Paris): values with a UTC offset are "
-        "converted to it, values without one are taken as in it, unix seconds converted from UTC "
-        "(default: each time is the wall clock as written, offsets dropped, unix seconds as UTC)",
     )
 
 

@@ -37,7 +37,7 @@ def make_sequences(
 
     data = kw.pop("data", None)
     location = io.get("location_column")
-    data, location, columns = _mapped(io, data, params.get("time_bins"), "time_bins")
+    data, location, columns = _mapped(io, data, params.get("time_bin"), "time_bin")
     summary = release_sequences(
         data,
         out,
@@ -99,7 +99,7 @@ def make_marginals(
     if "timezone" in io:
         settings.setdefault("timezone", io["timezone"])
     location = io.get("location_column")
-    data, location, columns = _mapped(io, data, settings.get("bin_minutes", 15), "bin_minutes")
+    data, location, columns = _mapped(io, data, settings.get("bin", 15), "bin")
     if settings.get("privacy_unit") is not None and not isinstance(data, str | os.PathLike):
         from synth.cli.inputmap import input_map_from_io
 

@@ -45,7 +45,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import inspect
 import os
 import re
 import sys
@@ -63,7 +62,7 @@ from synth.cli.options import (
     warn_if_seeded,
 )
 from synth.cli.releases import config_table, make_release
-from synth.config import check_io, check_params, dump_config, load_config
+from synth.config import check_io, dump_config, load_config
 from synth.errors import ConfigError
 from synth.provenance import provenance_key
 
@@ -103,50 +102,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _check_parameters(kind: str, params: Any, *, source: Path, section: str) -> dict[str, Any]:
-    """The ``parameters`` sub-table against the constructor (exact key names, TOML types)."""
+    """The ``parameters`` sub-table against the generator's parameter table
+    (:mod:`synth.params`: exact key names, values the validator accepts)."""
     if not isinstance(params, dict):
         raise ConfigError(f"{source}: key 'parameters' in [{section}] must be a table")
-    spec = registry.get(kind)
-    target = spec.estimator_class()
-    checked = check_params(target, params, source=source, section=section, exclude=spec.excluded)
-    required = [
-        name
-        for name, p in inspect.signature(target).parameters.items()
-        if p.default is inspect.Parameter.empty
-        and name not in ("self", *spec.excluded)
-        and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
-    ]
-    missing = [name for name in required if name not in checked]
+    table = registry.get(kind).estimator_class().parameter_table
+    checked = table.check_config(params, source=source, section=section)
+    missing = [name for name in table.required() if name not in checked]
     if missing:
         raise ConfigError(f"{source}: missing key '{missing[0]}' in [{section}]")
-    for key in spec.level_keys:  # TOML table keys are strings; the generator wants levels
-        if checked.get(key) is not None:
-            checked[key] = _levels(checked[key], key, source=source, section=section)
     return checked
-
-
-def _levels(table: Mapping[str, Any], key: str, *, source: Path, section: str) -> dict[int, float]:
-    """A parameter keyed by taxonomy level (``budget_split``, ``thresholds``): its TOML keys as
-    level numbers, its values numbers."""
-    levels: dict[int, float] = {}
-    for level, value in table.items():
-        try:
-            number = int(level)
-        except ValueError:
-            raise ConfigError(
-                f"{source}: key '{key}.{level}' in [{section}]: expected a taxonomy level number"
-            ) from None
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise ConfigError(
-                f"{source}: key '{key}.{level}' in [{section}] has the wrong type "
-                f"({type(value).__name__} {value!r}; expected float)"
-            )
-        if number in levels:
-            raise ConfigError(
-                f"{source}: key '{key}.{level}' in [{section}]: level {number} is given twice"
-            )
-        levels[number] = value
-    return levels
 
 
 def _check_table(

@@ -25,14 +25,13 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+from archetypes.params import PARAMS
 from archetypes.release import (
     INPUT_FORMATS,
     check_inputs,
-    normalize_params,
     release_trips,
     resolve_path,
 )
-from archetypes.synthesizer import ArchetypeSynthesizer
 from synth import registry
 from synth.cli.options import (
     add_provenance_option,
@@ -40,7 +39,8 @@ from synth.cli.options import (
     add_seed_option,
     warn_if_seeded,
 )
-from synth.config import check_io, check_params, load_config
+from synth.cli.params import add_param_flags, params_from_args
+from synth.config import check_io, load_config
 from synth.errors import ConfigError
 from synth.io import check_sep
 from synth.privacy import check_budget
@@ -70,27 +70,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="public trips of the same kind (optional: without them the joint model measures "
         "PRIVATE alone over the --schema domains)",
     )
-    p.add_argument(
-        "--public-stand-in",
-        action="store_true",
-        help="without --public: learn on an SBH release of PRIVATE instead (with joint = false; "
-        "spends the first budget_split share; public_stand_in in the --config parameters sets "
-        "its options; in the joint mode that share goes to the joint measurements)",
-    )
-    p.add_argument(
-        "--epsilon",
-        type=float,
-        default=None,
-        help="total epsilon per individual (required unless the --config file gives it)",
-    )
-    p.add_argument(
-        "--delta",
-        type=float,
-        default=None,
-        help="total delta per individual (required unless the --config file gives it)",
-    )
     p.add_argument("--out", required=True, metavar="DIR", help="release directory")
-    p.add_argument("--archetypes", type=int, default=None, metavar="K", help="number of archetypes")
     p.add_argument(
         "--config",
         default=None,
@@ -98,24 +78,27 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="TOML config: a [trips] table as in a `transit-synth run` config (parameters in "
         "[trips.parameters]); the flags override it. Shipped: transit-synth configs",
     )
-    p.add_argument("--schema", default=None, metavar="FILE", help="public column domains (JSON)")
-    p.add_argument("--input-format", choices=INPUT_FORMATS, default=None)
-    p.add_argument("--id-column", default=None, help="the individual's id column")
+    p.add_argument(
+        "--input-format",
+        choices=INPUT_FORMATS,
+        default=None,
+        help="layout of PRIVATE and PUBLIC (default: the config's, else trips)",
+    )
     p.add_argument(
         "--sep",
         default=None,
         metavar="CHAR",
         help="CSV delimiter of PRIVATE and PUBLIC, e.g. ';' or tab (default ','; sep in a config)",
     )
-    p.add_argument("--key-columns", default=None, help="comma-separated key columns")
-    p.add_argument("--category-column", default=None, help="per-individual category column")
-    p.add_argument("--n-records", type=int, default=None, help="number of synthetic trips")
     p.add_argument(
         "--format",
         choices=("csv", "parquet"),
         default=None,
         help="output format (default: the config's format, else csv)",
     )
+    # the constructor's parameters: one flag each, from the table (archetypes.params); none is
+    # required here, as a --config file may give them
+    add_param_flags(p, PARAMS)
     add_seed_option(p)
     add_quiet_option(p)
     add_provenance_option(p)
@@ -139,8 +122,7 @@ def _config_tables(path: str) -> tuple[dict[str, Any], dict[str, Any], Path]:
         )
         inputs = dict(config.get("input", {}))
         check_inputs(inputs, source=source, section="input")
-        params = check_params(
-            ArchetypeSynthesizer.__init__,
+        params = PARAMS.check_config(
             config.get("archetypes", {}),
             source=source,
             section="archetypes",
@@ -161,13 +143,7 @@ def _config_tables(path: str) -> tuple[dict[str, Any], dict[str, Any], Path]:
     parameters = table.get("parameters", {})
     if not isinstance(parameters, dict):
         raise ConfigError(f"{source}: key 'parameters' in [trips] must be a table")
-    params = check_params(
-        ArchetypeSynthesizer.__init__,
-        parameters,
-        source=source,
-        section="trips.parameters",
-        exclude=("schema", "random_state"),
-    )
+    params = PARAMS.check_config(parameters, source=source, section="trips.parameters")
     return io, params, base
 
 
@@ -196,22 +172,16 @@ def _settings(
         inputs["format"] = args.input_format
     if args.sep is not None:
         inputs["sep"] = check_sep(args.sep)
-    for flag in ("epsilon", "delta", "id_column", "category_column"):
-        if getattr(args, flag) is not None:
-            params[flag] = getattr(args, flag)
-    if args.key_columns is not None:
-        params["key_columns"] = [c.strip() for c in args.key_columns.split(",") if c.strip()]
-    if args.archetypes is not None:
-        params["n_archetypes"] = args.archetypes
-    if args.n_records is not None:
-        params["n_records"] = args.n_records
-    if getattr(args, "public_stand_in", False) and not params.get("public_stand_in"):
-        params["public_stand_in"] = True
-    params = normalize_params(params)
-    for key in ("epsilon", "delta", "key_columns", "category_column"):
+    given = params_from_args(args, PARAMS)
+    if "schema" in given:  # a file, as the schema key of a [trips] table
+        inputs["schema"] = given.pop("schema")
+    if given.get("public_stand_in") and params.get("public_stand_in"):
+        given.pop("public_stand_in")  # --public-stand-in keeps the config's stand-in options
+    params.update(given)
+    for key in PARAMS.required():
         if key not in params:
             raise ConfigError(
-                f"--{key.replace('_', '-')} (or {key} in the --config file's [trips.parameters]) "
+                f"{PARAMS[key].flag} (or {key} in the --config file's [trips.parameters]) "
                 "is required"
             )
     return io, inputs, params
@@ -220,7 +190,7 @@ def _settings(
 def run(args: argparse.Namespace) -> int:
     """Fit on PRIVATE with PUBLIC, sample, write the release directory."""
     warn_if_seeded(args.seed)
-    if args.epsilon is not None and args.delta is not None:
+    if hasattr(args, "epsilon") and hasattr(args, "delta"):
         check_budget(args.epsilon, args.delta, need_delta=True)
     io, inputs, params = _settings(args)
     public = args.public if args.public is not None else io.get("public")
@@ -232,7 +202,7 @@ def run(args: argparse.Namespace) -> int:
         args.out,
         params=params,
         inputs=inputs,
-        schema=args.schema,
+        schema=inputs.pop("schema", None),
         format=args.format or io.get("format", "csv"),
         seed=args.seed,
         progress=Progress(args.quiet),

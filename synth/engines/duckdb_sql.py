@@ -14,6 +14,7 @@ from synth.engines.base import Counts
 from synth.errors import InputError
 from synth.io import DOT_ZERO, ID_SPACE
 from synth.logs import private_message
+from synth.params import spell
 from synth.records import OFF_VALUES, UnknownLocationWarning, load_taps
 from synth.times import CLOCK, END_SECONDS, END_TIME, FIRST_SECONDS, FIRST_TIME, OFFSET, SECONDS
 
@@ -206,7 +207,8 @@ def check_file_values(
             counts = private_message(f"{n} rows, {len(unknown)} distinct unknown locations")
             raise InputError(
                 f"{p}: column '{loc}': location {unknown[0][0]!r} is not in the taxonomy "
-                f"({f'{counts}; ' if counts else ''}pass on_unknown='drop' to drop them)"
+                f"({f'{counts}; ' if counts else ''}pass {spell('on_unknown', 'drop')} to drop "
+                f"them)"
             )
         return n_rows, n_bad_pos, (n, len(unknown))
     return n_rows, n_bad_pos, None

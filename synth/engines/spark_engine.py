@@ -41,6 +41,7 @@ from synth.engines.base import (
 from synth.errors import ConfigError, InputError
 from synth.io import DOT_ZERO
 from synth.logs import private_message
+from synth.params import spell
 from synth.records.positions import bad_position_error, duplicate_position_error, duplicate_row
 
 __all__ = [
@@ -316,7 +317,8 @@ class SparkEngine(Engine):
                 counts = private_message(f"{n} rows")
                 raise InputError(
                     f"{p}: column '{loc}': location {first[0]['name']!r} is not in the taxonomy "
-                    f"({f'{counts}; ' if counts else ''}pass on_unknown='drop' to drop them)"
+                    f"({f'{counts}; ' if counts else ''}pass {spell('on_unknown', 'drop')} to drop "
+                    f"them)"
                 )
             text = private_message(f"{p}: dropped {n} rows of column '{loc}' not in the taxonomy")
             if text is not None:

@@ -14,6 +14,7 @@ import pandas as pd
 from synth import registry
 from synth.errors import ConfigError, InputError
 from synth.io import id_strings, read_json, read_table
+from synth.params import spell
 from synth.release import data_kinds, open_release
 from synth.times import clock_parts, wall_clock_times
 
@@ -23,7 +24,6 @@ OD_PAIRS: tuple[tuple[str, str], ...] = (
     ("origin", "destination"),
     ("pickup_community_area", "dropoff_community_area"),
 )
-
 
 #: person id columns tried in trip releases without a ``schema.json`` naming one.
 ID_COLUMNS = ("card_id", "taxi_id", "individual_id", "person_id", "card")
@@ -258,7 +258,7 @@ def _trip_release(
 ) -> Release:
     src = str(path)
     if (origin_column is None) != (destination_column is None):
-        raise ConfigError("origin_column and destination_column go together")
+        raise ConfigError(f"{spell('origin_column')} and {spell('destination_column')} go together")
     if location_column is not None and origin_column is not None:
         raise ConfigError("give origin/destination columns or a location column, not both")
     cols = _header(path)
@@ -266,7 +266,7 @@ def _trip_release(
     if person_col is None:
         raise InputError(
             f"{src}: no person id column (looked for {', '.join(ID_COLUMNS)} and "
-            "schema.json); name it with id_column"
+            f"schema.json); name it with {spell('id_column')}"
         )
     pair: tuple[str, str] | None = None
     if origin_column is not None and destination_column is not None:
@@ -276,8 +276,10 @@ def _trip_release(
         if pair is None:
             raise InputError(
                 f"{src}: no origin/destination columns (looked for "
-                f"{', '.join('/'.join(p) for p in OD_PAIRS)}); name them with origin_column and "
-                "destination_column, or give location_column to chain a person's trips"
+                f"{', '.join('/'.join(p) for p in OD_PAIRS)}); name them with "
+                f"{spell('origin_column')} and "
+                f"{spell('destination_column')}, or give {spell('location_column')} to chain a "
+                f"person's trips"
             )
     tcol = _pick(cols, time_column, TIME_COLUMNS)
     places = list(pair) if pair is not None else [str(location_column)]

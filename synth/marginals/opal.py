@@ -23,7 +23,7 @@ import pandas as pd
 from synth.engines import SBHEvents, check_engine, get_engine
 from synth.engines.kernels import count_keys
 from synth.errors import ConfigError, InputError
-from synth.generator import SEQUENCE, STRING, Constraint, Generator, InstanceOf
+from synth.generator import Generator
 from synth.logs import private_message
 from synth.marginals.bounding import Bounding, check_bounding, expected_tables, keep_bounded
 from synth.marginals.cells import noisy_cells
@@ -36,6 +36,7 @@ from synth.marginals.events import (
     read_events,
 )
 from synth.marginals.grid import DEFAULT_SPLIT, TABLES, Grid, sum_to, table_keys
+from synth.marginals.params import PARAMS
 from synth.marginals.sbh_calibration import (
     NOISE_METHODS,
     NoiseSource,
@@ -43,6 +44,7 @@ from synth.marginals.sbh_calibration import (
     calibrate,
     record_spend,
 )
+from synth.params import Constraint, ParamTable, spell
 from synth.privacy import PrivacyLedger, check_budget, exact, noise_source
 from synth.records import UnknownLocationWarning
 from synth.release import recorded_path
@@ -69,7 +71,7 @@ class OpalRelease(Generator):
     ``mode``: ``"sbh"`` (Algorithm 1 per table), ``"consistent"`` (only the two time x location
     tables are released, each with the budget of itself and its two one-way tables; the one-way
     tables are their sums) or ``"pure"`` (every public-domain cell perturbed, pure epsilon-DP; needs
-    ``taxonomy``, ``modes`` and ``days``). ``bin_minutes`` divides 1440. ``taxonomy``/``level``:
+    ``taxonomy``, ``modes`` and ``days``). ``bin`` (minutes) divides 1440. ``taxonomy``/``level``:
     locations are collapsed to that level (default: the leaves, as given). ``modes``/``days``: the
     public partition domain (rows outside are dropped); without them the partitions are those
     present in the data, which the manifest then does not list. ``privacy_unit``: ``None`` (a row,
@@ -102,7 +104,7 @@ class OpalRelease(Generator):
         delta: float = 6 / 8_000_000,
         split: Sequence[float] = DEFAULT_SPLIT,
         mode: Mode = "sbh",
-        bin_minutes: int = 15,
+        bin: int = 15,
         taxonomy: Taxonomy | None = None,
         level: int | None = None,
         modes: Sequence[str] | None = None,
@@ -116,6 +118,7 @@ class OpalRelease(Generator):
         timezone: str | None = None,
         location_column: str = "stop_id",
         bounding: Bounding = "uniform",
+        **renamed: Any,
     ) -> None:
         self.bounding = bounding
         self.location_column = location_column
@@ -127,7 +130,7 @@ class OpalRelease(Generator):
         self.delta = delta
         self.split = split
         self.mode = mode
-        self.bin_minutes = bin_minutes
+        self.bin = bin
         self.taxonomy = taxonomy
         self.level = level
         self.modes = modes
@@ -135,19 +138,12 @@ class OpalRelease(Generator):
         self.privacy_unit = privacy_unit
         self.max_contributions = max_contributions
         self.random_state = random_state
+        for name, value in PARAMS.renamed(renamed).items():  # bin_minutes=
+            setattr(self, name, value)
 
-    _parameter_constraints: ClassVar[dict[str, list[Constraint]]] = {
-        "split": [SEQUENCE],
-        "taxonomy": [None, InstanceOf(Taxonomy, "a Taxonomy")],
-        "modes": [None, SEQUENCE],
-        "days": [None, SEQUENCE],
-        "privacy_unit": [None, STRING],
-        "engine": [STRING],
-        "engine_options": [None, InstanceOf(Mapping, "a mapping of engine options")],
-        "timezone": [None, STRING],
-        "location_column": [STRING],
-        "bounding": [STRING],
-    }
+    #: one row per parameter (:mod:`synth.marginals.params`): validator, config keys, flags
+    parameter_table: ClassVar[ParamTable] = PARAMS
+    _parameter_constraints: ClassVar[dict[str, list[Constraint]]] = PARAMS.constraints()
 
     # ------------------------------------------------------------------ parameters
     def _table_budgets(self) -> dict[str, tuple[Fraction, Fraction]]:
@@ -176,34 +172,22 @@ class OpalRelease(Generator):
         self._validate_params()
 
     def _check_params(self) -> None:
+        """The rules between parameters that the table (one row each) cannot state."""
         check_engine(self.engine, self.engine_options)
-        if self.on_unknown not in ("error", "drop"):
-            raise ConfigError(f"on_unknown must be 'error' or 'drop', got {self.on_unknown!r}")
         check_timezone(self.timezone)
-        check_bounding(self.bounding)
-        if self.mode not in ("sbh", "consistent", "pure"):
-            raise ConfigError(f"mode must be 'sbh', 'consistent' or 'pure', got {self.mode!r}")
-        b = self.bin_minutes
-        if isinstance(b, bool) or not isinstance(b, int | np.integer) or b < 1 or 1440 % b:
-            raise ConfigError(
-                f"bin_minutes must be a whole number of minutes dividing 1440, got {b!r}"
-            )
         if self.level is not None:
             if self.taxonomy is None:
-                raise ConfigError("level needs a taxonomy")
-            if (
-                not isinstance(self.level, int | np.integer)
-                or not 0 <= self.level <= self.taxonomy.height
-            ):
+                raise ConfigError(f"{spell('level')} needs a taxonomy")
+            if not 0 <= self.level <= self.taxonomy.height:
                 raise ConfigError(
-                    f"level must be in [0, {self.taxonomy.height}], got {self.level!r}"
+                    f"{spell('level')} must be in [0, {self.taxonomy.height}], got {self.level!r}"
                 )
         if self.mode == "pure":
             missing = [n for n in ("taxonomy", "modes", "days") if getattr(self, n) is None]
             if missing:
                 raise ConfigError(
-                    "pure mode perturbs every cell of the public domain and needs "
-                    + ", ".join(missing)
+                    f"pure mode ({spell('mode', 'pure')}) perturbs every cell of the public "
+                    "domain and needs " + ", ".join(spell(n) for n in missing)
                 )
 
     # ------------------------------------------------------------------ fit
@@ -232,7 +216,7 @@ class OpalRelease(Generator):
                 counts = private_message(f"{len(unknown)} distinct unknown locations")
                 raise InputError(
                     f"location '{unknown[0]}' is not a leaf of the taxonomy {tax.source} "
-                    f"({f'{counts}; ' if counts else ''}on_unknown='drop' drops them)"
+                    f"({f'{counts}; ' if counts else ''}{spell('on_unknown', 'drop')} drops them)"
                 )
             text = unknown and private_message(
                 f"dropped the events at {len(unknown)} distinct locations not in the "
@@ -251,8 +235,8 @@ class OpalRelease(Generator):
         grid = Grid(
             modes=modes,
             days=days,
-            bins=1440 // int(self.bin_minutes),
-            bin_minutes=int(self.bin_minutes),
+            bins=1440 // int(self.bin),
+            bin_minutes=int(self.bin),
             locations=domain,
             public_partitions=self.modes is not None and self.days is not None,
             public_locations=self.taxonomy is not None,
@@ -500,7 +484,7 @@ class OpalRelease(Generator):
                 else "the whole release (a card may appear in several partitions)"
             ),
             "split": [float(w) for w in self.split],
-            "bin_minutes": int(self.bin_minutes),
+            "bin_minutes": int(self.bin),
             "taxonomy": None if tax is None else recorded_path(tax.source),
             **({"gtfs_stations": True} if getattr(tax, "gtfs_stations", False) else {}),
             **taxonomy_note(tax),
@@ -560,7 +544,7 @@ def marginal_tables(
         data, unit_column=unit_column if bounded else None, timezone=check_timezone(timezone)
     )
     spec = OpalRelease(
-        bin_minutes=bin_minutes,
+        bin=bin_minutes,
         taxonomy=taxonomy,
         level=level,  # a data without modes or days is compared with the release summed over them
         modes=None if "mode" not in data.columns else modes,

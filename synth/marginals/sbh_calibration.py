@@ -13,6 +13,7 @@ from typing import Protocol
 import numpy as np
 
 from synth.errors import ConfigError
+from synth.params import spell
 from synth.privacy import LedgerBranch, PrivacyLedger, ThresholdHistogram, exact
 
 __all__ = [
@@ -92,13 +93,18 @@ def calibrate(
     if not 0 <= dlt < 1 or (dlt == 0 and not pure):
         raise ConfigError(f"delta must be in (0, 1) (pure mode: [0, 1)), got {float(dlt)}")
     if isinstance(max_contributions, bool) or not isinstance(max_contributions, int | np.integer):
-        raise ConfigError(f"max_contributions must be an integer >= 1, got {max_contributions!r}")
+        raise ConfigError(
+            f"{spell('max_contributions')} must be an integer >= 1, got {max_contributions!r}"
+        )
     k = int(max_contributions)
     if k < 1:
-        raise ConfigError(f"max_contributions must be >= 1, got {k}")
+        raise ConfigError(f"{spell('max_contributions')} must be >= 1, got {k}")
     if privacy_unit is None:
         if k != 1:
-            raise ConfigError("max_contributions needs a privacy_unit column (the unit is a row)")
+            raise ConfigError(
+                f"{spell('max_contributions')} needs a {spell('privacy_unit')} "
+                f"column (the unit is a row)"
+            )
         return ThresholdHistogram.for_rows(eps, dlt, pure=pure)
     return ThresholdHistogram.for_units(eps, dlt, unit=str(privacy_unit), sensitivity=k, pure=pure)
 

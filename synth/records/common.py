@@ -15,6 +15,7 @@ import pyarrow.compute as pc
 from synth.errors import ConfigError, InputError, TransitSynthWarning
 from synth.io import id_strings, read_table
 from synth.logs import private_message
+from synth.params import spell
 from synth.times import parse_times
 
 if TYPE_CHECKING:
@@ -45,7 +46,6 @@ TAP_OPTIONS = (
     "minute_column",
     "date_format",
 )
-
 
 PathOrFrame = str | os.PathLike[str] | pd.DataFrame
 
@@ -167,7 +167,7 @@ def check_locations(
 ) -> pd.DataFrame:
     """Apply the unknown-location policy; returns ``df`` (possibly filtered) with attrs set."""
     if on_unknown not in ("error", "drop"):
-        raise ConfigError(f"on_unknown must be 'error' or 'drop', got {on_unknown!r}")
+        raise ConfigError(f"{spell('on_unknown')} must be 'error' or 'drop', got {on_unknown!r}")
     if taxonomy is None:
         return df
     known = in_set(df[column], taxonomy.leaves())
@@ -182,7 +182,7 @@ def check_locations(
         raise InputError(
             f"{src}: column '{column}', row {row}: location {unknown.iloc[0]!r} is not in the "
             f"taxonomy {taxonomy.source} ({f'{counts}; ' if counts else ''}"
-            "pass on_unknown='drop' to drop them)"
+            f"pass {spell('on_unknown', 'drop')} to drop them)"
         )
     text = private_message(
         f"{src}: dropped {n} rows ({k} distinct locations) of column '{column}' not in the "
@@ -253,7 +253,8 @@ def tap_times(
     if dcol is None or hcol is None or dcol not in df.columns or hcol not in df.columns:
         raise InputError(
             f"{src}: no time: need a '{default}' column (ISO 8601) or date + hour columns "
-            f"(e.g. date_column='fecha', hour_column='hora'); found: {', '.join(df.columns)}"
+            f"(e.g. {spell('date_column', 'fecha')}, {spell('hour_column', 'hora')}); found: "
+            f"{', '.join(df.columns)}"
         )
     time = _parse_dates(df[dcol], dcol, src, date_format)
     time = time + pd.to_timedelta(int_column(df[hcol], hcol, src, 0, 23), unit="h")

@@ -31,6 +31,7 @@ import pandas as pd
 from synth.errors import ConfigError, TransitSynthWarning
 from synth.io import ID_SPACE, check_sep, read_table, table_columns
 from synth.logs import private_message
+from synth.params import spell
 from synth.records.common import TAP_ALIASES, TIME_COLUMNS, require_columns, tap_times
 
 __all__ = [
@@ -96,12 +97,14 @@ class InputMap:
         if off is not None:
             off = tuple(v.strip(ID_SPACE) for v in off if v.strip(ID_SPACE))
             if not off:
-                raise ConfigError("tap_off_values: give at least one value")
+                raise ConfigError(f"{spell('tap_off_values')}: give at least one value")
         base["tap_off_values"] = off
         base["sep"] = check_sep(base.get("sep"))
         res = base.get("time_resolution")
         if res is not None and (not isinstance(res, int) or isinstance(res, bool) or res < 1):
-            raise ConfigError(f"time_resolution: expected whole minutes >= 1, got {res!r}")
+            raise ConfigError(
+                f"{spell('time_resolution')}: expected whole minutes >= 1, got {res!r}"
+            )
         return cls(**base, profile=profile)
 
     @property

@@ -14,6 +14,7 @@ import pyarrow as pa
 from synth.errors import ConfigError, InputError
 from synth.io import read_arrow, read_table, table_columns
 from synth.logs import private_message
+from synth.params import spell
 from synth.records.codes import (
     BLOCK_ROWS,
     Column,
@@ -220,7 +221,7 @@ def _known_locations(
     """The unknown-location policy on (sorted) location codes: (rows to keep or None if all,
     number dropped or None without a taxonomy). Messages as :func:`check_locations`."""
     if on_unknown not in ("error", "drop"):
-        raise ConfigError(f"on_unknown must be 'error' or 'drop', got {on_unknown!r}")
+        raise ConfigError(f"{spell('on_unknown')} must be 'error' or 'drop', got {on_unknown!r}")
     if taxonomy is None:
         return None, None
     names = np.asarray(categories.to_pylist(), dtype=object)
@@ -235,7 +236,7 @@ def _known_locations(
         raise InputError(
             f"{src}: column 'location', row {row}: location {names[codes[row - 1]]!r} is not in "
             f"the taxonomy {taxonomy.source} ({f'{counts}; ' if counts else ''}"
-            "pass on_unknown='drop' to drop them)"
+            f"pass {spell('on_unknown', 'drop')} to drop them)"
         )
     text = private_message(
         f"{src}: dropped {n} rows ({k} distinct locations) of column 'location' not in the "

@@ -55,7 +55,7 @@ class PerTripCounts(ArchetypeSynthesizer):
     def _query(self, private: pd.DataFrame) -> list[np.ndarray]:
         out = super()._query(private)
         bounded = private.groupby("card").head(self.max_records_per_individual)
-        out[0] = np.bincount(self.model_.predict(bounded), minlength=self.n_archetypes)
+        out[0] = np.bincount(self.model_.predict(bounded), minlength=self.archetypes)
         return out
 
 
@@ -67,11 +67,11 @@ class TwoArchetypes(ArchetypeSynthesizer):
         out = super()._query(private)
         codes, ids = pd.factorize(private["card"])
         labels = self.model_.predict(private)
-        first = majority(codes, labels, self.n_archetypes, self.tie_breaks_, len(ids))
+        first = majority(codes, labels, self.archetypes, self.tie_breaks_, len(ids))
         rest = np.where(labels == first[codes], -1, labels)
-        second = majority(codes, rest, self.n_archetypes, self.tie_breaks_, len(ids))
+        second = majority(codes, rest, self.archetypes, self.tie_breaks_, len(ids))
         second = np.where(second < 0, first, second)
-        out[0] = np.bincount(np.concatenate([first, second]), minlength=self.n_archetypes)
+        out[0] = np.bincount(np.concatenate([first, second]), minlength=self.archetypes)
         return out
 
 
@@ -82,7 +82,7 @@ def fitted(cls: type[ArchetypeSynthesizer]) -> ArchetypeSynthesizer:
         key_columns=["hour"],
         category_column="mode",
         id_column="card",
-        n_archetypes=2,
+        archetypes=2,
         budget_split=SPLIT,
         max_records_per_individual=2,
         order_column="hour",
@@ -103,7 +103,7 @@ def audit(cls: type[ArchetypeSynthesizer], trials: int) -> EpsilonAudit:
 
     base = syn._query(D)
     night_cell = tail_events(range(base[0][night] - 2, base[0][night] + 6), column=night)
-    rail_cell = tail_events(range(base[1][1] - 2, base[1][1] + 5), column=syn.n_archetypes + 1)
+    rail_cell = tail_events(range(base[1][1] - 2, base[1][1] + 5), column=syn.archetypes + 1)
     events = {
         **{f"night archetype {k}": e for k, e in night_cell.items()},
         **{f"rail category {k}": e for k, e in rail_cell.items()},

@@ -108,8 +108,8 @@ def runner(
             thresholds={1: 2, 2: 2} if hybrid else ({1: 1} if tuned else None),
             level_weights=[1, 3] if tuned else None,
             completion=completion,
-            time_bins=360 if coarse else None,
-            coarse_time_bins=720 if coarse else None,
+            time_bin=360 if coarse else None,
+            coarse_time_bin=720 if coarse else None,
             random_state=noise,
         ).fit(_replicate(rows, n, timed=coarse))
         tree = syn.tree_

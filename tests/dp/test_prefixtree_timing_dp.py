@@ -52,7 +52,7 @@ def _run(data: pd.DataFrame, n: int) -> dict[str, Any]:
         epsilon=EPSILON,
         height=3,
         taxonomy=flat_taxonomy(2),
-        time_bins=1,
+        time_bin=1,
         time_model="factorised",
     ).fit(data)
     spend = next(s for s in syn.ledger_.spends if s.label == LABEL)

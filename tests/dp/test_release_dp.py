@@ -413,7 +413,7 @@ ARCH_PARAMS = {
     "key_columns": ["hour"],
     "category_column": "mode",
     "id_column": "card",
-    "n_archetypes": 2,
+    "archetypes": 2,
     "budget_split": [0.9, 0.1],
     "max_records_per_individual": 2,
     "order_column": "hour",

@@ -338,7 +338,7 @@ def _run_config_text(pub: Path) -> str:
         id_column = "card"
         key_columns = ["hour", "zone"]
         category_column = "mode"
-        n_archetypes = 2
+        archetypes = 2
         """
     ).replace("{pub}", str(pub))
 

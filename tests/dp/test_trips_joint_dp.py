@@ -58,7 +58,7 @@ def fitted() -> ArchetypeSynthesizer:
         key_columns=["hour"],
         category_column="mode",
         id_column="card",
-        n_archetypes=2,
+        archetypes=2,
         joint={"share": 0.9, "max_records_per_individual": K},
         order_column="hour",
         random_state=0,

@@ -108,19 +108,33 @@ def test_errors_name_flags_as_typed(
     assert not (tmp_path / "never").exists()
 
 
-def test_flag_names_leave_paths_config_keys_and_words_alone() -> None:
-    from synth.cli import flag_names
+def test_messages_name_parameters_as_written_not_rewritten(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No pattern rewrites messages (issue 27): a message names its parameter under the command's
+    naming (synth.params.spell), so a path or a word that looks like a name stays as written."""
+    import synth.cli
+    from synth.params import naming, spell
 
-    sub = _subparser("sequences")
-    text = flag_names("/d/on_unknown/x.csv: pass on_unknown='drop'; variant='hybrid'", sub)
-    assert text == "/d/on_unknown/x.csv: pass --on-unknown drop; --variant hybrid"
-    assert flag_names("c.toml: unknown key 'time_bins' in [sequences]", sub).endswith(
-        "'time_bins' in [sequences]"
-    )
-    assert flag_names("time_bins needs coarse_time_bins", sub) == (
-        "--time-bin needs --coarse-time-bin"
-    )
-    assert flag_names("the tree height and the variant", sub) == "the tree height and the variant"
+    assert not hasattr(synth.cli, "flag_names") and not hasattr(synth.cli, "FLAG_ALIASES")
+    assert spell("on_unknown", "drop") == "on_unknown='drop'"
+    with naming("flag"):
+        assert spell("on_unknown", "drop") == "--on-unknown drop"
+        assert f"{spell('time_bin')} needs {spell('coarse_time_bin')}" == (
+            "--time-bin needs --coarse-time-bin"
+        )
+    with naming("key"):
+        assert spell("on_unknown", "drop") == 'on_unknown = "drop"'
+    folder = tmp_path / "on_unknown"  # a path holding a parameter's name is left alone
+    folder.mkdir()
+    data = folder / "seqs.csv"
+    data.write_text("seq_id,pos,location\n1,0,a\n")
+    tax = folder / "tax.csv"
+    tax.write_text("child,parent\na,L\nb,L\nL,root\n")
+    argv = ["sequences", str(data), "--taxonomy", str(tax), "--epsilon", "1", "--height", "2"]
+    assert main([*argv, "--out", str(tmp_path / "o"), "--coarse-time-bin", "60"]) == 2
+    line = _error_line(capsys, "sequences")
+    assert "--coarse-time-bin needs --time-bin" in line and "coarse_time_bin" not in line
 
 
 # ------------------------------------------------------------------ --quiet

@@ -22,7 +22,8 @@ import pytest
 from synth import registry
 from synth.audit.empirical import Runner, loop_runner
 from synth.cli import main
-from synth.generator import COLUMNS, Generator, Interval, read_data
+from synth.generator import Generator, read_data
+from synth.params import COLUMNS, SEQUENCE, Interval, Param, ParamTable, Satisfies
 from synth.privacy import DiscreteLaplace, PrivacyLedger
 from synth.privacy.noise import noise_source
 from synth.registry import AuditHook, GeneratorSpec, SheetFacts
@@ -32,10 +33,23 @@ from synth.release import ReleaseWriter
 class NoisyOD(Generator):
     """Trips per (origin, destination, hour), discrete Laplace noise on every public cell."""
 
-    _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
-        "epsilon": [Interval("real", 0, None, "neither")],
-        "stops": [COLUMNS],
-    }
+    #: its one parameter table (:mod:`synth.params`): validator and ``run`` config keys
+    parameter_table: ClassVar[ParamTable] = ParamTable(
+        "NoisyOD",
+        [
+            Param("epsilon", (Interval("real", 0, None, "neither"),), "budget", default=1.0),
+            Param("stops", (COLUMNS,), "public stop list", default=()),
+            Param("hours", (SEQUENCE,), "public hours", default=tuple(range(24))),
+            Param(
+                "random_state",
+                (None, Satisfies(lambda _: True, "an int or a noise source")),
+                "seed or noise source",
+                default=None,
+                api_only="a noise object has no text form",
+            ),
+        ],
+    )
+    _parameter_constraints: ClassVar[dict[str, list[Any]]] = parameter_table.constraints()
 
     def __init__(
         self,

@@ -138,7 +138,7 @@ def test_trips_manifest_same_from_cli_and_api(here: Path) -> None:
         id_column="card",
         key_columns=["hour", "zone"],
         category_column="mode",
-        n_archetypes=2,
+        archetypes=2,
         schema=schema,
         random_state=SEED,
     ).fit(private, public)
@@ -221,7 +221,7 @@ delta = 1e-5
 id_column = "card"
 key_columns = ["hour", "zone"]
 category_column = "mode"
-n_archetypes = 2
+archetypes = 2
 """
 
 

@@ -84,7 +84,7 @@ def test_paper_settings() -> None:
     ]
     assert all(r.io["taxonomy"].endswith("montreal_taxonomy.csv") for r in kdd)
     (opal,) = plan(CONFIGS / "opal.toml", check_files=False)
-    assert opal.params["split"] == [1, 1, 1, 1, 2, 2] and opal.params["bin_minutes"] == 15
+    assert opal.params["split"] == [1, 1, 1, 1, 2, 2] and opal.params["bin"] == 15
     assert opal.params["delta"] / 6 == pytest.approx(1 / 8e6)
     nist = plan(CONFIGS / "nist-sprint3.toml")
     assert [(r.params["epsilon"], r.params["delta"]) for r in nist] == [(1, 2.5e-5), (10, 2.5e-5)]

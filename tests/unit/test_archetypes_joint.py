@@ -30,7 +30,7 @@ def joint(**kwargs: object) -> ArchetypeSynthesizer:
         "key_columns": ["hour", "zone"],
         "category_column": "mode",
         "id_column": "card",
-        "n_archetypes": 2,
+        "archetypes": 2,
         "completion": [("fare", ["zone", "hour"])],
         "schema": SCHEMA,
         "order_column": "hour",

@@ -178,7 +178,7 @@ def test_fit_on_a_path_counts_one_individual_more(tmp_path: Path, zero_noise: ob
             key_columns=["hour", "zone"],
             category_column="mode",
             id_column="card",
-            n_archetypes=2,
+            archetypes=2,
             order_column="hour",
             random_state=3,
         ).fit(path, public)

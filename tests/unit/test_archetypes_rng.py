@@ -41,7 +41,7 @@ def _synthesizer(seed: int | None) -> ArchetypeSynthesizer:
         key_columns=["hour"],
         category_column="mode",
         id_column="card",
-        n_archetypes=2,
+        archetypes=2,
         random_state=seed,
         joint=False,
     )

@@ -63,7 +63,7 @@ def synthesizer(**kwargs: object) -> ArchetypeSynthesizer:
         "key_columns": ["hour", "zone"],
         "category_column": "mode",
         "id_column": "card",
-        "n_archetypes": 2,
+        "archetypes": 2,
         "completion": [("fare", ["zone", "hour"])],
         "schema": SCHEMA,
         "order_column": "hour",
@@ -147,7 +147,7 @@ def test_only_the_two_histograms_touch_the_private_data() -> None:
 def test_noisy_counts_follow_the_private_data() -> None:
     public = riders(300, 0, night_share=0.5)
     private = riders(2000, 1, night_share=0.9)
-    syn = synthesizer(epsilon=50.0, n_archetypes=2).fit(private, public)
+    syn = synthesizer(epsilon=50.0, archetypes=2).fit(private, public)
     assert syn.noisy_category_counts_.sum() == pytest.approx(2000, rel=0.02)
     assert syn.noisy_category_counts_[1] / syn.noisy_category_counts_.sum() > 0.85
     out = syn.sample()
@@ -205,7 +205,7 @@ def test_marginals_get_their_own_budget_line_and_reweight() -> None:
         ({"budget_split": (0.1, 0.2, 0.7)}, "2 positive shares"),
         ({"marginals": ["hour"]}, "3 positive shares"),
         ({"max_records_per_individual": 0}, "max_records_per_individual"),
-        ({"n_archetypes": 0}, "n_archetypes"),
+        ({"archetypes": 0}, "archetypes"),
         ({"key_columns": []}, "key_columns"),
         ({"random_state": 1.5}, "random_state"),
         ({"n_records": -1}, "n_records"),

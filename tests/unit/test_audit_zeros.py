@@ -36,7 +36,7 @@ def _release(tmp_path: Path, mode: str) -> Path:
         edges = [(f"s{i}", "zone") for i in range(4)] + [("zone", "root")]
         kwargs = {"taxonomy": Taxonomy.from_edges(edges), "modes": ["bus"], "days": ["2016-07-25"]}
     out = tmp_path / mode
-    OpalRelease(epsilon=8, delta=1e-5, mode=mode, bin_minutes=60, random_state=1, **kwargs).fit(
+    OpalRelease(epsilon=8, delta=1e-5, mode=mode, bin=60, random_state=1, **kwargs).fit(
         _taps()
     ).write(out)
     return out

@@ -161,7 +161,7 @@ def test_trips_datasheet_describes_the_schema(tmp_path: Path) -> None:
         id_column="card",
         key_columns=["hour", "zone"],
         category_column="mode",
-        n_archetypes=2,
+        archetypes=2,
         unit="card",
         schema=schema,
         random_state=0,

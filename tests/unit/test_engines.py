@@ -27,7 +27,7 @@ def _tree(
     taxonomy: Taxonomy,
     engine: str,
     *,
-    time_bins: int | None = None,
+    time_bin: int | None = None,
     random_state: object = None,
     **fit: object,
 ) -> PrefixTreeSynthesizer:
@@ -38,8 +38,8 @@ def _tree(
         height=5,
         taxonomy=taxonomy,
         thresholds={g: 1 for g in [*in_use[0], taxonomy.height]} if zero else None,
-        time_bins=time_bins,
-        time_model="tree" if time_bins else "auto",  # the engines count (location, bin) cells
+        time_bin=time_bin,
+        time_model="tree" if time_bin else "auto",  # the engines count (location, bin) cells
         random_state=ZeroNoise() if random_state is None else random_state,
         engine=engine,
         **fit,  # type: ignore[arg-type]
@@ -71,15 +71,15 @@ def simulated(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     return out
 
 
-@pytest.mark.parametrize("time_bins", [None, 60])
-def test_identical_level_counts(simulated: dict, montreal: Taxonomy, time_bins: int | None) -> None:
+@pytest.mark.parametrize("time_bin", [None, 60])
+def test_identical_level_counts(simulated: dict, montreal: Taxonomy, time_bin: int | None) -> None:
     """The engines' counts, level by level, with the same (all-surviving) node assignment."""
-    seqs = simulated["timed" if time_bins else "plain"]
-    synth = PrefixTreeSynthesizer(epsilon=1.0, height=4, taxonomy=montreal, time_bins=time_bins)
+    seqs = simulated["timed" if time_bin else "plain"]
+    synth = PrefixTreeSynthesizer(epsilon=1.0, height=4, taxonomy=montreal, time_bin=time_bin)
     locations = sorted(montreal.leaves())
     codes = encode_sequences(seqs, locations, 4)
-    times = None if time_bins is None else synth._time_matrix(seqs, len(codes), 4)
-    n_bins = 1 if time_bins is None else 1440 // time_bins
+    times = None if time_bin is None else synth._time_matrix(seqs, len(codes), 4)
+    n_bins = 1 if time_bin is None else 1440 // time_bin
     counts = {}
     for name in ENGINES:
         with get_engine(name) as engine:
@@ -100,15 +100,15 @@ def test_identical_level_counts(simulated: dict, montreal: Taxonomy, time_bins: 
     assert counts["memory"][0][1].sum() == len(codes)
 
 
-@pytest.mark.parametrize("time_bins", [None, 60])
+@pytest.mark.parametrize("time_bin", [None, 60])
 def test_simulated_releases_identical(
-    simulated: dict, montreal: Taxonomy, time_bins: int | None
+    simulated: dict, montreal: Taxonomy, time_bin: int | None
 ) -> None:
-    tag = "timed" if time_bins else "plain"
-    ref = _tree(simulated[tag], montreal, "memory", time_bins=time_bins)
+    tag = "timed" if time_bin else "plain"
+    ref = _tree(simulated[tag], montreal, "memory", time_bin=time_bin)
     assert len(ref.tree_) > 100
     for source in (simulated[tag], simulated[f"{tag}.parquet"], simulated[f"{tag}.csv"]):
-        got = _tree(source, montreal, "duckdb", time_bins=time_bins)  # type: ignore[arg-type]
+        got = _tree(source, montreal, "duckdb", time_bin=time_bin)  # type: ignore[arg-type]
         pd.testing.assert_frame_equal(got.tree_, ref.tree_)
         pd.testing.assert_frame_equal(got.sample(), ref.sample())
 
@@ -124,8 +124,8 @@ def test_seeded_noise_gives_the_same_release(simulated: dict, montreal: Taxonomy
 
 def test_coarse_time_bins_same_tree_from_every_engine(simulated: dict, montreal: Taxonomy) -> None:
     """Coarse time bins are the driver's: the engines count fine bins, the trees are identical."""
-    params = {"preset": "kdd12", "epsilon": 4.0, "height": 4, "taxonomy": montreal, "time_bins": 60}
-    params |= {"coarse_time_bins": 240, "random_state": 5, "completion": "markov"}
+    params = {"preset": "kdd12", "epsilon": 4.0, "height": 4, "taxonomy": montreal, "time_bin": 60}
+    params |= {"coarse_time_bin": 240, "random_state": 5, "completion": "markov"}
     trees = [
         PrefixTreeSynthesizer(**params, engine=name).fit(simulated["timed.parquet"]).tree_
         for name in ENGINES
@@ -137,8 +137,8 @@ def test_coarse_time_bins_same_tree_from_every_engine(simulated: dict, montreal:
 def test_taps_parquet_read_by_duckdb(simulated: dict, montreal: Taxonomy) -> None:
     """Taps in time order (not grouped by card): sequences by time, ties by row, first h kept."""
     taps = simulated["taps"].copy()
-    ref = _tree(load_sequences(taps, taxonomy=montreal), montreal, "memory", time_bins=30)
-    got = _tree(simulated["taps.parquet"], montreal, "duckdb", time_bins=30)
+    ref = _tree(load_sequences(taps, taxonomy=montreal), montreal, "memory", time_bin=30)
+    got = _tree(simulated["taps.parquet"], montreal, "duckdb", time_bin=30)
     pd.testing.assert_frame_equal(got.tree_, ref.tree_)
 
 
@@ -183,7 +183,7 @@ def test_sbh_releases_identical(simulated: dict, unit: str | None) -> None:
     taps = simulated["taps"]
     releases = [
         OpalRelease(
-            bin_minutes=30,
+            bin=30,
             privacy_unit=unit,
             max_contributions=3 if unit else 1,
             random_state=ZeroNoise(),
@@ -196,7 +196,7 @@ def test_sbh_releases_identical(simulated: dict, unit: str | None) -> None:
     if unit:  # the bound bites: 3 taps per card at most
         assert releases[0].tables_["on_time"]["count"].sum() < len(taps)
     seeded = [  # real (seeded) noise, drawn in the driver in cell order: the same draws
-        OpalRelease(bin_minutes=30, privacy_unit=unit, random_state=5, engine=name)
+        OpalRelease(bin=30, privacy_unit=unit, random_state=5, engine=name)
         .fit(taps)
         .tables_["on_time_location"]
         for name in ENGINES
@@ -243,7 +243,7 @@ def test_sube_marginals_identical(sube: dict, unit: str | None) -> None:
     taps = _load(Path(sube["taps"]), "id_linea")
     releases = [
         OpalRelease(
-            bin_minutes=60,
+            bin=60,
             privacy_unit=unit,
             max_contributions=2 if unit else 1,
             random_state=ZeroNoise(),
@@ -327,7 +327,7 @@ def test_sbh_file_read_by_duckdb(
         path = tmp_path / f"{name}.parquet"
         frame.to_parquet(path, index=False)
         params = {
-            "bin_minutes": 60,
+            "bin": 60,
             "privacy_unit": unit,
             "max_contributions": 2 if unit else 1,
             "random_state": ZeroNoise(),
@@ -352,8 +352,8 @@ def test_duckdb_groups_large_inputs_in_passes(
     monkeypatch.setattr(DuckDBEngine, "_min_rows_per_pass", 4000)
     monkeypatch.setattr(DuckDBEngine, "_rows_per_gb", 1)
     monkeypatch.setattr(DuckDBEngine, "_wide_grouped", lambda *a, **k: None)  # the SQL grouping
-    ref = _tree(simulated["timed"], montreal, "memory", time_bins=60)
-    got = _tree(simulated["timed.parquet"], montreal, "duckdb", time_bins=60)
+    ref = _tree(simulated["timed"], montreal, "memory", time_bin=60)
+    got = _tree(simulated["timed.parquet"], montreal, "duckdb", time_bin=60)
     pd.testing.assert_frame_equal(got.tree_, ref.tree_)
 
 
@@ -369,8 +369,8 @@ def test_duckdb_groups_taps_in_passes_below_the_window(
     monkeypatch.setattr(DuckDBEngine, "_min_rows_per_pass", 2000)
     monkeypatch.setattr(DuckDBEngine, "_rows_per_gb", 1)
     seqs = load_sequences(simulated["taps"], taxonomy=montreal)
-    ref = _tree(seqs, montreal, "memory", time_bins=60)
-    got = _tree(simulated["taps.parquet"], montreal, "duckdb", time_bins=60)
+    ref = _tree(seqs, montreal, "memory", time_bin=60)
+    got = _tree(simulated["taps.parquet"], montreal, "duckdb", time_bin=60)
     pd.testing.assert_frame_equal(got.tree_, ref.tree_)
     passes = [q for q in queries if "OVER (PARTITION BY" in q and "hash(" in q]
     assert len(passes) > 1

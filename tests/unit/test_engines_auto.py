@@ -34,8 +34,12 @@ def test_auto_is_the_default() -> None:
     from synth.cli import build_parser
 
     argv = ["sequences", "x.csv", "--taxonomy", "t.csv", "--epsilon", "1", "--height", "2"]
+    from prefixtree.params import PARAMS
+    from synth.cli.params import params_from_args
+
     args = build_parser("sequences").parse_args([*argv, "--out", "o"])
-    assert args.engine == "auto"
+    assert "engine" not in params_from_args(args, PARAMS)  # not given: the constructor's auto
+    assert PARAMS["engine"].default == "auto"
 
 
 def test_auto_threshold_from_size_format_and_machine_memory(tmp_path: Path) -> None:

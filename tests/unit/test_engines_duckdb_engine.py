@@ -48,7 +48,7 @@ def _levels(counter: object) -> list[tuple[np.ndarray, np.ndarray]]:
 
 
 def _memory(
-    path: Path, taxonomy: Taxonomy, time_bins: int | None, on_unknown: str
+    path: Path, taxonomy: Taxonomy, time_bin: int | None, on_unknown: str
 ) -> tuple[int, list]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UnknownLocationWarning)
@@ -56,25 +56,25 @@ def _memory(
     locations = sorted(taxonomy.leaves())
     codes = encode_sequences(seqs, locations, HEIGHT)
     times = None
-    if time_bins is not None:
+    if time_bin is not None:
         synth = PrefixTreeSynthesizer(
-            epsilon=1.0, height=HEIGHT, taxonomy=taxonomy, time_bins=time_bins
+            epsilon=1.0, height=HEIGHT, taxonomy=taxonomy, time_bin=time_bin
         )
         times = synth._time_matrix(seqs, len(codes), HEIGHT)
-    n_bins = 1 if time_bins is None else -(-1440 // time_bins)
+    n_bins = 1 if time_bin is None else -(-1440 // time_bin)
     counter = MemoryEngine().prefix_counter(codes, times, n_bins=n_bins, n_locations=len(locations))
     return counter.n_sequences, _levels(counter)
 
 
 def _duckdb(
-    path: Path, taxonomy: Taxonomy, time_bins: int | None, on_unknown: str
+    path: Path, taxonomy: Taxonomy, time_bin: int | None, on_unknown: str
 ) -> tuple[str, int, list]:
     with DuckDBEngine() as engine:
         counter = engine.prefix_counter_from_file(
             path,
             locations=sorted(taxonomy.leaves()),
             height=HEIGHT,
-            time_bin_minutes=time_bins,
+            time_bin_minutes=time_bin,
             on_unknown=on_unknown,
         )
         assert counter is not None
@@ -87,14 +87,14 @@ def _same_counts(
     path: Path,
     taxonomy: Taxonomy,
     *,
-    time_bins: int | None = None,
+    time_bin: int | None = None,
     on_unknown: str = "error",
 ) -> str:
     """Assert the DuckDB engine counts the file as the memory engine does; how it read it."""
-    n_ref, ref = _memory(path, taxonomy, time_bins, on_unknown)
+    n_ref, ref = _memory(path, taxonomy, time_bin, on_unknown)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UnknownLocationWarning)
-        read_path, n_got, got = _duckdb(path, taxonomy, time_bins, on_unknown)
+        read_path, n_got, got = _duckdb(path, taxonomy, time_bin, on_unknown)
     assert n_got == n_ref
     assert ref[0][1].sum() == n_ref > 0
     for (k0, c0), (k1, c1) in zip(ref, got, strict=True):
@@ -205,14 +205,14 @@ def test_gaps_and_unknown_locations_dropped(
         _duckdb(path, taxonomy, None, "error")
 
 
-@pytest.mark.parametrize("time_bins", [60, 45])
-def test_time_bins(tmp_path: Path, taxonomy: Taxonomy, batch_rows: int, time_bins: int) -> None:
+@pytest.mark.parametrize("time_bin", [60, 45])
+def test_time_bins(tmp_path: Path, taxonomy: Taxonomy, batch_rows: int, time_bin: int) -> None:
     seqs = _padded(250, 7, with_time=True)
     earlier = seqs.index % 5 == 2  # times going back (bins are running maxima along a sequence)
     seqs.loc[earlier, "time"] -= pd.Timedelta(hours=5)
     path = tmp_path / "s.parquet"
     seqs.to_parquet(path, index=False)
-    assert _same_counts(path, taxonomy, time_bins=time_bins) == "grouped"
+    assert _same_counts(path, taxonomy, time_bin=time_bin) == "grouped"
 
 
 def test_pos_out_of_order_falls_back(tmp_path: Path, taxonomy: Taxonomy) -> None:
@@ -229,8 +229,8 @@ def test_taps_grouped_by_card(tmp_path: Path, taxonomy: Taxonomy, batch_rows: in
     grouped = taps.sort_values(["card_id", "time"], kind="stable").reset_index(drop=True)
     grouped.to_parquet(tmp_path / "grouped.parquet", index=False)
     taps.to_parquet(tmp_path / "by_time.parquet", index=False)  # in time order
-    assert _same_counts(tmp_path / "grouped.parquet", taxonomy, time_bins=60) == "grouped"
-    assert _same_counts(tmp_path / "by_time.parquet", taxonomy, time_bins=60) == "hash"
+    assert _same_counts(tmp_path / "grouped.parquet", taxonomy, time_bin=60) == "grouped"
+    assert _same_counts(tmp_path / "by_time.parquet", taxonomy, time_bin=60) == "hash"
     # check-outs are no step of a sequence
     grouped["tap"] = np.where(grouped.index % 3 == 1, " Off", "on")
     grouped.to_parquet(tmp_path / "tapped.parquet", index=False)
@@ -281,7 +281,7 @@ def test_release_identical_to_memory_engine(tmp_path: Path, taxonomy: Taxonomy) 
             epsilon=2.0,
             height=HEIGHT,
             taxonomy=taxonomy,
-            time_bins=60,
+            time_bin=60,
             random_state=3,
             engine=engine,
         )

@@ -44,7 +44,7 @@ def local_spark(spark_session: Any) -> Iterator[None]:
     yield
 
 
-def _tree(source: object, engine: str, time_bins: int | None = None) -> pd.DataFrame:
+def _tree(source: object, engine: str, time_bin: int | None = None) -> pd.DataFrame:
     tax = _montreal()[0]
     synth = PrefixTreeSynthesizer(
         preset="kdd12",
@@ -52,7 +52,7 @@ def _tree(source: object, engine: str, time_bins: int | None = None) -> pd.DataF
         height=4,
         taxonomy=tax,
         thresholds={1: 1, 2: 1},
-        time_bins=time_bins,
+        time_bin=time_bin,
         random_state=ZeroNoise(),
         engine=engine,
         engine_options={"threads": 2} if engine == "spark" else None,
@@ -64,12 +64,12 @@ def _tree(source: object, engine: str, time_bins: int | None = None) -> pd.DataF
 @pytest.mark.slow  # a JVM start-up and a local session: tens of seconds
 @pytest.mark.usefixtures("local_spark")
 @QUIET
-@pytest.mark.parametrize("time_bins", [None, 60])
-def test_spark_prefix_tree_identical(tmp_path: Path, time_bins: int | None) -> None:
-    seqs = simulate_sequences(1500, with_time=time_bins is not None, seed=4)
-    ref = _tree(seqs, "memory", time_bins)
-    pd.testing.assert_frame_equal(_tree(seqs, "spark", time_bins), ref)
-    if time_bins is None:  # long-format Parquet read by Spark itself
+@pytest.mark.parametrize("time_bin", [None, 60])
+def test_spark_prefix_tree_identical(tmp_path: Path, time_bin: int | None) -> None:
+    seqs = simulate_sequences(1500, with_time=time_bin is not None, seed=4)
+    ref = _tree(seqs, "memory", time_bin)
+    pd.testing.assert_frame_equal(_tree(seqs, "spark", time_bin), ref)
+    if time_bin is None:  # long-format Parquet read by Spark itself
         seqs.to_parquet(tmp_path / "s.parquet", index=False)
         pd.testing.assert_frame_equal(_tree(tmp_path / "s.parquet", "spark"), ref)
 
@@ -82,7 +82,7 @@ def test_spark_sbh_identical() -> None:
     taps = simulate_taps(800, seed=5)
     tables = [
         OpalRelease(
-            bin_minutes=30,
+            bin=30,
             privacy_unit="card_id",
             max_contributions=2,
             random_state=ZeroNoise(),

@@ -36,7 +36,7 @@ def private() -> pd.DataFrame:
 
 @pytest.fixture(scope="module")
 def release(private: pd.DataFrame) -> OpalRelease:
-    return OpalRelease(bin_minutes=60, random_state=11).fit(private)
+    return OpalRelease(bin=60, random_state=11).fit(private)
 
 
 def test_the_private_data_agrees_with_its_release(
@@ -89,7 +89,7 @@ def test_release_directory_and_sequences(
 
 
 def test_consistent_release_bounds_derived_tables(private: pd.DataFrame) -> None:
-    rel = OpalRelease(bin_minutes=60, mode="consistent", random_state=5).fit(private)
+    rel = OpalRelease(bin=60, mode="consistent", random_state=5).fit(private)
     report = against_reference(private, rel).set_index("table")
     two_way = report.loc["on_time_location", "error_bound"]
     assert report.loc["on_time", "error_bound"] == 5 * two_way  # 5 locations summed
@@ -126,7 +126,7 @@ CARD_SETTINGS = dict(
     epsilon=8.0,
     delta=7.5e-7,
     mode="consistent",
-    bin_minutes=60,
+    bin=60,
     modes=["COL", "SUB"],
     days=["2019-11-28"],
     privacy_unit="card_id",
@@ -208,7 +208,7 @@ def test_bounding_uses_the_public_partitions_first(zero_noise: object) -> None:
     )["on_time"]
     assert dict(zip(one["time"], one["count"], strict=True)) == {"07:00": 1, "08:00": 1}
     release = OpalRelease(
-        bin_minutes=60,
+        bin=60,
         days=["2019-11-28"],
         modes=["COL"],
         privacy_unit="card_id",

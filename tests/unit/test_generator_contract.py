@@ -23,7 +23,8 @@ from archetypes import ArchetypeSynthesizer, TripSchema
 from prefixtree import PrefixTreeSynthesizer
 from synth import OpalRelease
 from synth.errors import ConfigError, NotFittedError
-from synth.generator import Generator, Interval, Options, validate_params
+from synth.generator import Generator
+from synth.params import Interval, Options, validate_params
 from synth.taxonomy import Taxonomy
 
 # ---------------------------------------------------------------------------- data
@@ -106,7 +107,7 @@ CASES = {
             key_columns=["hour", "zone"],
             category_column="mode",
             id_column="card",
-            n_archetypes=2,
+            archetypes=2,
             schema=SCHEMA,
             order_column="hour",
             random_state=seed,

@@ -215,7 +215,7 @@ def test_default_split_and_delta_are_the_papers() -> None:
 
 def test_zero_noise_release_is_the_thresholded_true_tables() -> None:
     trips = _trips(20_000)
-    rel = OpalRelease(random_state=ZeroNoise(), bin_minutes=60).fit(trips)
+    rel = OpalRelease(random_state=ZeroNoise(), bin=60).fit(trips)
     truth = marginal_tables(trips, bin_minutes=60)
     suppressed = 0
     for name in TABLES:
@@ -241,15 +241,15 @@ def test_taps_and_trips_give_the_same_tables() -> None:
         ],
         ignore_index=True,
     )
-    a = OpalRelease(random_state=ZeroNoise(), bin_minutes=30).fit(trips)
-    b = OpalRelease(random_state=ZeroNoise(), bin_minutes=30).fit(taps)
+    a = OpalRelease(random_state=ZeroNoise(), bin=30).fit(trips)
+    b = OpalRelease(random_state=ZeroNoise(), bin=30).fit(taps)
     for name in TABLES:
         pd.testing.assert_frame_equal(a.tables_[name], b.tables_[name])
     assert a.ledger_.unit == "trip" and b.ledger_.unit == "tap"
 
 
 def test_consistent_one_way_tables_are_sums_of_two_way() -> None:
-    rel = OpalRelease(random_state=7, mode="consistent", bin_minutes=60).fit(_trips(6000))
+    rel = OpalRelease(random_state=7, mode="consistent", bin=60).fit(_trips(6000))
     assert set(rel.calibrations_) == {"on_time_location", "off_time_location"}
     assert rel.calibrations_["on_time_location"].epsilon == 4  # 1 + 1 + 2: no extra budget
     assert rel.ledger_.spent_epsilon == 8.0
@@ -267,7 +267,7 @@ def test_pure_mode_needs_public_domain_and_can_emit_any_cell() -> None:
     rel = OpalRelease(
         mode="pure",
         random_state=AllEmptyPass(),
-        bin_minutes=720,
+        bin=720,
         taxonomy=_taxonomy(),
         level=1,
         modes=["bus", "ferry", "tram"],
@@ -321,7 +321,7 @@ def test_taxonomy_level_collapses_locations() -> None:
 @pytest.mark.parametrize(
     "kwargs",
     [
-        {"bin_minutes": 7},
+        {"bin": 7},
         {"mode": "other"},
         {"split": (1, 1, 1)},
         {"epsilon": -1.0},
@@ -372,9 +372,9 @@ def test_sube_release_spends_epsilon_8_per_partition(shared_data: Path) -> None:
             )
         )
     taps = pd.concat(frames, ignore_index=True)
-    rel = OpalRelease(
-        bin_minutes=60, modes=["COL", "SUB", "TRE"], days=["2019-11-27", "2019-11-28"]
-    ).fit(taps)
+    rel = OpalRelease(bin=60, modes=["COL", "SUB", "TRE"], days=["2019-11-27", "2019-11-28"]).fit(
+        taps
+    )
     group = rel.ledger_.to_dict()["composition"][0]
     assert len(group["branches"]) == 6
     assert {b["epsilon"] for b in group["branches"]} == {8.0}
@@ -385,11 +385,10 @@ def test_sube_release_spends_epsilon_8_per_partition(shared_data: Path) -> None:
 
 
 def test_opal_config_reproduces_the_paper_defaults() -> None:
-    from synth.config import check_params, load_config
+    from synth.config import load_config
 
     path = Path(__file__).resolve().parents[2] / "configs" / "opal.toml"
-    params = check_params(
-        OpalRelease,
+    params = OpalRelease.parameter_table.check_config(
         load_config(path)["marginals"]["parameters"],
         source=path,
         section="marginals.parameters",

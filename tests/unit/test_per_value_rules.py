@@ -179,7 +179,7 @@ def test_long_format_time_mode_does_not_flip(tax: Taxonomy) -> None:
             height=2,
             taxonomy=tax,
             thresholds={tax.height: 1},
-            time_bins=60,
+            time_bin=60,
             time_model="tree",
             random_state=ZeroNoise(),
         ).fit(seqs)
@@ -257,13 +257,13 @@ def _edge_files(tmp_path: Path) -> list[Path]:
     return [csv, parquet]
 
 
-def _engine_tree(source: object, tax: Taxonomy, engine: str, time_bins: int | None) -> pd.DataFrame:
+def _engine_tree(source: object, tax: Taxonomy, engine: str, time_bin: int | None) -> pd.DataFrame:
     synth = PrefixTreeSynthesizer(
         epsilon=2.0,
         height=3,
         taxonomy=tax,
         thresholds={tax.height: 1},
-        time_bins=time_bins,
+        time_bin=time_bin,
         random_state=ZeroNoise(),
         engine=engine,
         engine_options={"threads": 2} if engine == "spark" else None,
@@ -271,19 +271,19 @@ def _engine_tree(source: object, tax: Taxonomy, engine: str, time_bins: int | No
     return synth.fit(source).tree_  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("time_bins", [None, 60])
+@pytest.mark.parametrize("time_bin", [None, 60])
 def test_engines_read_edge_values_alike(
-    tmp_path: Path, tax: Taxonomy, time_bins: int | None
+    tmp_path: Path, tax: Taxonomy, time_bin: int | None
 ) -> None:
     """Padded ids, '.0' ids, NA-like ids and locations, mixed offsets and clock times: the memory
     and DuckDB engines (CSV and Parquet read by DuckDB itself) give the same tree."""
     files = _edge_files(tmp_path)
-    ref = _engine_tree(files[0], tax, "memory", time_bins)
+    ref = _engine_tree(files[0], tax, "memory", time_bin)
     first = ref[ref["depth"] == 1]
     assert first["noisy_count"].sum() == 6  # 7, NA, null, nan, -4, 12
     for path in files:
-        pd.testing.assert_frame_equal(_engine_tree(path, tax, "memory", time_bins), ref)
-        pd.testing.assert_frame_equal(_engine_tree(path, tax, "duckdb", time_bins), ref)
+        pd.testing.assert_frame_equal(_engine_tree(path, tax, "memory", time_bin), ref)
+        pd.testing.assert_frame_equal(_engine_tree(path, tax, "duckdb", time_bin), ref)
 
 
 def _bad_positions(tmp_path: Path) -> list[Path]:
@@ -326,7 +326,7 @@ def _edge_taps(tmp_path: Path) -> Path:
 def test_sbh_engines_read_edge_values_alike(tmp_path: Path, unit: str | None) -> None:
     """The DuckDB engine reads the taps file itself and gives the memory release."""
     path = _edge_taps(tmp_path)
-    params = {"bin_minutes": 30, "privacy_unit": unit, "random_state": ZeroNoise()}
+    params = {"bin": 30, "privacy_unit": unit, "random_state": ZeroNoise()}
     if unit:
         params["max_contributions"] = 2
     ref = OpalRelease(**params).fit(path)  # type: ignore[arg-type]
@@ -339,7 +339,7 @@ def test_sbh_engines_read_edge_values_alike(tmp_path: Path, unit: str | None) ->
 def test_timezone_reaches_the_releases(tmp_path: Path) -> None:
     """--timezone converts offsets in both generators' readers (engines read through them)."""
     path = _edge_taps(tmp_path)
-    params = {"bin_minutes": 60, "random_state": ZeroNoise()}
+    params = {"bin": 60, "random_state": ZeroNoise()}
     plain = OpalRelease(**params).fit(path).tables_["on_time"]  # type: ignore[arg-type]
     utc = OpalRelease(**params, timezone="UTC").fit(path).tables_["on_time"]  # type: ignore[arg-type]
     duck = OpalRelease(**params, timezone="UTC", engine="duckdb").fit(path)  # type: ignore[arg-type]
@@ -412,7 +412,7 @@ def test_sbh_trips_csv_read_alike(tmp_path: Path) -> None:
     frame = pd.DataFrame(rows, columns=["card_id", "on_time", "on_stop", "off_time", "off_stop"])
     path = tmp_path / "trips.csv"
     frame.to_csv(path, index=False)
-    params = {"bin_minutes": 30, "random_state": ZeroNoise()}
+    params = {"bin": 30, "random_state": ZeroNoise()}
     ref = OpalRelease(**params).fit(path)  # type: ignore[arg-type]
     got = OpalRelease(**params, engine="duckdb").fit(path)  # type: ignore[arg-type]
     assert set(ref.tables_["on_location"]["location"]) == {"1", "2", "NA", "None"}

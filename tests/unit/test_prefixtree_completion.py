@@ -318,7 +318,7 @@ def test_completed_trajectories_keep_times_non_decreasing() -> None:
         epsilon=2.0,
         height=4,
         taxonomy=taxonomy_4(),
-        time_bins=120,
+        time_bin=120,
         completion="markov",
         random_state=2,
     ).fit(seqs)

@@ -51,7 +51,7 @@ def _fitted(with_time: bool = False) -> PrefixTreeSynthesizer:
         epsilon=8.0,
         height=5,
         taxonomy=_taxonomy(),
-        time_bins=240 if with_time else None,
+        time_bin=240 if with_time else None,
         random_state=4,
     ).fit(_sequences(with_time=with_time))
 
@@ -80,7 +80,7 @@ def test_sample_is_the_tree_expanded_in_node_order(with_time: bool) -> None:
     steps = out["location"].astype(str)
     if with_time:
         minutes = out["time"].astype(str).map(lambda t: int(t[:2]) * 60 + int(t[3:]))
-        steps = steps + "@" + (minutes // syn.time_bins).astype(str)
+        steps = steps + "@" + (minutes // syn.time_bin).astype(str)
     got = [tuple(g) for _, g in steps.groupby(out["seq_id"], sort=True)]
     assert got == _expanded(syn)
     assert (out["seq_id"].to_numpy() == np.repeat(np.arange(len(got)), [len(g) for g in got])).all()

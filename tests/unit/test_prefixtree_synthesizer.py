@@ -235,7 +235,7 @@ def test_candidates_threshold_counts_time_bins_in_the_first_sub_level() -> None:
     rows = long_format([["L1"]]).assign(time="08:00")
     plain = PrefixTreeSynthesizer(**common, threshold_rule="candidates").fit(rows)
     timed = PrefixTreeSynthesizer(
-        **common, threshold_rule="candidates", time_bins=60, time_model="tree"
+        **common, threshold_rule="candidates", time_bin=60, time_model="tree"
     ).fit(rows)
     # 4 candidates vs 4 x 24: log(m) grows by log(24) / epsilon
     gap = timed.sub_levels_["threshold"].iloc[0] - plain.sub_levels_["threshold"].iloc[0]
@@ -264,7 +264,7 @@ def test_candidates_threshold_counts_time_bins_in_the_first_sub_level() -> None:
         {"budget_split": {5: 0.1}},
         {"budget_split": {1: 0.2}, "variant": "simple"},
         {"thresholds": {9: 1.0}},
-        {"time_bins": 0},
+        {"time_bin": 0},
         {"random_state": object()},
         {"max_nodes": 0},
     ],
@@ -343,7 +343,7 @@ def test_trajectories_zero_noise() -> None:
         epsilon=1.0,
         height=3,
         taxonomy=taxonomy_4(),
-        time_bins=60,
+        time_bin=60,
         thresholds={2: 1},
         random_state=ZeroNoise(),
     ).fit(seqs)
@@ -372,9 +372,9 @@ def test_coarse_time_bins_zero_noise_release_is_the_database() -> None:
     # 3 lines of 5 stations (generalized); 6-hour bins counted per 12 hours at the line level
     rows = [["s0-1", "s1-2"], ["s0-1", "s1-2"], ["s2-3"], ["s0-1", "s0-1", "s2-4"]]
     times = ["05:10", "11:40", "06:20", "07:05", "18:00", "13:00", "15:00", "23:59"]
-    common = {"epsilon": 1.0, "height": 3, "taxonomy": metro_like(3, 5), "time_bins": 360}
+    common = {"epsilon": 1.0, "height": 3, "taxonomy": metro_like(3, 5), "time_bin": 360}
     common |= {"thresholds": {1: 1, 2: 1}, "random_state": ZeroNoise()}
-    syn = PrefixTreeSynthesizer(**common, coarse_time_bins=720).fit(_timed(rows, times))
+    syn = PrefixTreeSynthesizer(**common, coarse_time_bin=720).fit(_timed(rows, times))
     got = Counter(
         tuple(zip(g["location"].astype(str), g["time"].astype(str), strict=True))
         for _, g in syn.sample().groupby("seq_id")
@@ -408,12 +408,12 @@ def test_coarse_time_bins_keep_every_candidate() -> None:
         "epsilon": 1.0,
         "height": 2,
         "taxonomy": metro_like(3, 5),
-        "time_bins": 360,
+        "time_bin": 360,
     }
     common |= {"thresholds": {1: 0, 2: 0}, "random_state": ZeroNoise()}
     seqs = _timed([["s0-1", "s1-2"]], ["05:10", "11:40"])
     fine = PrefixTreeSynthesizer(**common).fit(seqs).tree_
-    coarse = PrefixTreeSynthesizer(**common, coarse_time_bins=720).fit(seqs).tree_
+    coarse = PrefixTreeSynthesizer(**common, coarse_time_bin=720).fit(seqs).tree_
     assert (fine["depth"] == 1).sum() == 15 * 4
     assert (coarse["depth"] == 2).sum() == (fine["depth"] == 2).sum() == 15 * 15 * (4 + 3 + 2 + 1)
     for tree in (fine, coarse):
@@ -425,16 +425,16 @@ def test_coarse_time_bins_keep_every_candidate() -> None:
 @pytest.mark.parametrize(
     "kwargs",
     [
-        {"coarse_time_bins": 720},  # no time_bins
-        {"coarse_time_bins": 90, "time_bins": 60},  # not a multiple
-        {"coarse_time_bins": 30, "time_bins": 60},
-        {"coarse_time_bins": 120, "time_bins": 60, "variant": "simple"},
-        {"coarse_time_bins": 120, "time_bins": 60, "taxonomy": Taxonomy.from_edges([("a", "r")])},
+        {"coarse_time_bin": 720},  # no time_bin
+        {"coarse_time_bin": 90, "time_bin": 60},  # not a multiple
+        {"coarse_time_bin": 30, "time_bin": 60},
+        {"coarse_time_bin": 120, "time_bin": 60, "variant": "simple"},
+        {"coarse_time_bin": 120, "time_bin": 60, "taxonomy": Taxonomy.from_edges([("a", "r")])},
     ],
 )
 def test_bad_coarse_time_bins(kwargs: dict) -> None:
     params = {"epsilon": 1.0, "height": 2, "taxonomy": metro_like(3, 5), **kwargs}
-    with pytest.raises(ConfigError, match="coarse_time_bins"):
+    with pytest.raises(ConfigError, match="coarse_time_bin"):
         PrefixTreeSynthesizer(**params).fit(_timed([["s0-1"]], ["08:00"]))
 
 
@@ -446,7 +446,7 @@ def test_trajectories_times_non_decreasing_with_noise() -> None:
         np.sort(rng.integers(0, 600, len(seqs))), unit="min"
     )
     syn = PrefixTreeSynthesizer(
-        preset="kdd12", epsilon=3.0, height=3, taxonomy=taxonomy_4(), time_bins=120, random_state=2
+        preset="kdd12", epsilon=3.0, height=3, taxonomy=taxonomy_4(), time_bin=120, random_state=2
     ).fit(seqs)
     out = syn.sample()
     assert len(out) > 0
@@ -463,6 +463,6 @@ def test_bad_time_column() -> None:
             epsilon=1.0,
             height=2,
             taxonomy=taxonomy_4(),
-            time_bins=60,
+            time_bin=60,
             random_state=0,
         ).fit(seqs)

@@ -119,7 +119,7 @@ def _cards() -> pd.DataFrame:
 
 def test_factorised_fit_ledger_lines_and_release() -> None:
     syn = PrefixTreeSynthesizer(
-        epsilon=1.0, height=4, taxonomy=flat_taxonomy(3), time_bins=60, random_state=5
+        epsilon=1.0, height=4, taxonomy=flat_taxonomy(3), time_bin=60, random_state=5
     ).fit(_cards())
     assert syn.parameters()["time_model"] == "factorised"
     spends = {s.label: s for s in syn.ledger_.spends}
@@ -134,7 +134,7 @@ def test_factorised_fit_ledger_lines_and_release() -> None:
     out = syn.sample()
     assert out["time"].str.fullmatch(r"\d\d:\d\d").all()
     again = PrefixTreeSynthesizer(
-        epsilon=1.0, height=4, taxonomy=flat_taxonomy(3), time_bins=60, random_state=5
+        epsilon=1.0, height=4, taxonomy=flat_taxonomy(3), time_bin=60, random_state=5
     ).fit(_cards())
     pd.testing.assert_frame_equal(again.sample(), out)  # seeded: reproducible
 
@@ -153,15 +153,15 @@ def test_zero_noise_untimed_lengths_follow_the_histogram() -> None:
 
 def test_time_model_options() -> None:
     common = {"epsilon": 1.0, "height": 3, "taxonomy": flat_taxonomy(3)}
-    with pytest.raises(ConfigError, match="needs time_bins"):
+    with pytest.raises(ConfigError, match="needs time_bin"):
         PrefixTreeSynthesizer(**common, time_model="factorised").check_params()
     with pytest.raises(ConfigError, match="time_model"):
-        PrefixTreeSynthesizer(**common, time_bins=60, time_model="nope").check_params()
+        PrefixTreeSynthesizer(**common, time_bin=60, time_model="nope").check_params()
     with pytest.raises(ConfigError, match="length_share needs"):
         PrefixTreeSynthesizer(
-            **common, time_bins=60, time_model="tree", length_share=0.1
+            **common, time_bin=60, time_model="tree", length_share=0.1
         ).check_params()
-    tree = PrefixTreeSynthesizer(**common, time_bins=60, time_model="tree", random_state=1)
+    tree = PrefixTreeSynthesizer(**common, time_bin=60, time_model="tree", random_state=1)
     tree.fit(_cards())
     assert "time_bin" in tree.tree_.columns
     assert tree.parameters()["length_share"] == 0
