@@ -54,7 +54,7 @@ def test_default_card_release_is_uniform_and_recorded(zero_noise: object) -> Non
     """The release's default: a uniform choice, named in the manifest and the neighbouring
     relation; with zero noise its hour table is flat, where the first-by-time rule (``bounding=
     "earliest"``) publishes two hours only."""
-    settings = dict(bin_minutes=60, privacy_unit="card_id", max_contributions=2, epsilon=8.0)
+    settings = dict(bin=60, privacy_unit="card_id", max_contributions=2, epsilon=8.0)
     rel = OpalRelease(**settings, random_state=5).fit(_taps())
     assert rel.parameters()["bounding"] == "uniform"
     assert "uniform random choice" in rel.ledger_.neighbouring
@@ -78,7 +78,7 @@ def test_check_of_a_uniform_release_allows_for_its_draw(zero_noise: object) -> N
     from synth.marginals import marginal_tables
 
     many = _taps(3000)
-    settings = dict(bin_minutes=60, privacy_unit="card_id", max_contributions=2, epsilon=8.0)
+    settings = dict(bin=60, privacy_unit="card_id", max_contributions=2, epsilon=8.0)
     rel = OpalRelease(**settings, random_state=5).fit(many)
     report = against_reference(many, rel).set_index("table")
     assert report.loc[["on_time", "on_location", "on_time_location"], "passes"].all()
@@ -106,7 +106,7 @@ def test_uniform_release_same_on_every_engine(tmp_path: object) -> None:
 
     path = Path(str(tmp_path)) / "taps.parquet"
     _taps().to_parquet(path)
-    settings = dict(bin_minutes=60, privacy_unit="card_id", max_contributions=2, random_state=9)
+    settings = dict(bin=60, privacy_unit="card_id", max_contributions=2, random_state=9)
     mem = OpalRelease(**settings, engine="memory").fit(_taps())
     duck = OpalRelease(**settings, engine="duckdb").fit(path)
     for name in mem.tables_:
@@ -146,7 +146,7 @@ def test_datasheet_states_the_bounding_rule(tmp_path: object) -> None:
     """The release's README.md says how each card's k taps were chosen."""
     from pathlib import Path
 
-    settings = dict(bin_minutes=60, privacy_unit="card_id", max_contributions=2, random_state=1)
+    settings = dict(bin=60, privacy_unit="card_id", max_contributions=2, random_state=1)
     for rule, words in (("uniform", "uniform random choice"), ("earliest", "first by time")):
         out = Path(str(tmp_path)) / rule
         OpalRelease(**settings, bounding=rule).fit(_taps()).write(out)  # type: ignore[arg-type]
