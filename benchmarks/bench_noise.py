@@ -34,7 +34,7 @@ def ours(kind: str, scale: float, n: int) -> int:
 
 
 def opendp_sampler(kind: str, scale: float) -> Callable[[int], object]:
-    # the modules themselves: opendp.prelude also imports its sklearn, polars and ibis extras (s)
+    # the modules, not opendp.prelude: it also imports its sklearn, polars and ibis extras (seconds)
     import opendp.measurements as m
     from opendp.domains import atom_domain, vector_domain
     from opendp.metrics import l1_distance, l2_distance

@@ -110,7 +110,7 @@ def test_discrete_gaussian_large_sigma_moments() -> None:
 
 
 def _opendp(kind: str, scale: float, n: int) -> np.ndarray:
-    # the modules themselves: opendp.prelude also imports its sklearn, polars and ibis extras (s)
+    # the modules, not opendp.prelude: it also imports its sklearn, polars and ibis extras (seconds)
     import opendp.measurements as m
     from opendp.domains import atom_domain, vector_domain
     from opendp.metrics import l1_distance, l2_distance
