@@ -34,14 +34,18 @@ def ours(kind: str, scale: float, n: int) -> int:
 
 
 def opendp_sampler(kind: str, scale: float) -> Callable[[int], object]:
-    import opendp.prelude as dp
+    # the modules, not opendp.prelude: it also imports its sklearn, polars and ibis extras (seconds)
+    import opendp.measurements as m
+    from opendp.domains import atom_domain, vector_domain
+    from opendp.metrics import l1_distance, l2_distance
+    from opendp.mod import enable_features
 
-    dp.enable_features("contrib")
-    domain = dp.vector_domain(dp.atom_domain(T=int))
+    enable_features("contrib")
+    domain = vector_domain(atom_domain(T=int))
     if kind == "laplace":
-        meas = dp.m.make_laplace(domain, dp.l1_distance(T=int), scale=scale)
+        meas = m.make_laplace(domain, l1_distance(T=int), scale=scale)
     else:
-        meas = dp.m.make_gaussian(domain, dp.l2_distance(T=int), scale=scale)
+        meas = m.make_gaussian(domain, l2_distance(T=int), scale=scale)
     return lambda n: meas([0] * n)
 
 

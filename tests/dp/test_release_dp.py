@@ -747,15 +747,19 @@ def calibration_cache(monkeypatch: pytest.MonkeyPatch) -> None:
 ARCH_TRIALS, ARCH_SLOW_TRIALS = 30, 600
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("calibration_cache")
-@pytest.mark.parametrize(
-    "trials",
-    [ARCH_TRIALS, pytest.param(ARCH_SLOW_TRIALS, marks=pytest.mark.slow)],
-    ids=["quick", "slow"],
-)
+@pytest.mark.parametrize("trials", [ARCH_SLOW_TRIALS], ids=["slow"])
 def test_archetypes_end_to_end_passes(trials: int, tmp_path: Path) -> None:
     """``release_trips`` from the files to ``trips.csv``: the released night and rail riders on D
-    and D' (one night rider more) stay within the manifest's (epsilon, delta)."""
+    and D' (one night rider more) stay within the manifest's (epsilon, delta).
+
+    Slow only: at the quick size (30 trials) this pass held even with zero noise (lower bound
+    0.996 against the claimed 1), so it could not fail on privacy there. The default suite's
+    checks of the same release: the joint measurement's audit and canaries at 2,000 trials
+    (``test_trips_joint_dp.py``), the noisy histograms' (``test_archetypes_dp.py``), the
+    zero-noise neighbours through ``release_trips`` and the command (``test_trips_neighbours.py``)
+    and the end-to-end zero-noise canary below."""
     eps, audit = audit_archetypes(archetype_runner(Releases(tmp_path)), trials)
     assert not audit.violates(eps), audit
     assert audit.rates["night >= 2"][1] > 0.5  # the night archetype is released

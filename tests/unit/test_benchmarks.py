@@ -55,13 +55,75 @@ def test_every_benchmark_has_a_smoke_run() -> None:
         assert "--smoke" not in (BENCH / name).read_text(), f"{name} has --smoke: unlist it"
 
 
-@pytest.mark.parametrize(("script", "before"), SMOKE_RUNS)
-def test_smoke_run_writes_results(script: str, before: list[str], tmp_path: Path) -> None:
-    out = tmp_path / "results.json"
+#: Runs every smoke in ONE child process, each as ``python benchmarks/<script> ... --smoke`` would
+#: (``runpy`` as ``__main__``, its own ``sys.argv``), so the interpreter start-up and the imports
+#: (numpy, pandas, synth: most of a smoke's time) are paid once instead of once per benchmark. A
+#: failing script does not stop the others: its exit status and traceback are recorded.
+SMOKE_RUNNER = """
+import json, os, runpy, sys, traceback
+bench, runs, report = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3]
+sys.path.insert(0, bench)
+status = {}
+for key, script, before, out in runs:
+    sys.argv = [f"{bench}/{script}", *before, "--smoke", "--json", out]
+    os.chdir(os.path.dirname(out))
+    try:
+        runpy.run_path(sys.argv[0], run_name="__main__")
+        status[key] = [0, ""]
+    except SystemExit as stop:
+        code = stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 1)
+        status[key] = [code, "" if code == 0 else str(stop.code)]
+    except BaseException:
+        status[key] = [1, traceback.format_exc()]
+with open(report, "w") as f:
+    json.dump(status, f)
+"""
+
+
+@pytest.fixture(scope="module")
+def smoke_results(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, tuple[int, str, Path]]:
+    """Every :data:`SMOKE_RUNS` entry this session selected (``-m slow`` picks the slow ones),
+    run once: id -> (exit status, error text, results file); each in its own working folder."""
+    selected = {
+        item.callspec.id
+        for item in request.session.items
+        if isinstance(item, pytest.Function)
+        and item.originalname == "test_smoke_run_writes_results"
+        and item.getparent(pytest.Module) is request.node
+    }
+    root = tmp_path_factory.mktemp("smokes")
+    runs = []
+    for param in SMOKE_RUNS:
+        if param.id not in selected:
+            continue
+        script, before = param.values
+        assert isinstance(param.id, str)
+        (root / param.id).mkdir()
+        runs.append([param.id, script, before, str(root / param.id / "results.json")])
     env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONWARNINGS": "ignore"}
-    cmd = [sys.executable, str(BENCH / script), *before, "--smoke", "--json", str(out)]
-    proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-2000:]
+    report = root / "status.json"
+    cmd = [sys.executable, "-c", SMOKE_RUNNER, str(BENCH), json.dumps(runs), str(report)]
+    proc = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0 and report.exists(), proc.stderr[-2000:]
+    status = json.loads(report.read_text())
+    return {  # the child's stderr too: a script's own messages (argparse's, a child's) are there
+        key: (code, f"{text}\n{proc.stderr[-2000:]}", Path(out))
+        for key, _, _, out in runs
+        for code, text in [status[key]]
+    }
+
+
+@pytest.mark.parametrize(("script", "before"), SMOKE_RUNS)
+def test_smoke_run_writes_results(
+    script: str,
+    before: list[str],
+    smoke_results: dict[str, tuple[int, str, Path]],
+    request: pytest.FixtureRequest,
+) -> None:
+    code, error, out = smoke_results[request.node.callspec.id]
+    assert code == 0, error
     doc = json.loads(out.read_text())
     assert doc["rows"] and all(isinstance(r, dict) for r in doc["rows"])
     assert doc["arguments"]["smoke"] is True

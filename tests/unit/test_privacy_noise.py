@@ -110,14 +110,18 @@ def test_discrete_gaussian_large_sigma_moments() -> None:
 
 
 def _opendp(kind: str, scale: float, n: int) -> np.ndarray:
-    import opendp.prelude as dp
+    # the modules, not opendp.prelude: it also imports its sklearn, polars and ibis extras (seconds)
+    import opendp.measurements as m
+    from opendp.domains import atom_domain, vector_domain
+    from opendp.metrics import l1_distance, l2_distance
+    from opendp.mod import enable_features
 
-    dp.enable_features("contrib")
-    domain = dp.vector_domain(dp.atom_domain(T=int))
+    enable_features("contrib")
+    domain = vector_domain(atom_domain(T=int))
     if kind == "laplace":
-        meas = dp.m.make_laplace(domain, dp.l1_distance(T=int), scale=scale)
+        meas = m.make_laplace(domain, l1_distance(T=int), scale=scale)
     else:
-        meas = dp.m.make_gaussian(domain, dp.l2_distance(T=int), scale=scale)
+        meas = m.make_gaussian(domain, l2_distance(T=int), scale=scale)
     return np.asarray(meas([0] * n), dtype=np.int64)
 
 
