@@ -19,6 +19,7 @@ BENCH = ROOT / "benchmarks"
 
 #: every benchmark's smoke run (script, arguments before --smoke); slow ones are marked
 SMOKE_RUNS = [
+    pytest.param("bench_bounding.py", [], id="bounding"),
     pytest.param("bench_engines.py", [], id="engines"),
     pytest.param("bench_evaluate.py", [], id="evaluate"),
     pytest.param("bench_noise.py", [], id="noise"),
