@@ -5,6 +5,7 @@ from archetypes.datasets import chicago_taxi_schema, chicago_taxi_trips, sube_sc
 from archetypes.model import ArchetypeModel
 from archetypes.schema import Column, TripSchema
 from archetypes.synthesizer import ArchetypeSynthesizer
+from archetypes.trip_sources import TripSource
 
 __all__ = [
     "ArchetypeModel",
@@ -12,6 +13,7 @@ __all__ = [
     "Column",
     "ColumnCompleter",
     "TripSchema",
+    "TripSource",
     "chicago_taxi_schema",
     "chicago_taxi_trips",
     "sube_schema",

@@ -92,15 +92,17 @@ def read_public_trips(
     return trip_ids(frame, id_column, source or str(path)) if id_column else frame
 
 
-def read_trips(data: object, what: str, id_column: str | None) -> pd.DataFrame:
+def read_trips(
+    data: object, what: str, id_column: str | None, *, sep: str | None = None
+) -> pd.DataFrame:
     """A frame as given (:func:`synth.generator.read_data`); a path read by
     :func:`read_private_trips` when ``what`` is ``"private data"``, else by
-    :func:`read_public_trips`."""
+    :func:`read_public_trips` (``sep``: the CSV delimiter, default comma)."""
     if not isinstance(data, str | os.PathLike) or str(data) == "":
         return read_data(data, what)
     if what == "private data":
-        return read_private_trips(data, id_column=id_column)
-    return read_public_trips(data, id_column=id_column)
+        return read_private_trips(data, id_column=id_column, sep=sep)
+    return read_public_trips(data, id_column=id_column, sep=sep)
 
 
 def measure(values: pd.Series, column: str, source: str) -> np.ndarray:

@@ -9,14 +9,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
-
-from archetypes.datasets import chicago_taxi_schema, chicago_taxi_trips, sube_schema, sube_trips
-from archetypes.reading import read_private_trips, read_public_trips
-from archetypes.schema import TripSchema
 from archetypes.synthesizer import ArchetypeSynthesizer
+from archetypes.trip_sources import TRIP_FORMATS, TripSource
 from synth.errors import ConfigError
-from synth.privacy import check_budget
 from synth.progress import Progress
 from synth.provenance import private_inputs, write_provenance
 from synth.release import check_format, warn_if_underspent
@@ -25,15 +20,17 @@ __all__ = [
     "ALLOWED_INPUTS",
     "INPUT_FORMATS",
     "check_inputs",
-    "load_inputs",
     "normalize_params",
     "public_inputs",
     "release_trips",
     "resolve_path",
+    "schema_path",
+    "trip_sources",
 ]
 
 
-INPUT_FORMATS = ("trips", "chicago-taxi", "sube-taps")
+#: the ``--input-format`` / ``[input] format`` choices (:class:`TripSource` layouts)
+INPUT_FORMATS: tuple[str, ...] = TRIP_FORMATS
 
 
 ALLOWED_INPUTS = {"format", "public_years", "private_years", "metadata", "schema"}
@@ -82,51 +79,34 @@ def check_inputs(
             raise ConfigError(f"{source}: key '{key}' in [{section}] must be a path (string)")
 
 
-def load_inputs(
-    private_path: str | os.PathLike[str],
-    public_path: str | os.PathLike[str] | None,
+def trip_sources(
+    private: str | os.PathLike[str],
+    public: str | os.PathLike[str] | None,
     inputs: Mapping[str, Any],
     base: Path | None,
-    schema_file: str | os.PathLike[str] | None = None,
-    *,
-    id_column: str | None = None,
-) -> tuple[pd.DataFrame | None, pd.DataFrame, TripSchema | None]:
-    """Public (None without ``public_path``: the domains then come from the schema), private
-    trips and schema, every format read value by value (:mod:`archetypes.reading`: no column's
-    type guessed from the private values; ``id_column`` by the identifier rule, in the public
-    trips too)."""
-    fmt = inputs.get("format", "trips")
-    if fmt not in INPUT_FORMATS:
-        raise ConfigError(f"[input] format must be one of {', '.join(INPUT_FORMATS)}, got {fmt!r}")
-    schema: TripSchema | None = None
-    public: pd.DataFrame | None = None
-    sep = inputs.get("sep")  # the CSV delimiter (public configuration; default comma)
-    if fmt == "chicago-taxi":
-        private = chicago_taxi_trips(private_path, years=inputs.get("private_years"), sep=sep)
-        if public_path is not None:
-            public = chicago_taxi_trips(public_path, years=inputs.get("public_years"), sep=sep)
-        # no public trips: the companies' domain is "Unknown" only unless a schema lists them
-        schema = chicago_taxi_schema(private.iloc[:0] if public is None else public)
-    elif fmt == "sube-taps":
-        private = sube_trips(private_path, sep=sep)
-        if public_path is not None:  # without: the schema file must give the domains
-            public = sube_trips(public_path, sep=sep)
-            metadata = inputs.get("metadata")
-            schema = sube_schema(public, None if metadata is None else resolve_path(metadata, base))
-    else:
-        private = read_private_trips(private_path, id_column=id_column, sep=sep)
-        public = (
-            None
-            if public_path is None
-            else read_public_trips(public_path, id_column=id_column, sep=sep)
-        )
-    schema_path = schema_file or (
-        None if inputs.get("schema") is None else resolve_path(inputs["schema"], base)
-    )
-    if schema_path is not None:
-        given = TripSchema.from_json(Path(schema_path))
-        schema = given if schema is None else schema.replace(*given.columns.values())
-    return public, private, schema
+) -> tuple[TripSource, TripSource | None]:
+    """The private and public :class:`~archetypes.trip_sources.TripSource` of an ``[input]``
+    table (its format, years, delimiter and metadata; paths relative to ``base``): what
+    :func:`release_trips` hands to ``fit``, which reads them."""
+    fmt, sep = inputs.get("format", "trips"), inputs.get("sep")
+    metadata = inputs.get("metadata")
+    meta = None if metadata is None or fmt != "sube-taps" else resolve_path(metadata, base)
+    years = inputs.get("private_years") if fmt == "chicago-taxi" else None
+    private_source = TripSource(private, format=fmt, years=years, sep=sep)
+    if public is None:
+        return private_source, None
+    years = inputs.get("public_years") if fmt == "chicago-taxi" else None
+    return private_source, TripSource(public, format=fmt, years=years, sep=sep, metadata=meta)
+
+
+def schema_path(
+    inputs: Mapping[str, Any], base: Path | None, schema: str | os.PathLike[str] | None
+) -> str | None:
+    """The schema JSON of a trips release: ``schema`` (``--schema``), else the ``[input]``
+    table's (relative to ``base``); read by ``fit``."""
+    if schema is not None:
+        return str(schema)
+    return None if inputs.get("schema") is None else str(resolve_path(inputs["schema"], base))
 
 
 def public_inputs(
@@ -177,25 +157,17 @@ def release_trips(
     missing = [key for key in ("epsilon", "delta") if key not in params]
     if missing:
         raise ConfigError(f"trips: {missing[0]} is required")
-    check_budget(params["epsilon"], params["delta"], need_delta=True)
     check_format(format)
+    table = dict(inputs or {})
     provenance = (
         None if provenance_key is None else private_inputs(provenance_key, {"private": private})
     )
-    with progress.steps("trips", 3) as step:
-        step("load")
-        public_trips, private_trips, trip_schema = load_inputs(
-            private,
-            public,
-            dict(inputs or {}),
-            base,
-            schema,
-            id_column=params.get("id_column", "individual_id"),
+    with progress.steps("trips", 2) as step:
+        step("fit")  # fit alone validates the parameters and reads the trips and the schema
+        synthesizer = ArchetypeSynthesizer(
+            **params, schema=schema_path(table, base, schema), random_state=seed
         )
-        step("fit")
-        synthesizer = ArchetypeSynthesizer(**params, schema=trip_schema, random_state=seed).fit(
-            private_trips, public_trips
-        )
+        synthesizer.fit(*trip_sources(private, public, table, base))
         step("write")
         written = synthesizer.write(
             out, format=format, public_inputs=public_inputs(public, inputs, base, schema)

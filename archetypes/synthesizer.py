@@ -57,7 +57,6 @@ import math
 import os
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
@@ -68,7 +67,7 @@ from archetypes.column_completion import ColumnCompleter, Plan
 from archetypes.jointfit import JointSampling
 from archetypes.model import ArchetypeModel, bound_individuals, majority
 from archetypes.params import PARAMS
-from archetypes.reading import read_trips, source_of, trip_ids
+from archetypes.reading import source_of, trip_ids
 from archetypes.sampling import (
     PUBLIC_STREAM,
     SAMPLING_STREAM,
@@ -76,6 +75,7 @@ from archetypes.sampling import (
 )
 from archetypes.schema import TripSchema
 from archetypes.standin import StandIn, StandInSpec, stand_in_spec
+from archetypes.trip_sources import TripSource, fit_schema, read_trip_inputs
 from synth.errors import ConfigError, InputError
 from synth.params import Constraint, ParamTable, spell
 from synth.privacy import (
@@ -229,40 +229,30 @@ class ArchetypeSynthesizer(JointSampling):
         )
 
     def _schema(self, public: pd.DataFrame | None, used: list[str]) -> TripSchema:
-        if isinstance(self.schema, TripSchema):
-            schema = self.schema
-        elif isinstance(self.schema, str | Path):
-            schema = TripSchema.from_json(self.schema)
-        elif self.schema is None:
-            schema = TripSchema()
-        else:
-            raise ConfigError(
-                f"schema must be a TripSchema, a JSON path or None, got {self.schema!r}"
-            )
-        inferred = [c for c in used if c not in schema and c != self.id_column]
-        if inferred and public is None:
-            raise ConfigError(
-                f"without public data every column needs a public domain in the schema: {inferred}"
-            )
-        if inferred and public is not None:
-            schema = schema.replace(
-                *TripSchema.from_public(public, categorical=inferred).columns.values()
-            )
-        if schema[self.category_column].kind != "categorical":
-            raise ConfigError(f"category column '{self.category_column}' must be categorical")
-        return schema
+        """The public domains (:func:`~archetypes.trip_sources.fit_schema`): the input layout's,
+        then ``schema``'s (both read by ``fit``), then the public values of the columns neither
+        names."""
+        return fit_schema(
+            self.given_schema_,
+            public,
+            used,
+            id_column=self.id_column,
+            category_column=self.category_column,
+        )
 
     # -- fitting -----------------------------------------------------------------------------------
     def fit(
         self,
-        data: pd.DataFrame | str | os.PathLike[str],
-        public: pd.DataFrame | str | os.PathLike[str] | None = None,
+        data: pd.DataFrame | str | os.PathLike[str] | TripSource,
+        public: pd.DataFrame | str | os.PathLike[str] | TripSource | None = None,
     ) -> ArchetypeSynthesizer:
         """Learn archetypes on ``public``; release the noisy histograms of the private trips.
 
-        ``data`` (private) and ``public`` are DataFrames of trips or CSV/Parquet paths.
-        ``public=None`` needs ``public_stand_in``: an SBH release of the private trips is then
-        learnt on instead (its spend comes first in :attr:`ledger_`)."""
+        ``data`` (private) and ``public`` are DataFrames of trips, CSV/Parquet paths or
+        :class:`~archetypes.trip_sources.TripSource` (a file and its layout; fit alone reads
+        and validates, issue 27). ``public=None`` needs ``public_stand_in`` or ``joint``: a
+        release of the private trips is then learnt on instead (its spend comes first in
+        :attr:`ledger_`)."""
         self._validate_params()
         budgets = self._budgets()
         joint_budget = budgets.pop(0) if self._joint_on() else None
@@ -273,8 +263,9 @@ class ArchetypeSynthesizer(JointSampling):
                 f"release of "
                 "the private trips standing in for them, with its own budget share)"
             )
-        private = read_trips(data, "private data", id_column=self.id_column)  # issue 25
-        public_trips = None if public is None else read_trips(public, "public data", self.id_column)
+        private, public_trips, self.given_schema_ = read_trip_inputs(
+            data, public, id_column=self.id_column, schema=self.schema
+        )
         used = self._used_columns(public_trips)
         if len(private) == 0:
             raise InputError("private data: no trips")

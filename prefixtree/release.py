@@ -18,6 +18,7 @@ from synth.errors import ConfigError, InputError
 from synth.io import read_table, table_format
 from synth.progress import Progress
 from synth.provenance import private_inputs, write_provenance
+from synth.records.mapped_source import MappedSource
 from synth.release import check_format, warn_if_underspent
 from synth.taxonomy import Taxonomy
 
@@ -46,7 +47,7 @@ def read_locations(path: str) -> list[str]:
 
 
 def release_sequences(
-    input: str | os.PathLike[str] | pd.DataFrame,
+    input: str | os.PathLike[str] | pd.DataFrame | MappedSource,
     out: str | os.PathLike[str],
     *,
     taxonomy: str,
@@ -68,8 +69,9 @@ def release_sequences(
     """Write a prefix-tree release of ``input`` into ``out`` (atomically); returns a summary line.
 
     ``timezone``: how times are read (:mod:`synth.times`; default the wall clock as written).
-    ``input`` is a file or a frame of taps or sequences (``source``: the file it came from, for
-    the provenance record). With ``provenance_key``, the operator-only record of
+    ``input`` is a file or a frame of taps or sequences, or a
+    :class:`~synth.records.mapped_source.MappedSource` (read by ``fit``; ``source``: the file
+    it came from, for the provenance record). With ``provenance_key``, the operator-only record of
     :mod:`synth.provenance` is written beside ``out`` (nothing about the private input goes into
     the manifest).
     ``taxonomy`` is a taxonomy spec (CSV edge list, GTFS zip or ``fanout:N`` with ``locations``);

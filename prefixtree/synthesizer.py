@@ -86,6 +86,7 @@ from synth.errors import ConfigError, TransitSynthWarning
 from synth.params import Constraint, ParamTable, spell
 from synth.privacy import PrivacyLedger, check_budget, exact, noise_source
 from synth.records import encode_sequences
+from synth.records.mapped_source import MappedSource
 from synth.taxonomy import Taxonomy
 from synth.times import check_timezone
 
@@ -314,7 +315,7 @@ class PrefixTreeSynthesizer(FactorisedTiming, TreePlanning, PrefixTreeSampling, 
     # ------------------------------------------------------------------ fit
     def fit(
         self,
-        data: pd.DataFrame | str | os.PathLike[str],
+        data: pd.DataFrame | str | os.PathLike[str] | MappedSource,
         *,
         progress: Callable[[int, int], None] | None = None,
         on_unknown: str | None = None,
@@ -322,7 +323,9 @@ class PrefixTreeSynthesizer(FactorisedTiming, TreePlanning, PrefixTreeSampling, 
         timezone: str | None = None,
     ) -> PrefixTreeSynthesizer:
         """Build the noisy prefix tree of ``data``: taps, long-format sequences (seq_id, pos,
-        location[, time]) or trips, as a DataFrame or a CSV/Parquet path (:mod:`prefixtree.inputs`).
+        location[, time]) or trips, as a DataFrame or a CSV/Parquet path (:mod:`prefixtree.inputs`),
+        or a :class:`~synth.records.mapped_source.MappedSource` (a file or frame with its input
+        mapping, read here after the parameters are checked).
 
         Each sequence is one privacy unit (one card); it is truncated to ``height`` locations.
         A file may be counted by the engine itself, out of core (DuckDB). Sequences made with
@@ -341,6 +344,8 @@ class PrefixTreeSynthesizer(FactorisedTiming, TreePlanning, PrefixTreeSampling, 
         )
         eps, h = self.check_params()
         check_timezone(opts["timezone"])
+        if isinstance(data, MappedSource):  # read here, after the checks (issue 27)
+            data = data.read()
         self.__dict__.pop("tree_", None)  # a failed re-fit leaves no half-fitted model
         levels, index, plan, eps_plan, plan_rows, n_bins = self._prepared
         noise = self._noise()

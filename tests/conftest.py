@@ -214,3 +214,69 @@ def forty_cards(tmp_path: Path) -> dict[str, Path]:
     (folder / "taxonomy.csv").write_text(TWO_LINE_TAXONOMY)
     (folder / "taps.csv").write_text(FORTY_CARD_TAPS)
     return {"taxonomy": folder / "taxonomy.csv", "taps": folder / "taps.csv", "folder": folder}
+
+
+class CallLog:
+    """Calls of watched functions during a test: (name, inside a watched ``fit``, first argument
+    as text). Issue 27's "``fit`` is the only reader and validator" tests watch the readers and
+    validators on a command's path and check each ran once, inside ``fit``."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.calls: list[tuple[str, bool, str]] = []
+        self._depth = 0
+        self._monkeypatch = monkeypatch
+
+    def fit(self, cls: type) -> None:
+        """Count the time spent inside ``cls.fit`` as "inside fit"."""
+        original = cls.fit
+
+        def fit(estimator: Any, *args: Any, **kwargs: Any) -> Any:
+            self._depth += 1
+            try:
+                return original(estimator, *args, **kwargs)
+            finally:
+                self._depth -= 1
+
+        self._monkeypatch.setattr(cls, "fit", fit)
+
+    def _record(self, name: str, args: tuple[Any, ...]) -> None:
+        self.calls.append((name, self._depth > 0, str(args[0]) if args else ""))
+
+    def function(self, module: Any, name: str) -> None:
+        """Watch ``module.name`` under every synth/prefixtree/archetypes module that imported it."""
+        import sys
+
+        original = getattr(module, name)
+
+        def watched(*args: Any, **kwargs: Any) -> Any:
+            self._record(name, args)
+            return original(*args, **kwargs)
+
+        for loaded in list(sys.modules.values()):
+            if getattr(loaded, "__name__", "").startswith(("synth", "prefixtree", "archetypes")):
+                if getattr(loaded, name, None) is original:
+                    self._monkeypatch.setattr(loaded, name, watched)
+
+    def method(self, cls: type, name: str, *, arg: int = 0) -> None:
+        """Watch the method ``cls.name`` (its ``arg``-th argument after self/cls recorded)."""
+        import inspect
+
+        original = inspect.getattr_static(cls, name)
+        func = original.__func__ if isinstance(original, classmethod) else original
+
+        def watched(owner: Any, *args: Any, **kwargs: Any) -> Any:
+            self._record(f"{cls.__name__}.{name}", args[arg:])
+            return func(owner, *args, **kwargs)
+
+        wrapped = classmethod(watched) if isinstance(original, classmethod) else watched
+        self._monkeypatch.setattr(cls, name, wrapped)
+
+    def of(self, name: str) -> list[tuple[bool, str]]:
+        """(inside fit, first argument) of each call of ``name``."""
+        return [(inside, arg) for what, inside, arg in self.calls if what == name]
+
+
+@pytest.fixture
+def call_log(monkeypatch: pytest.MonkeyPatch) -> CallLog:
+    """A :class:`CallLog` undone at the end of the test."""
+    return CallLog(monkeypatch)

@@ -14,11 +14,12 @@ import os
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 if TYPE_CHECKING:  # the loaders (pandas) are imported when a file is read: --help stays fast
     import pandas as pd
 
+    from synth.records.mapped_source import MappedSource
     from synth.records.mapping import InputMap
 
 #: the shipped input profiles (synth/records/profiles.toml, read without importing the loaders)
@@ -148,6 +149,30 @@ def input_map_from_io(io: Mapping[str, Any]) -> InputMap:
     )
 
 
+@overload
+def mapped_input(
+    path: str | os.PathLike[str] | pd.DataFrame,
+    imap: InputMap,
+    *,
+    location_default: str = ...,
+    time_bin: int | None = ...,
+    bin_flag: str = ...,
+    read: Literal[True] = ...,
+) -> tuple[str | os.PathLike[str] | pd.DataFrame, str | None, str | None]: ...
+
+
+@overload
+def mapped_input(
+    path: str | os.PathLike[str] | pd.DataFrame,
+    imap: InputMap,
+    *,
+    location_default: str = ...,
+    time_bin: int | None = ...,
+    bin_flag: str = ...,
+    read: bool,
+) -> tuple[str | os.PathLike[str] | pd.DataFrame | MappedSource, str | None, str | None]: ...
+
+
 def mapped_input(
     path: str | os.PathLike[str] | pd.DataFrame,
     imap: InputMap,
@@ -155,18 +180,22 @@ def mapped_input(
     location_default: str = "stop_id",
     time_bin: int | None = None,
     bin_flag: str = "--time-bin",
-) -> tuple[str | os.PathLike[str] | pd.DataFrame, str | None, str | None]:
+    read: bool = True,
+) -> tuple[str | os.PathLike[str] | pd.DataFrame | MappedSource, str | None, str | None]:
     """What the command reads, its location column, and the one-line column summary (None for
     long-format input): the file itself when no mapping option is set (the default reading;
     engines may count it out of core), else the rows loaded by
     :func:`~synth.records.mapping.read_mapped` with the location renamed to
-    ``location_default``. Warns when ``time_bin`` is finer than the data's time resolution
-    (declared, or a schema fact) and, for the rows it loads, tells the data holder how many time
-    values lie on a whole hour (each value checked on its own, counts in the holder's log only).
-    The caller prints the summary once the release succeeded (an error stays one line)."""
+    ``location_default`` (with ``read=False``, a :class:`~synth.records.mapped_source.MappedSource`
+    that the estimator's ``fit`` reads: issue 27). Warns when ``time_bin`` is finer than the
+    data's time resolution (declared, or a schema fact) and, for the rows it loads (or ``fit``
+    loads), tells the data holder how many time values lie on a whole hour (each value checked on
+    its own, counts in the holder's log only). The caller prints the summary once the release
+    succeeded (an error stays one line)."""
     import pandas as pd
 
     from synth.io import table_columns, table_format
+    from synth.records.mapped_source import MappedSource
     from synth.records.mapping import (
         header_roles,
         read_mapped,
@@ -175,6 +204,12 @@ def mapped_input(
         time_resolution_warning,
     )
 
+    if not read and imap.active and isinstance(path, pd.DataFrame):
+        known = time_resolution_warning(imap, [str(c) for c in path.columns], time_bin, bin_flag)
+        grain = None if known is not None else time_bin  # checked per value when fit reads
+        source = MappedSource(path, imap, location_default, grain, bin_flag)
+        location = imap.location_column if source.long_format() else location_default
+        return source, location, source.summary()
     if isinstance(path, pd.DataFrame):
         if not imap.active:
             return path, imap.location_column, None
@@ -193,7 +228,12 @@ def mapped_input(
         roles = header_roles(names, imap, location_default)
         line = None if long_format else role_summary(str(path), roles, imap, location_default)
         return path, imap.location_column, line
+    location = imap.location_column if long_format else location_default
+    if not read:
+        grain = None if known is not None else time_bin  # checked per value when fit reads
+        source = MappedSource(path, imap, location_default, grain, bin_flag)
+        return source, location, source.summary()
     frame, summary = read_mapped(path, imap, location_default=location_default)
     if "time" in frame.columns and known is None:  # each value on its own
         time_grain_warning(frame["time"], time_bin, bin_flag)
-    return frame, imap.location_column if long_format else location_default, summary
+    return frame, location, summary

@@ -10,8 +10,6 @@ from __future__ import annotations
 import argparse
 import sys
 
-import pandas as pd
-
 from synth.cli.inputmap import add_input_map_options, input_map_from_args, mapped_input
 from synth.cli.options import (
     add_engine_options,
@@ -30,6 +28,7 @@ from synth.progress import Progress
 from synth.provenance import (
     provenance_key,
 )
+from synth.records.mapped_source import MappedSource
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -72,10 +71,10 @@ def run(args: argparse.Namespace) -> int:
     params = params_from_args(args, PARAMS)
     imap = input_map_from_args(args)
     data, location_column, columns = mapped_input(
-        args.input, imap, time_bin=params.get("bin", 15), bin_flag="--bin"
+        args.input, imap, time_bin=params.get("bin", 15), bin_flag="--bin", read=False
     )
     unit = params.get("privacy_unit")
-    if unit is not None and isinstance(data, pd.DataFrame) and unit == imap.card_column:
+    if unit is not None and isinstance(data, MappedSource) and unit == imap.card_column:
         params["privacy_unit"] = "card_id"  # the mapped card column is read as card_id
     params.pop("location_column", None)  # read by the input mapping above
     summary = release_marginals(

@@ -125,8 +125,9 @@ def make_marginals(
 def _mapped(
     io: Mapping[str, Any], data: Any, time_bin: int | None, bin_key: str
 ) -> tuple[Any, str | None, str | None]:
-    """The input of a config table (``data``: already loaded, else its ``input`` file) read with
-    its input-mapping keys (:mod:`synth.cli.inputmap`)."""
+    """The input of a config table (``data``: already loaded, else its ``input`` file) with its
+    input-mapping keys (:mod:`synth.cli.inputmap`): the file or frame, or a
+    :class:`~synth.records.mapped_source.MappedSource` that the estimator's ``fit`` reads."""
     from synth.cli.inputmap import input_map_from_io, mapped_input
 
     return mapped_input(
@@ -134,6 +135,7 @@ def _mapped(
         input_map_from_io(io),
         time_bin=time_bin,
         bin_flag=bin_key,
+        read=False,  # an active mapping: a MappedSource that fit reads (issue 27)
     )
 
 

@@ -92,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
     # read by the release from its input (the config keys of a [sequences] table), not set here
     reading = {name: params.pop(name) for name in PARAMS.table_keys() if name in params}
     data, location_column, columns = mapped_input(
-        args.input, input_map_from_args(args), time_bin=params.get("time_bin")
+        args.input, input_map_from_args(args), time_bin=params.get("time_bin"), read=False
     )
     summary = release_sequences(
         data,

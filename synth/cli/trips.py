@@ -43,7 +43,6 @@ from synth.cli.params import add_param_flags, params_from_args
 from synth.config import check_io, load_config
 from synth.errors import ConfigError
 from synth.io import check_sep
-from synth.privacy import check_budget
 from synth.progress import Progress
 from synth.provenance import (
     provenance_key,
@@ -190,8 +189,6 @@ def _settings(
 def run(args: argparse.Namespace) -> int:
     """Fit on PRIVATE with PUBLIC, sample, write the release directory."""
     warn_if_seeded(args.seed)
-    if hasattr(args, "epsilon") and hasattr(args, "delta"):
-        check_budget(args.epsilon, args.delta, need_delta=True)
     io, inputs, params = _settings(args)
     public = args.public if args.public is not None else io.get("public")
     if public is not None and params.get("public_stand_in") and args.public is None:

@@ -47,6 +47,7 @@ from synth.marginals.sbh_calibration import (
 from synth.params import Constraint, ParamTable, spell
 from synth.privacy import PrivacyLedger, check_budget, exact, noise_source
 from synth.records import UnknownLocationWarning
+from synth.records.mapped_source import MappedSource
 from synth.release import recorded_path
 from synth.taxonomy import Taxonomy, taxonomy_note
 from synth.times import check_timezone
@@ -262,7 +263,7 @@ class OpalRelease(Generator):
 
     def fit(
         self,
-        data: pd.DataFrame | str | os.PathLike[str],
+        data: pd.DataFrame | str | os.PathLike[str] | MappedSource,
         *,
         location_column: str | None = None,
     ) -> OpalRelease:
@@ -270,12 +271,15 @@ class OpalRelease(Generator):
 
         ``data`` is a frame of trips, taps or sequences, or a trips/taps file: the DuckDB engine
         reads the usual layouts itself (out of core); otherwise the file is loaded as
-        ``transit-synth marginals`` does. ``fit(location_column=...)`` is deprecated (removed in
-        0.3.0): pass it to the constructor.
+        ``transit-synth marginals`` does; a :class:`~synth.records.mapped_source.MappedSource`
+        is read here, after the checks, and loaded so too. ``fit(location_column=...)`` is
+        deprecated (removed in 0.3.0): pass it to the constructor.
         """
         self._check()
         location = self._deprecated_fit_args({"location_column": location_column})
         cals = self._calibrations()
+        if isinstance(data, MappedSource):  # fit is the only reader (issue 27)
+            data = load_input(data.read(), location["location_column"], self.timezone)
         grid, counted, kind = self._counts(data, cals, location["location_column"])
         noise = noise_source(self.random_state, methods=NOISE_METHODS)
         ledger = self._ledger(cals, kind, grid, bool(getattr(noise, "seeded", False)))

@@ -14,11 +14,11 @@ from synth.datasheet import location_names as public_names
 from synth.datasheet import read_names
 from synth.errors import ConfigError, TransitSynthWarning
 from synth.logs import private_message
-from synth.marginals.events import load_input as load_marginal_input
 from synth.marginals.grid import TABLES
 from synth.marginals.opal import OpalRelease
 from synth.progress import Progress
 from synth.provenance import private_inputs, write_provenance
+from synth.records.mapped_source import MappedSource
 from synth.release import check_format, warn_if_underspent
 from synth.taxonomy import Taxonomy
 
@@ -45,7 +45,7 @@ def warn_if_few_locations(release: OpalRelease, where: str) -> None:
 
 
 def release_marginals(
-    input: str | os.PathLike[str] | pd.DataFrame,
+    input: str | os.PathLike[str] | pd.DataFrame | MappedSource,
     out: str | os.PathLike[str],
     *,
     params: Mapping[str, Any],
@@ -62,7 +62,8 @@ def release_marginals(
     location_names: bool = False,
 ) -> str:
     """Fit an :class:`~synth.marginals.opal.OpalRelease` on ``input`` and write it into ``out``
-    atomically; returns a summary line. ``input`` is a file or a frame of trips or taps (``source``:
+    atomically; returns a summary line. ``input`` is a file or a frame of trips or taps, or a
+    :class:`~synth.records.mapped_source.MappedSource` (read by ``fit``; ``source``:
     the file it came from, for the operator-only provenance record written beside ``out`` with
     ``provenance_key``, :mod:`synth.provenance`); ``params`` are the release's keyword parameters
     other than ``taxonomy`` (a spec here; ``gtfs_stations``: a GTFS zip's parent stations as its
@@ -81,7 +82,7 @@ def release_marginals(
         None if provenance_key is None else private_inputs(provenance_key, {"input": recorded})
     )
     with progress.steps("marginals", 3) as step:
-        step("load")
+        step("taxonomy")
         if (gtfs_stations or gtfs_route_rule is not None) and taxonomy is None:
             flag = "--gtfs-stations" if gtfs_stations else "--gtfs-route-rule"
             raise ConfigError(f"{flag} needs a GTFS zip --taxonomy")
@@ -95,11 +96,9 @@ def release_marginals(
         release = OpalRelease(
             **params, taxonomy=tax, random_state=seed, location_column=location_column
         )
-        data: pd.DataFrame | str | os.PathLike[str] = input
-        if isinstance(input, pd.DataFrame):
-            data = load_marginal_input(input, location_column, release.timezone)
-        # a file goes to fit as is: fit checks every parameter before it reads the file (the
-        # engine out of core when it can, else load_marginal_input, as here for a frame)
+        # fit alone checks the parameters, then reads: a file (the engine out of core when it
+        # can, else load_input) or a frame, loaded as a taps or trips table (a MappedSource)
+        data = MappedSource(input) if isinstance(input, pd.DataFrame) else input
         step("fit")
         release.fit(data)
         step("write")

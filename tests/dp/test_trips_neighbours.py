@@ -215,12 +215,13 @@ def test_zero_noise_input_formats_count_one_individual_more(
 # ------------------------------------------------------------------------------------ canary
 def type_guessing_trips_reader(monkeypatch: pytest.MonkeyPatch) -> None:
     """Canary: the private trips read with each column's type guessed from its values (the
-    reader before issue 25: ``read_table`` without dtypes)."""
-    import archetypes.release
+    reader before issue 25: ``read_table`` without dtypes), patched where ``fit`` reads them
+    (issue 27: :func:`archetypes.reading.read_trips`)."""
+    import archetypes.reading
     from synth.io import read_table
 
     monkeypatch.setattr(
-        archetypes.release, "read_private_trips", lambda path, **_: read_table(path)
+        archetypes.reading, "read_private_trips", lambda path, **_: read_table(path)
     )
 
 

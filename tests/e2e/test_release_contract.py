@@ -126,12 +126,10 @@ def test_marginals_manifest_same_from_cli_and_api(here: Path) -> None:
 
 def test_trips_manifest_same_from_cli_and_api(here: Path) -> None:
     from archetypes import ArchetypeSynthesizer
-    from archetypes.release import load_inputs
 
     argv = ["trips", "trips.csv", "--public", "public.csv", "--epsilon", "2", "--delta", "1e-5"]
     argv += ["--id-column", "card", "--key-columns", "hour,zone", "--category-column", "mode"]
     assert main([*argv, "--archetypes", "2", "--out", "cli", "--seed", str(SEED), "--quiet"]) == 0
-    public, private, schema = load_inputs("trips.csv", "public.csv", {}, None)
     synthesizer = ArchetypeSynthesizer(
         epsilon=2.0,
         delta=1e-5,
@@ -139,9 +137,8 @@ def test_trips_manifest_same_from_cli_and_api(here: Path) -> None:
         key_columns=["hour", "zone"],
         category_column="mode",
         archetypes=2,
-        schema=schema,
         random_state=SEED,
-    ).fit(private, public)
+    ).fit("trips.csv", "public.csv")
     synthesizer.write("api", public_inputs={"public": "public.csv"})
     _same_manifests(here / "cli", here / "api")
     assert (here / "cli" / "trips.csv").read_bytes() == (here / "api" / "trips.csv").read_bytes()

@@ -14,6 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import synth.io
+import synth.records.mapping
 import synth.times
 from prefixtree import PrefixTreeSynthesizer
 from prefixtree.output import write_sequences as write_release
@@ -22,6 +23,7 @@ from prefixtree.release import release_sequences
 from synth.cli import main
 from synth.errors import ConfigError, UnderspendWarning
 from synth.taxonomy import Taxonomy
+from tests.conftest import CallLog
 
 
 def _taxonomy() -> Taxonomy:
@@ -253,3 +255,51 @@ def test_a_trips_file_is_read_as_trips_on_every_engine(
         assert main([*argv, "--engine", engine]) == 0
         released.append((out / "sequences.csv").read_bytes())
     assert released[0] == released[1]
+
+
+def _mapped_copy(forty_cards: dict[str, Path], tmp_path: Path) -> Path:
+    """The forty cards' taps with agency column names (``tarjeta``, ``parada``)."""
+    taps = pd.read_csv(forty_cards["taps"], dtype=str)
+    path = tmp_path / "agency.csv"
+    taps.rename(columns={"card_id": "tarjeta", "stop_id": "parada"}).to_csv(path, index=False)
+    return path
+
+
+def test_a_mapped_file_is_read_in_fit(
+    forty_cards: dict[str, Path], tmp_path: Path, call_log: CallLog
+) -> None:
+    """Issue 27, the input mapping: ``sequences --card-column ... --location-column ...`` hands
+    ``fit`` a :class:`~synth.records.mapped_source.MappedSource`, read once, inside ``fit``. The
+    code before loaded the file in the driver (``mapped_input`` -> ``read_mapped``) and gave
+    ``fit`` the frame. The release is the one of the same taps under the canonical names."""
+    mapped = _mapped_copy(forty_cards, tmp_path)
+    call_log.fit(PrefixTreeSynthesizer)
+    call_log.function(synth.records.mapping, "read_mapped")
+    call_log.function(synth.io, "read_table")
+    argv = ["sequences", "--taxonomy", str(forty_cards["taxonomy"]), "--epsilon", "2"]
+    argv += ["--height", "2", "--quiet", "--seed", "1"]
+    flags = ["--card-column", "tarjeta", "--location-column", "parada"]
+    assert main([*argv, str(mapped), *flags, "--out", str(tmp_path / "mapped")]) == 0
+    assert call_log.of("read_mapped") == [(True, str(mapped))]
+    assert [inside for inside, arg in call_log.of("read_table") if arg == str(mapped)] == [True]
+    assert main([*argv, str(forty_cards["taps"]), "--out", str(tmp_path / "plain")]) == 0
+    released = [(tmp_path / d / "sequences.csv").read_bytes() for d in ("mapped", "plain")]
+    assert released[0] == released[1]
+
+
+def test_a_mapped_run_table_is_read_in_fit(
+    forty_cards: dict[str, Path], tmp_path: Path, call_log: CallLog
+) -> None:
+    """The same through ``run``'s ``[sequences]`` table with mapping keys
+    (:func:`synth.cli.releases.make_sequences`): read once, inside ``fit``."""
+    mapped = _mapped_copy(forty_cards, tmp_path)
+    config = tmp_path / "s.toml"
+    table = f'[sequences]\ninput = "{mapped}"\ntaxonomy = "{forty_cards["taxonomy"]}"\n'
+    table += 'card_column = "tarjeta"\nlocation_column = "parada"\n'
+    config.write_text(table + "[sequences.parameters]\nepsilon = 2\nheight = 2\n")
+    call_log.fit(PrefixTreeSynthesizer)
+    call_log.function(synth.records.mapping, "read_mapped")
+    call_log.function(synth.io, "read_table")
+    assert main(["run", str(config), "--out", str(tmp_path / "run"), "--seed", "1", "--quiet"]) == 0
+    assert call_log.of("read_mapped") == [(True, str(mapped))]
+    assert [inside for inside, arg in call_log.of("read_table") if arg == str(mapped)] == [True]

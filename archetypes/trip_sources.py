@@ -1,0 +1,134 @@
+"""What :meth:`ArchetypeSynthesizer.fit <archetypes.synthesizer.ArchetypeSynthesizer.fit>` reads
+(issue 27: ``fit`` is the only reader): trips as a DataFrame, a CSV/Parquet path, or a
+:class:`TripSource` (a file and its public reading options: the layout, the years kept, the
+delimiter and, for SUBE taps, the network metadata).
+
+Every layout is read value by value (:mod:`archetypes.reading`, issue 25): plain trips by
+:func:`~archetypes.reading.read_private_trips` / :func:`~archetypes.reading.read_public_trips`,
+the Chicago taxi sample by :func:`~archetypes.datasets.chicago_taxi_trips` and SUBE taps by
+:func:`~archetypes.datasets.sube_trips`. The Chicago and SUBE layouts also give public domains
+(:func:`~archetypes.datasets.chicago_taxi_schema`, :func:`~archetypes.datasets.sube_schema`),
+built from the PUBLIC trips (or published lists), never from the private ones; a schema given to
+the estimator replaces their columns (:func:`read_trip_inputs`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from archetypes.datasets import chicago_taxi_schema, chicago_taxi_trips, sube_schema, sube_trips
+from archetypes.reading import read_trips
+from archetypes.schema import TripSchema
+from synth.errors import ConfigError
+from synth.io import check_sep
+
+__all__ = ["TRIP_FORMATS", "TripSource", "fit_schema", "read_trip_inputs"]
+
+#: the layouts a :class:`TripSource` may declare
+TRIP_FORMATS = ("trips", "chicago-taxi", "sube-taps")
+
+Trips = pd.DataFrame | str | os.PathLike[str]
+
+
+@dataclass(frozen=True)
+class TripSource:
+    """A trips table (a path or a frame) and how to read it, all public configuration.
+
+    ``format``: ``"trips"`` (one row per trip, the columns as named), ``"chicago-taxi"`` (the
+    TFX Chicago taxi sample) or ``"sube-taps"`` (SUBE taps, one trip per boarding); ``years``:
+    the Chicago trips' years kept (None: all); ``sep``: the CSV delimiter (default comma);
+    ``metadata``: for public SUBE taps, the network metadata file whose lines and branches are
+    the domains. Read only by ``fit``."""
+
+    data: Trips
+    format: str = "trips"
+    years: Sequence[int] | None = None
+    sep: str | None = None
+    metadata: str | os.PathLike[str] | None = None
+
+
+def _source(data: Trips | TripSource | None) -> TripSource | None:
+    return data if data is None or isinstance(data, TripSource) else TripSource(data)
+
+
+def _read(source: TripSource, what: str, id_column: str | None) -> pd.DataFrame:
+    """One table of ``source`` (``what``: "private data" or "public data")."""
+    sep = check_sep(source.sep)
+    if source.format == "chicago-taxi":
+        return chicago_taxi_trips(source.data, years=source.years, sep=sep)
+    if source.format == "sube-taps":
+        return sube_trips(source.data, sep=sep)
+    return read_trips(source.data, what, id_column, sep=sep)
+
+
+def read_trip_inputs(
+    data: Trips | TripSource,
+    public: Trips | TripSource | None,
+    *,
+    id_column: str | None,
+    schema: TripSchema | str | Path | None,
+) -> tuple[pd.DataFrame, pd.DataFrame | None, TripSchema]:
+    """The private trips, the public trips (None without) and the public domains given: the
+    layout's (plain trips: none), their columns replaced by those of ``schema`` (a
+    :class:`TripSchema` or a JSON path, read here first). What ``fit`` reads, each input once."""
+    private_source, public_source = _source(data), _source(public)
+    assert private_source is not None
+    formats = {s.format for s in (private_source, public_source) if s is not None}
+    for fmt in sorted(formats):
+        if fmt not in TRIP_FORMATS:
+            raise ConfigError(f"input format must be one of {', '.join(TRIP_FORMATS)}, got {fmt!r}")
+    if len(formats) > 1:
+        raise ConfigError(f"the private and public trips have different formats: {formats}")
+    given = _given_schema(schema)
+    private = _read(private_source, "private data", id_column)
+    trips = None if public_source is None else _read(public_source, "public data", id_column)
+    fmt = private_source.format
+    if fmt == "chicago-taxi":  # no public trips: the published company list (not the private)
+        layout = chicago_taxi_schema(private.iloc[:0] if trips is None else trips)
+        return private, trips, layout.replace(*given.columns.values())
+    if fmt == "sube-taps" and trips is not None:  # without: the schema gives the domains
+        assert public_source is not None
+        meta = public_source.metadata
+        layout = sube_schema(trips, None if meta is None else Path(meta))
+        return private, trips, layout.replace(*given.columns.values())
+    return private, trips, given
+
+
+def _given_schema(given: TripSchema | str | Path | None) -> TripSchema:
+    if isinstance(given, TripSchema):
+        return given
+    if isinstance(given, str | Path):
+        return TripSchema.from_json(given)
+    if given is None:
+        return TripSchema()
+    raise ConfigError(f"schema must be a TripSchema, a JSON path or None, got {given!r}")
+
+
+def fit_schema(
+    given: TripSchema,
+    public: pd.DataFrame | None,
+    used: list[str],
+    *,
+    id_column: str,
+    category_column: str,
+) -> TripSchema:
+    """The public domains of a fit: the ``given`` ones (:func:`read_trip_inputs`), and the used
+    columns they lack get the values of the PUBLIC trips."""
+    schema = given
+    inferred = [c for c in used if c not in schema and c != id_column]
+    if inferred and public is None:
+        raise ConfigError(
+            f"without public data every column needs a public domain in the schema: {inferred}"
+        )
+    if inferred and public is not None:
+        schema = schema.replace(
+            *TripSchema.from_public(public, categorical=inferred).columns.values()
+        )
+    if schema[category_column].kind != "categorical":
+        raise ConfigError(f"category column '{category_column}' must be categorical")
+    return schema
