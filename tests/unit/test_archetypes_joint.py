@@ -133,10 +133,13 @@ def test_without_public_data_the_default_split_runs() -> None:
     SCHEMA.validate(out)
     assert len(private) / 2 < len(out) < 2 * len(private)  # tiny data: the noise is large
     assert out.groupby("card").size().max() > 1  # the noisy trips-per-card histogram is used
+    # the trips per card first: their noisy median sets k (here at most DEFAULT_K = 3)
+    m = len(syn.measurements_[0].tables)  # 7, or all 10 pairs when k's noise is small enough
     assert [s["label"] for s in syn.manifest()["composition"] if s["type"] == "spend"][:2] == [
-        "joint trip marginals (7 tables)",
         "trips per individual",
+        f"joint trip marginals ({m} tables)",
     ]
+    assert 1 <= syn.joint_k_ <= 3
     assert {"bus", "rail"} <= set(out["mode"])
     with pytest.raises(ConfigError, match="budget_split must be 4"):  # the old mode unchanged
         joint(
