@@ -125,7 +125,9 @@ def load_inputs(
     )
     if schema_path is not None:
         given = TripSchema.from_json(Path(schema_path))
-        schema = given if schema is None else schema.replace(*given.columns.values())
+        if schema is not None:  # the file's columns win; its groups too, when it has some
+            given = TripSchema({**schema.columns, **given.columns}, given.groups or schema.groups)
+        schema = given
     return public, private, schema
 
 
