@@ -185,32 +185,7 @@ class JointSampling(ArchetypeSampling):
             completion=self.completion,
             needed=columns,
         )
-        position = {c: i for i, c in enumerate(disc.model) if c in columns}
-        for j, name in enumerate(disc.model):  # a grouped column: its group's coarsest view
-            for c in name.split("/"):
-                position.setdefault(c, j)
-        for view, (group, _) in sorted(disc.views.items(), key=lambda v: -disc.sizes[v[0]]):
-            for c in disc.model[group].split("/"):
-                position[c] = view
-        edges = []
-        for table in spec.tables:
-            if len(table) == 2 and table[0] in position and table[1] in position:
-                edges.append((position[table[1]], position[table[0]]))
-        keys = [c for c in dict.fromkeys(self.key_columns) if c in position]
-        if len(keys) >= 2:
-            edges.insert(0, (position[keys[0]], position[keys[1]]))
-        edges += [(parent, view) for view, (parent, _) in disc.views.items()]
-        seen = {edges[0][0]} if edges else {0}
-        tree: list[tuple[int, int]] = []
-        grown = True
-        while grown:  # keep a forest: a child once, its parent already placed
-            grown = False
-            for parent, child in edges:
-                if parent != child and child not in seen and parent in seen:
-                    tree.append((parent, child))
-                    seen.add(child)
-                    grown = True
-        return tree
+        return disc.chain(spec.tables, list(self.key_columns))
 
     def _joint_pairs(
         self, tree: list[tuple[int, int]], sizes: list[int], k: int, budget: tuple[float, float]

@@ -158,6 +158,37 @@ class Discretiser:
         """The number of codes of a model column."""
         return self.sizes[self.model.index(column)]
 
+    def chain(self, tables: Sequence[Sequence[str]], keys: Sequence[str]) -> list[tuple[int, int]]:
+        """The (parent, child) forest over the model columns of a configuration's two-way
+        ``tables`` (key columns first, in order): a grouped column stands as its group's coarsest
+        view, and each view hangs under its group."""
+        position = {c: i for i, c in enumerate(self.model) if c in self.columns}
+        for j, name in enumerate(self.model):  # a grouped column: its group's coarsest view
+            for c in name.split("/"):
+                position.setdefault(c, j)
+        for view, (group, _) in sorted(self.views.items(), key=lambda v: -self.sizes[v[0]]):
+            for c in self.model[group].split("/"):
+                position[c] = view
+        edges = []
+        for table in tables:
+            if len(table) == 2 and table[0] in position and table[1] in position:
+                edges.append((position[table[1]], position[table[0]]))
+        ordered = [c for c in dict.fromkeys(keys) if c in position]
+        if len(ordered) >= 2:
+            edges.insert(0, (position[ordered[0]], position[ordered[1]]))
+        edges += [(parent, view) for view, (parent, _) in self.views.items()]
+        seen = {edges[0][0]} if edges else {0}
+        tree: list[tuple[int, int]] = []
+        grown = True
+        while grown:  # keep a forest: a child once, its parent already placed
+            grown = False
+            for parent, child in edges:
+                if parent != child and child not in seen and parent in seen:
+                    tree.append((parent, child))
+                    seen.add(child)
+                    grown = True
+        return tree
+
     def encode(self, trips: pd.DataFrame) -> np.ndarray:
         """Codes ``(n_trips, n_model_columns)`` of conformed trips (a per-value rule)."""
         out = np.empty((len(trips), len(self.model)), dtype=np.int64)

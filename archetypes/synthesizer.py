@@ -270,9 +270,8 @@ class ArchetypeSynthesizer(JointSampling):
     ) -> ArchetypeSynthesizer:
         """Learn archetypes on ``public``; release the noisy histograms of the private trips.
 
-        ``data`` (private) and ``public`` are DataFrames of trips or CSV/Parquet paths.
-        ``public=None`` needs ``public_stand_in``: an SBH release of the private trips is then
-        learnt on instead (its spend comes first in :attr:`ledger_`)."""
+        ``data`` (private) and ``public``: DataFrames of trips or CSV/Parquet paths. Without
+        ``public`` the joint model (or ``public_stand_in``'s SBH release) stands in for it."""
         self._validate_params()
         self.joint_public_ = public is not None  # the joint share's default depends on it
         budgets = self._budgets()
