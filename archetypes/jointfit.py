@@ -192,7 +192,7 @@ class JointSampling(ArchetypeSampling):
     ) -> list[tuple[int, int]]:
         """The two-way tables measured (public rules): the tree's; with ``pairs = "all"`` every
         other pair of at most ``max_cells`` cells too; ``"auto"`` (default) does so when the
-        noise of that measurement (sigma, from the budget, ``k`` and the number of tables) is at
+        noise of that measurement (sigma, from the budget, ``k`` and the tables and weights) is at
         most :data:`AUTO_SIGMA`. With public trips, tables over ``prior_cells`` cells are left to
         them."""
         options = self._joint_options()
@@ -216,7 +216,7 @@ class JointSampling(ArchetypeSampling):
             more = [e for e in more if sizes[e[0]] * sizes[e[1]] <= cap]
         every = options["pairs"] == "all"
         if options["pairs"] == "auto" and more:
-            m = d + len(pairs) + len(more)
+            m = sum(self._joint_weight((i,)) ** 2 for i in range(d)) + len(pairs) + len(more)
             every = calibrated_gaussian(budget[0], budget[1], k * math.sqrt(m)).sigma <= AUTO_SIGMA
         return [(int(a), int(b)) for a, b in (pairs + more if every else pairs)]
 
