@@ -217,16 +217,13 @@ class Discretiser:
         index = pd.MultiIndex.from_tuples(combos)
         codes = index.get_indexer(pd.MultiIndex.from_arrays([trips[c].to_numpy() for c in names]))
         if (codes < 0).any():
-            first = self.schema[names[0]]
-            fallback = {
-                c[0]: i
-                for i, c in enumerate(combos)
-                if c[1:] == tuple(self.schema[n].other for n in names[1:])
-            }
+            others = tuple(self.schema[n].other for n in names[1:])
+            fallback = {c[0]: i for i, c in enumerate(combos) if c[1:] == others}
             values = trips[names[0]].to_numpy()
-            bad = np.flatnonzero(codes < 0)
-            codes[bad] = [fallback[v] for v in values[bad]]
-            assert first.values  # conformed: every first value has its fallback
+            for row in np.flatnonzero(codes < 0):
+                if values[row] not in fallback:  # trips are conformed first: never
+                    raise InputError(f"column '{names[0]}', row {row + 1}: outside the domain")
+                codes[row] = fallback[values[row]]
         return codes
 
     def decode(
