@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from archetypes.reading import measure
-from archetypes.schema import Column, TripSchema
+from archetypes.schema import Column, Group, TripSchema
 from synth.errors import InputError
 from synth.io import id_strings, read_table
 from synth.records.common import int_column
@@ -225,16 +225,26 @@ def sube_schema(
 ) -> TripSchema:
     """Public SUBE domains: hours 0..23, the three modes, lines and branches of the network metadata
     (``metadata_amba_2019_m1.csv``, when given) or else of the public trips, the public zones, fare
-    products, and stages 0..9; "unknown" catches lines, branches and zones outside the domain."""
+    products, and stages 0..9; "unknown" catches lines, branches and zones outside the domain.
+    With the metadata, its (mode, line, branch) rows are also a :class:`Group`: the joint model
+    codes the three columns as one (issue 28)."""
     lines, branches = _public_values(public, "line"), _public_values(public, "branch")
+    groups: tuple[Group, ...] = ()
     if metadata is not None:
         meta = (
             metadata
             if isinstance(metadata, pd.DataFrame)
             else read_table(metadata, dtype={"id_linea": str, "id_ramal": str})
         )
-        lines = sorted(set(id_strings(meta["id_linea"], column="id_linea").dropna()))
-        branches = sorted(set(id_strings(meta["id_ramal"], column="id_ramal").dropna()))
+        line_ids = id_strings(meta["id_linea"], column="id_linea")
+        branch_ids = id_strings(meta["id_ramal"], column="id_ramal")
+        lines = sorted(set(line_ids.dropna()))
+        branches = sorted(set(branch_ids.dropna()))
+        if "modo" in meta.columns:
+            rows = pd.DataFrame({"m": meta["modo"], "l": line_ids, "b": branch_ids}).dropna()
+            rows = rows[rows["m"].isin(SUBE_MODES)].drop_duplicates()
+            combos = tuple(sorted(zip(rows["m"], rows["l"], rows["b"], strict=True)))
+            groups = (Group(("mode", "line", "branch"), combos),) if combos else ()
     columns = [
         Column("card_id", "id"),
         Column("hour", "categorical", tuple(range(24))),
@@ -247,7 +257,7 @@ def sube_schema(
         Column("fare_type", "categorical", tuple(_public_values(public, "fare_type"))),
         Column("stage", "categorical", tuple(range(STAGES))),
     ]
-    return TripSchema({c.name: c for c in columns})
+    return TripSchema({c.name: c for c in columns}, groups)
 
 
 def _public_values(public: pd.DataFrame, column: str, extra: str | None = None) -> list:

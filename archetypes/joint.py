@@ -28,7 +28,7 @@ tree draws bring the cells the public period lacks.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -41,6 +41,7 @@ __all__ = [
     "maximum_spanning_tree",
     "project_simplex",
     "rake_table",
+    "reconcile",
 ]
 
 #: raking sweeps (weights of the pool, two-way tables)
@@ -93,6 +94,22 @@ def _shrink(y: np.ndarray, sigma2: float, prior: np.ndarray | None) -> np.ndarra
     return np.asarray(weight * y + (1 - weight) * prior, dtype=float)
 
 
+def reconcile(
+    parent: np.ndarray, parent_var: float, view: np.ndarray, view_var: float, mapping: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Consistent estimates of a table and of its public coarsening (``view[c]`` = the sum of the
+    ``parent`` cells ``i`` with ``mapping[i] == c``), from unbiased estimates with per-cell
+    variances: the least-squares solution (Hay, Rastogi, Miklau and Suciu 2010's hierarchical
+    consistency, two levels): each view cell is the inverse-variance mean of its estimate and its
+    parent cells' sum, and the difference is spread evenly over those parent cells."""
+    n = np.bincount(mapping, minlength=len(view)).astype(float)
+    summed = np.bincount(mapping, weights=parent, minlength=len(view))
+    var_sum = np.maximum(n, 1.0) * parent_var
+    best = np.where(n > 0, (view / view_var + summed / var_sum) / (1 / view_var + 1 / var_sum), 0.0)
+    fixed = parent + ((best - summed) / np.maximum(n, 1.0))[mapping]
+    return fixed, best
+
+
 def rake_table(seed: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
     """Raking of a two-way table to row and column totals (zero rows/columns of the seed get the
     independent table's mass first, so every positive total can be met)."""
@@ -110,10 +127,13 @@ def consistent_tables(
     sigma: float | Sequence[float],
     priors: Sequence[np.ndarray | None],
     d: int,
+    *,
+    views: Mapping[int, tuple[int, np.ndarray]] | None = None,
 ) -> tuple[list[np.ndarray], list[np.ndarray]]:
     """The one-way tables of the ``d`` columns and the two-way tables, consistent (see the module
     docstring). ``sigma``: the noise of all tables or of each; ``priors``: public tables
-    (probabilities) aligned with ``noisy``, or None."""
+    (probabilities) aligned with ``noisy``, or None; ``views``: column -> (parent column, code
+    map) when a column is a public function of another (:func:`reconcile`)."""
     sigmas = [float(sigma)] * len(noisy) if np.isscalar(sigma) else list(sigma)  # type: ignore[arg-type]
     sums = np.array([float(y.sum()) for y in noisy])
     var = np.array([s**2 * y.size for y, s in zip(noisy, sigmas, strict=True)])
@@ -122,7 +142,8 @@ def consistent_tables(
         _shrink(y, s**2, None if p is None else p * total)
         for y, s, p in zip(noisy, sigmas, priors, strict=True)
     ]
-    one: list[np.ndarray] = []
+    means: list[np.ndarray] = []
+    variances: list[float] = []
     for col in range(d):
         estimates, weights = [], []
         for y, table, s in zip(shrunk, tables, sigmas, strict=True):
@@ -132,8 +153,15 @@ def consistent_tables(
             other = int(np.prod([y.shape[a] for a in axis])) if axis else 1
             estimates.append(y.sum(axis=axis) if axis else y)
             weights.append(1.0 / (other * s**2))
-        mean = np.average(np.stack(estimates), axis=0, weights=weights)
-        one.append(project_simplex(mean, total))
+        means.append(np.average(np.stack(estimates), axis=0, weights=weights))
+        variances.append(1.0 / float(np.sum(weights)))
+    for view, (parent, mapping) in (views or {}).items():
+        means[parent], means[view] = reconcile(
+            means[parent], variances[parent], means[view], variances[view], mapping
+        )
+    one = [project_simplex(mean, total) for mean in means]
+    for view, (parent, mapping) in (views or {}).items():  # exact: the view of the parent
+        one[view] = np.bincount(mapping, weights=one[parent], minlength=len(one[view]))
     two: list[np.ndarray] = []
     for y, table in zip(shrunk, tables, strict=True):
         if len(table) != 2:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -57,19 +57,43 @@ def public_grid(lo: int, hi: int) -> np.ndarray:
     return np.concatenate([[lo], edges]).astype(np.int64)
 
 
+#: a group column with at most this many values also gets a coarse view (its own model column,
+#: a function of the group's code: measured cheaply, never sampled apart from the group)
+VIEW_VALUES = 32
+
+
 @dataclass
 class Discretiser:
-    """Per-value codes of the model's columns on public domains (see the module docstring)."""
+    """Per-value codes of the model's columns on public domains (see the module docstring).
+
+    ``columns`` are the trip columns; the MODEL columns (``model``, ``sizes``) are those columns,
+    except that the columns of a schema :class:`~archetypes.schema.Group` are one model column
+    (named ``"a/b/c"``, coded over the group's public combinations), followed by a view of each
+    of its columns with at most :data:`VIEW_VALUES` values (``views``: model position -> (group
+    position, code map)): hierarchical, public structure, so that a coarse column is measured on
+    its own and a fine one is not measured twice."""
 
     schema: TripSchema
     columns: list[str]
     edges: dict[str, np.ndarray]
+    model: list[str] = field(default_factory=list)
+    sizes: list[int] = field(default_factory=list)
+    combos: dict[int, list[tuple[Any, ...]]] = field(default_factory=dict)
+    views: dict[int, tuple[int, np.ndarray]] = field(default_factory=dict)
 
     @classmethod
     def fit(
-        cls, schema: TripSchema, columns: Sequence[str], public: pd.DataFrame | None
+        cls,
+        schema: TripSchema,
+        columns: Sequence[str],
+        public: pd.DataFrame | None,
+        *,
+        views: bool = True,
+        groups: bool = True,
     ) -> Discretiser:
-        """Bins of the numeric columns: public quantiles (``public``) or the public grid."""
+        """Bins of the numeric columns: public quantiles (``public``) or the public grid; the
+        model columns (``views=False``: the groups without their views; ``groups=False``: every
+        column on its own)."""
         edges: dict[str, np.ndarray] = {}
         for column in columns:
             if column not in schema:
@@ -91,18 +115,90 @@ class Discretiser:
                 edges[column] = np.concatenate([[lo], inner[(inner > lo) & (inner <= hi)]])
             else:
                 edges[column] = public_grid(lo, hi)
-        return cls(schema, list(columns), edges)
+        out = cls(schema, list(columns), edges)
+        out._model(views, groups)
+        return out
+
+    def _model(self, views: bool, use_groups: bool) -> None:
+        """The model columns (groups whose columns are all modelled become one, plus views)."""
+        groups = [
+            g for g in self.schema.groups if use_groups and set(g.columns) <= set(self.columns)
+        ]
+        grouped = {c: g for g in groups for c in g.columns}
+        for column in self.columns:
+            group = grouped.get(column)
+            if group is None:
+                self.model.append(column)
+                self.sizes.append(
+                    len(self.edges[column])
+                    if column in self.edges
+                    else len(self.schema.values(column))
+                )
+                continue
+            if column != group.columns[0]:
+                continue
+            cols = [self.schema[c] for c in group.columns]
+            combos = list(group.values)
+            for first in cols[0].values:  # the fallback of each first value
+                fallback = (first, *(c.other for c in cols[1:]))
+                if fallback not in group.values:
+                    combos.append(fallback)
+            at = len(self.model)
+            self.model.append("/".join(group.columns))
+            self.sizes.append(len(combos))
+            self.combos[at] = combos
+            for j, col in enumerate(cols):
+                if views and len(col.values) <= VIEW_VALUES:
+                    index = {v: i for i, v in enumerate(col.values)}
+                    self.views[len(self.model)] = (at, np.array([index[c[j]] for c in combos]))
+                    self.model.append(col.name)
+                    self.sizes.append(len(col.values))
 
     def size(self, column: str) -> int:
-        if column in self.edges:
-            return len(self.edges[column])
-        return len(self.schema.values(column))
+        """The number of codes of a model column."""
+        return self.sizes[self.model.index(column)]
+
+    def chain(self, tables: Sequence[Sequence[str]], keys: Sequence[str]) -> list[tuple[int, int]]:
+        """The (parent, child) forest over the model columns of a configuration's two-way
+        ``tables`` (key columns first, in order): a grouped column stands as its group's coarsest
+        view, and each view hangs under its group."""
+        position = {c: i for i, c in enumerate(self.model) if c in self.columns}
+        for j, name in enumerate(self.model):  # a grouped column: its group's coarsest view
+            for c in name.split("/"):
+                position.setdefault(c, j)
+        for view, (group, _) in sorted(self.views.items(), key=lambda v: -self.sizes[v[0]]):
+            for c in self.model[group].split("/"):
+                position[c] = view
+        edges = []
+        for table in tables:
+            if len(table) == 2 and table[0] in position and table[1] in position:
+                edges.append((position[table[1]], position[table[0]]))
+        ordered = [c for c in dict.fromkeys(keys) if c in position]
+        if len(ordered) >= 2:
+            edges.insert(0, (position[ordered[0]], position[ordered[1]]))
+        edges += [(parent, view) for view, (parent, _) in self.views.items()]
+        seen = {edges[0][0]} if edges else {0}
+        tree: list[tuple[int, int]] = []
+        grown = True
+        while grown:  # keep a forest: a child once, its parent already placed
+            grown = False
+            for parent, child in edges:
+                if parent != child and child not in seen and parent in seen:
+                    tree.append((parent, child))
+                    seen.add(child)
+                    grown = True
+        return tree
 
     def encode(self, trips: pd.DataFrame) -> np.ndarray:
-        """Codes ``(n_trips, n_columns)`` of conformed trips (a per-value rule)."""
-        out = np.empty((len(trips), len(self.columns)), dtype=np.int64)
-        for j, column in enumerate(self.columns):
-            if column in self.edges:
+        """Codes ``(n_trips, n_model_columns)`` of conformed trips (a per-value rule)."""
+        out = np.empty((len(trips), len(self.model)), dtype=np.int64)
+        for j, column in enumerate(self.model):
+            if j in self.views:
+                parent, mapping = self.views[j]
+                out[:, j] = mapping[out[:, parent]]
+            elif j in self.combos:
+                out[:, j] = self._combo_codes(trips, j)
+            elif column in self.edges:
                 values = trips[column].to_numpy(dtype=np.int64)
                 out[:, j] = np.searchsorted(self.edges[column], values, side="right") - 1
             else:
@@ -114,14 +210,38 @@ class Discretiser:
                 out[:, j] = codes
         return out
 
+    def _combo_codes(self, trips: pd.DataFrame, j: int) -> np.ndarray:
+        """Codes of a group's combinations; one outside the list: its first value's fallback."""
+        names = self.model[j].split("/")
+        combos = self.combos[j]
+        index = pd.MultiIndex.from_tuples(combos)
+        codes = index.get_indexer(pd.MultiIndex.from_arrays([trips[c].to_numpy() for c in names]))
+        if (codes < 0).any():
+            others = tuple(self.schema[n].other for n in names[1:])
+            fallback = {c[0]: i for i, c in enumerate(combos) if c[1:] == others}
+            values = trips[names[0]].to_numpy()
+            for row in np.flatnonzero(codes < 0):
+                if values[row] not in fallback:  # trips are conformed first: never
+                    raise InputError(f"column '{names[0]}', row {row + 1}: outside the domain")
+                codes[row] = fallback[values[row]]
+        return codes
+
     def decode(
         self, codes: np.ndarray, rng: np.random.Generator, public: pd.DataFrame | None
     ) -> pd.DataFrame:
-        """Values of codes: categorical values; a numeric bin becomes a public value drawn from
-        the bin (``public``), else a uniform integer in it."""
+        """Values of model codes: categorical values (a group's combination split into its
+        columns); a numeric bin becomes a public value drawn from the bin (``public``), else a
+        uniform integer in it."""
         out: dict[str, Any] = {}
-        for j, column in enumerate(self.columns):
+        for j, column in enumerate(self.model):
             code = codes[:, j]
+            if j in self.views:
+                continue
+            if j in self.combos:
+                combos = np.asarray(self.combos[j], dtype=object)
+                for i, name in enumerate(column.split("/")):
+                    out[name] = pd.Series(combos[code, i]).infer_objects()
+                continue
             if column not in self.edges:
                 values = np.asarray(self.schema.values(column), dtype=object)
                 out[column] = pd.Series(values[code]).infer_objects()
@@ -138,7 +258,7 @@ class Discretiser:
                 pick = start + np.floor(rng.random(len(code)) * count).astype(np.int64)
                 value = np.where(count > 0, seen[np.minimum(pick, len(seen) - 1)], value)
             out[column] = value
-        return pd.DataFrame(out)
+        return pd.DataFrame(out)[self.columns]
 
 
 def spread_individuals(
@@ -170,9 +290,20 @@ class Measurement:
 
     tables: list[tuple[int, ...]]  # column positions of each table
     shapes: list[tuple[int, ...]]
-    noisy: list[np.ndarray]
+    noisy: list[np.ndarray]  # as released: weight x counts + noise
     mechanism: DiscreteGaussian
     k: int
+    weights: list[int] = field(default_factory=list)
+
+    @property
+    def estimates(self) -> list[np.ndarray]:
+        """Unbiased count estimates: each released table over its weight."""
+        return [y / w for y, w in zip(self.noisy, self.weights, strict=True)]
+
+    @property
+    def sigmas(self) -> list[float]:
+        """The noise of each estimate: sigma over the table's weight."""
+        return [self.mechanism.sigma / w for w in self.weights]
 
     def to_dict(self, columns: Sequence[str]) -> dict[str, Any]:
         """Manifest form: every table, the unit's bound, sensitivity, sigma and rho."""
@@ -180,6 +311,7 @@ class Measurement:
         return {
             "tables": [[columns[i] for i in t] for t in self.tables],
             "cells": [int(np.prod(s)) for s in self.shapes],
+            "weights": list(self.weights),
             "max_records_per_individual": self.k,
             "sensitivity_l2": mech.sensitivity,
             "sigma": mech.sigma,
@@ -202,18 +334,27 @@ def measure(
     unit: str,
     names: Sequence[str],
     what: str = "",
+    weights: Sequence[int] | None = None,
 ) -> Measurement:
     """Count ``codes`` (the bounded private trips, at most ``k`` per individual) in every table and
-    release the concatenation with one discrete Gaussian (spend recorded first)."""
+    release the concatenation with one discrete Gaussian (spend recorded first). ``weights``
+    (positive integers, default 1): table ``t`` is released as ``w_t`` x counts + noise, so its
+    estimate has noise ``sigma / w_t``; the L2 sensitivity is ``k sqrt(sum w_t^2)`` (one
+    individual's ``k`` trips in one cell of every table)."""
     tables = [tuple(t) for t in tables]
     shapes = [tuple(int(sizes[i]) for i in t) for t in tables]
+    w = [1] * len(tables) if weights is None else [int(x) for x in weights]
+    if len(w) != len(tables) or any(x < 1 for x in w):
+        raise ConfigError("joint: one positive integer weight per table")
     exact = []
-    for table, shape in zip(tables, shapes, strict=True):
+    for table, shape, wt in zip(tables, shapes, w, strict=True):
         cell = np.ravel_multi_index(tuple(codes[:, i] for i in table), shape)
-        exact.append(np.bincount(cell, minlength=int(np.prod(shape))))
+        exact.append(wt * np.bincount(cell, minlength=int(np.prod(shape))))
     m = len(tables)
-    mechanism = calibrated_gaussian(epsilon, delta, k * math.sqrt(m))
+    norm = sum(x * x for x in w)
+    mechanism = calibrated_gaussian(epsilon, delta, k * math.sqrt(norm))
     listed = "; ".join(" x ".join(names[i] for i in t) for t in tables)
+    scale = f"sqrt({m})" if norm == m else f"sqrt({norm}) (weights {', '.join(map(str, w))})"
     raw = mechanism.release(
         np.concatenate(exact),
         noise=noise,
@@ -221,8 +362,8 @@ def measure(
         label=f"joint trip marginals ({what}{m} tables)",
         unit=unit,
         note=f"trip counts over public domains, at most {k} trips per {unit}, in {m} tables "
-        f"({listed}): L2 sensitivity {k} sqrt({m}); zCDP rho = sensitivity^2 / (2 sigma^2)",
+        f"({listed}): L2 sensitivity {k} {scale}; zCDP rho = sensitivity^2 / (2 sigma^2)",
     )
     parts = np.split(np.asarray(raw, dtype=np.int64), np.cumsum([len(e) for e in exact])[:-1])
     noisy = [p.reshape(s) for p, s in zip(parts, shapes, strict=True)]
-    return Measurement(tables, shapes, noisy, mechanism, k)
+    return Measurement(tables, shapes, noisy, mechanism, k, w)

@@ -27,7 +27,7 @@ from archetypes.reading import measure
 from synth.errors import ConfigError, InputError
 from synth.io import id_strings, read_json
 
-__all__ = ["Column", "TripSchema", "value_text"]
+__all__ = ["Column", "Group", "TripSchema", "value_text"]
 
 Kind = Literal["categorical", "numeric", "id"]
 
@@ -91,17 +91,62 @@ def _plain(value: Any) -> Any:
 
 
 @dataclass(frozen=True)
+class Group:
+    """Categorical columns whose value combinations are a PUBLIC list (a network's published
+    mode -> line -> branch table, say): the joint model codes them as one column over ``values``
+    (issue 28). A combination outside the list becomes (its first value, the ``other`` value of
+    every later column), so every column after the first needs an ``other`` value."""
+
+    columns: tuple[str, ...]
+    values: tuple[tuple[Any, ...], ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "columns": list(self.columns),
+            "values": [[_plain(v) for v in t] for t in self.values],
+        }
+
+
+@dataclass(frozen=True)
 class TripSchema:
-    """The public domain of every column of a trip table, keyed by column name."""
+    """The public domain of every column of a trip table, keyed by column name; ``groups``: public
+    lists of value combinations (:class:`Group`)."""
 
     columns: Mapping[str, Column] = field(default_factory=dict)
+    groups: tuple[Group, ...] = ()
+
+    def __post_init__(self) -> None:
+        for group in self.groups:
+            names = ", ".join(group.columns)
+            if len(group.columns) < 2 or len(set(group.columns)) != len(group.columns):
+                raise ConfigError(f"schema group ({names}): needs two or more distinct columns")
+            for j, name in enumerate(group.columns):
+                col = self.columns.get(name)
+                if col is None or col.kind != "categorical":
+                    raise ConfigError(f"schema group ({names}): '{name}' is not categorical")
+                if j > 0 and col.other is None:
+                    raise ConfigError(f"schema group ({names}): '{name}' needs an 'other' value")
+            if not group.values or len(set(group.values)) != len(group.values):
+                raise ConfigError(f"schema group ({names}): needs distinct value lists")
+            for combo in group.values:
+                if len(combo) != len(group.columns) or any(
+                    v not in self.columns[c].values
+                    for c, v in zip(group.columns, combo, strict=True)
+                ):
+                    raise ConfigError(
+                        f"schema group ({names}): {list(combo)!r} is not a combination of values "
+                        "of its columns' domains"
+                    )
 
     # -- construction ------------------------------------------------------------------------------
     @classmethod
     def from_dict(cls, spec: Mapping[str, Any], *, source: str = "schema") -> TripSchema:
         """From ``{column: {kind, values | min/max [, other]}}`` or a challenge ``parameters.json``
-        (whose ``schema`` key holds that mapping)."""
+        (whose ``schema`` key holds that mapping; a ``groups`` key beside it: a list of
+        ``{columns, values}``, see :class:`Group`)."""
+        raw_groups: Any = []
         if "schema" in spec and isinstance(spec["schema"], Mapping):
+            raw_groups = spec.get("groups") or []
             spec = spec["schema"]
         columns: dict[str, Column] = {}
         for name, col in spec.items():
@@ -118,7 +163,7 @@ class TripSchema:
                 )
             else:
                 columns[name] = Column(name, kind)
-        return cls(columns)
+        return cls(columns, _groups(raw_groups, source))
 
     @classmethod
     def from_json(cls, path: str | Path) -> TripSchema:
@@ -170,7 +215,7 @@ class TripSchema:
         """A copy with the given columns added or replaced."""
         merged = dict(self.columns)
         merged.update({c.name: c for c in columns})
-        return TripSchema(merged)
+        return TripSchema(merged, self.groups)
 
     # -- access ------------------------------------------------------------------------------------
     def __contains__(self, name: object) -> bool:
@@ -190,7 +235,9 @@ class TripSchema:
         return col.values
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON form (readable by :meth:`from_dict`)."""
+        """JSON form of the columns (readable by :meth:`from_dict`; the release's ``schema.json``);
+        the groups are public lists kept out of it (``{"schema": ..., "groups": [...]}`` reads
+        them back)."""
         return {name: col.to_dict() for name, col in self.columns.items()}
 
     # -- checking ----------------------------------------------------------------------------------
@@ -251,6 +298,22 @@ class TripSchema:
                     f"{source}: column '{name}', row {row + 1}: value {series.iloc[row]!r} "
                     "is outside the schema domain"
                 )
+
+
+def _groups(raw: Any, source: str) -> tuple[Group, ...]:
+    if not isinstance(raw, list) or not all(
+        isinstance(g, Mapping)
+        and isinstance(g.get("columns"), list)
+        and isinstance(g.get("values"), list)
+        for g in raw
+    ):
+        raise ConfigError(f"{source}: groups must be a list of {{columns, values}} mappings")
+    out = []
+    for g in raw:
+        if not all(isinstance(v, list) for v in g["values"]):
+            raise ConfigError(f"{source}: group values must be lists of values")
+        out.append(Group(tuple(map(str, g["columns"])), tuple(tuple(v) for v in g["values"])))
+    return tuple(out)
 
 
 def _sort_key(value: Any) -> tuple[int, Any]:

@@ -90,13 +90,19 @@ def read_trip_inputs(
     fmt = private_source.format
     if fmt == "chicago-taxi":  # no public trips: the published company list (not the private)
         layout = chicago_taxi_schema(private.iloc[:0] if trips is None else trips)
-        return private, trips, layout.replace(*given.columns.values())
+        return private, trips, _with_given(layout, given)
     if fmt == "sube-taps" and trips is not None:  # without: the schema gives the domains
         assert public_source is not None
         meta = public_source.metadata
         layout = sube_schema(trips, None if meta is None else Path(meta))
-        return private, trips, layout.replace(*given.columns.values())
+        return private, trips, _with_given(layout, given)
     return private, trips, given
+
+
+def _with_given(layout: TripSchema, given: TripSchema) -> TripSchema:
+    """The layout's domains with the given schema's columns winning, and its groups too when it
+    has some (else the layout's: SUBE's public mode -> line -> branch list)."""
+    return TripSchema({**layout.columns, **given.columns}, given.groups or layout.groups)
 
 
 def _given_schema(given: TripSchema | str | Path | None) -> TripSchema:

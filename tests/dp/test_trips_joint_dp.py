@@ -24,6 +24,7 @@ import pandas as pd
 import pytest
 
 import archetypes.jointfit
+import archetypes.measure
 from archetypes import ArchetypeSynthesizer
 from archetypes.measure import Measurement, measure
 from synth.cli import main
@@ -65,7 +66,11 @@ def fitted() -> ArchetypeSynthesizer:
     ).fit(D, PUBLIC)
 
 
-def audit(trials: int) -> EpsilonAudit:
+def audit(trials: int, weights: list[int] | None = None) -> EpsilonAudit:
+    """``weights``: the tables released as weight x counts (noise / weight on the estimates); the
+    event is then the weight-weighted sum of the released cells (shift ``sum(w^2)``, the
+    direction of the shift), the sensitivity ``sqrt(sum w^2)``."""
+    w = [1, 1, 1] if weights is None else weights
     syn = fitted()
     columns = syn.discretiser_.columns
     sizes = [syn.discretiser_.size(c) for c in columns]
@@ -84,12 +89,13 @@ def audit(trials: int) -> EpsilonAudit:
         out = np.empty(n)
         for trial in range(n):
             syn.ledger_ = syn._new_ledger()
-            released = syn._count(codes, sizes, tables, K, budget, noise, "")
-            out[trial] = np.concatenate([t.ravel() for t in released.noisy])[cells].sum()
+            released = syn._count(codes, sizes, tables, K, budget, noise, "", weights)
+            out[trial] = np.concatenate([t.ravel() for t in released.noisy])[cells] @ w
         return out
 
-    exact = 3 * 3  # on D the three cells hold the 3 "b" cards' trips
-    events = tail_events(range(exact - 6, exact + 19, 2))
+    shift = sum(x * x for x in w)
+    exact = 3 * shift  # on D the three cells hold the 3 "b" cards' trips
+    events = tail_events(range(exact - 2 * shift, exact + 6 * shift + 2, max(2 * shift // 3, 2)))
     return audit_epsilon(run, D, D_PRIME, events, trials=trials, delta=DELTA, confidence=0.99)
 
 
@@ -110,6 +116,27 @@ def test_genuine_measurement_passes() -> None:
 def test_half_noise_canary_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
     scale_noise(monkeypatch, 0.5)
     result = audit(TRIALS)
+    assert result.violates(EPS), result
+
+
+def test_weighted_measurement_passes() -> None:
+    """The weighted release (a schema group's one-way tables, ``_joint_weight``): one card moves
+    the tables by (3, 1, 1) x its trip, L2 ``sqrt(11)``, the calibrated sensitivity."""
+    result = audit(TRIALS, [3, 1, 1])
+    assert not result.violates(EPS), result
+
+
+def test_weights_left_out_of_the_sensitivity_canary_is_caught(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Near miss: sigma calibrated for ``sqrt(m)`` tables, as if the weights were all 1."""
+    real = archetypes.measure.calibrated_gaussian
+    monkeypatch.setattr(
+        archetypes.measure,
+        "calibrated_gaussian",
+        lambda e, d, s: real(e, d, s * np.sqrt(3) / np.sqrt(11)),
+    )
+    result = audit(TRIALS, [3, 1, 1])
     assert result.violates(EPS), result
 
 
@@ -140,12 +167,22 @@ def cli_trips(added: bool) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["card", "hour", "zone", "mode"])
 
 
-def release(root: Path, added: bool, with_public: bool) -> tuple[Path, list[Measurement]]:
+#: the same columns, with (mode, zone) a public group: one model column over its combinations,
+#: views of mode and zone, weighted one-way tables (archetypes/measure.py, jointfit.py)
+GROUPED = {
+    "schema": {**SCHEMA, "zone": {"kind": "categorical", "values": ["A", "B"], "other": "B"}},
+    "groups": [{"columns": ["mode", "zone"], "values": [["bus", "A"], ["rail", "B"]]}],
+}
+
+
+def release(
+    root: Path, added: bool, with_public: bool, grouped: bool = False
+) -> tuple[Path, list[Measurement]]:
     data = root / ("d-prime" if added else "d")
     data.mkdir(parents=True)
     cli_trips(added).to_csv(data / "trips.csv", index=False)
     cli_trips(False).assign(card=lambda t: "p" + t["card"]).to_csv(data / "pub.csv", index=False)
-    (data / "schema.json").write_text(json.dumps(SCHEMA))
+    (data / "schema.json").write_text(json.dumps(GROUPED if grouped else SCHEMA))
     out = data / "release"
     argv = ["trips", str(data / "trips.csv"), "--delta", "1e-5", "--out", str(out)]
     argv += ["--id-column", "card", "--key-columns", "hour,zone", "--category-column", "mode"]
@@ -166,29 +203,48 @@ def release(root: Path, added: bool, with_public: bool) -> tuple[Path, list[Meas
     return out, seen
 
 
-@pytest.mark.parametrize("with_public", [True, False], ids=["public", "no-public"])
-def test_manifests_byte_equal_on_neighbours(tmp_path: Path, with_public: bool) -> None:
-    d, _ = release(tmp_path, False, with_public)
-    d_prime, _ = release(tmp_path, True, with_public)
+CASES = pytest.mark.parametrize(
+    ("with_public", "grouped"),
+    [(True, False), (False, False), (False, True)],
+    ids=["public", "no-public", "no-public-grouped"],
+)
+
+
+@CASES
+def test_manifests_byte_equal_on_neighbours(
+    tmp_path: Path, with_public: bool, grouped: bool
+) -> None:
+    d, _ = release(tmp_path, False, with_public, grouped)
+    d_prime, _ = release(tmp_path, True, with_public, grouped)
     for name in ("manifest.json", "schema.json"):
         assert (d / name).read_bytes() == (d_prime / name).read_bytes(), name
     manifest = json.loads((d / "manifest.json").read_text())
     measured = manifest["parameters"]["joint"]["measurements"]
     assert measured and all(m["sigma"] > 0 and m["rho"] > 0 for m in measured)
-    assert manifest["spends"][0]["label"].startswith("joint trip marginals")
+    labels = [s["label"] for s in manifest["spends"]]
+    # without public trips the trips-per-card histogram comes first (its median sets k)
+    assert labels[int(not with_public)].startswith("joint trip marginals"), labels
+    if grouped:
+        assert manifest["parameters"]["joint"]["public_groups"] == [["mode", "zone"]]
+        assert max(measured[0]["weights"]) == 2
 
 
-@pytest.mark.parametrize("with_public", [True, False], ids=["public", "no-public"])
+@CASES
 def test_zero_noise_measurements_move_by_one_card(
-    tmp_path: Path, with_public: bool, zero_noise: object
+    tmp_path: Path, with_public: bool, grouped: bool, zero_noise: object
 ) -> None:
-    _, a = release(tmp_path, False, with_public)
-    _, b = release(tmp_path, True, with_public)
+    _, a = release(tmp_path, False, with_public, grouped)
+    _, b = release(tmp_path, True, with_public, grouped)
     assert len(a) == len(b) == 1
     k = a[0].k
+    assert a[0].weights == b[0].weights and (max(a[0].weights) > 1) == grouped
     counted = min(3, k)  # the added card's trips within the bound
-    for x, y in zip(a[0].noisy, b[0].noisy, strict=True):
+    squares = 0.0
+    for x, y, w in zip(a[0].noisy, b[0].noisy, a[0].weights, strict=True):
         diff = (y - x).ravel()
         assert x.sum() > 0, "empty table: nothing compared"
-        assert np.abs(diff).sum() == counted, diff[diff != 0]
-        assert np.sqrt((diff**2).sum()) <= k
+        assert np.abs(diff).sum() == w * counted, diff[diff != 0]
+        assert np.sqrt((diff**2).sum()) <= w * k
+        squares += float((diff**2).sum())
+    # the whole released vector moves by at most the stated L2 sensitivity, k sqrt(sum w^2)
+    assert np.sqrt(squares) <= a[0].mechanism.sensitivity + 1e-9

@@ -270,8 +270,8 @@ def test_without_public_data_with_the_stand_in(
     assert main([str(joint) if a == str(out) else a for a in argv]) == 0
     manifest = json.loads((joint / "manifest.json").read_text())
     assert [s["label"] for s in manifest["composition"]][:2] == [
+        "trips per individual",  # first: its noisy median sets k
         "joint trip marginals (6 tables)",  # 3 one-way, every pair (sigma small at epsilon 4)
-        "trips per individual",
     ]
     n = len(pd.read_csv(big))  # cards with 1-3 trips each: the noisy trips-per-card histogram
     assert 0.8 * n < len(pd.read_csv(joint / "trips.csv")) < 1.2 * n

@@ -17,6 +17,7 @@ from archetypes.joint import (
     decompress,
     maximum_spanning_tree,
     project_simplex,
+    reconcile,
 )
 from archetypes.measure import Discretiser, public_grid, spread_individuals
 from synth.errors import ConfigError
@@ -63,6 +64,63 @@ def test_public_grid_and_quantile_bins_are_public() -> None:
     assert with_public.size("fare") <= 33 and with_public.edges["fare"][0] == 0
     codes = with_public.encode(pd.DataFrame({"fare": [0, 39, 50]}))
     assert codes[:, 0].tolist()[0] == 0 and codes[2, 0] == with_public.size("fare") - 1
+
+
+GROUPED = {
+    "schema": {
+        "mode": {"kind": "categorical", "values": ["bus", "rail"]},
+        "line": {"kind": "categorical", "values": ["1", "2", "3", "?"], "other": "?"},
+        "hour": {"kind": "categorical", "values": list(range(24))},
+    },
+    "groups": [
+        {"columns": ["mode", "line"], "values": [["bus", "1"], ["bus", "2"], ["rail", "3"]]}
+    ],
+}
+
+
+def test_a_public_group_is_one_model_column_with_a_coarse_view() -> None:
+    schema = TripSchema.from_dict(GROUPED)
+    disc = Discretiser.fit(schema, ["hour", "line", "mode"], None)
+    # (mode, line) over its 3 combinations + the fallbacks (bus, ?), (rail, ?); views of both
+    assert disc.model == ["hour", "mode/line", "mode", "line"]
+    assert disc.sizes == [24, 5, 2, 4]
+    trips = pd.DataFrame(
+        {"hour": [7, 8, 9], "mode": ["rail", "bus", "rail"], "line": ["3", "2", "1"]}
+    )
+    codes = disc.encode(trips)
+    assert codes[:, 1].tolist() == [2, 1, 4]  # (rail, 1) is not in the list: (rail, ?)
+    assert codes[:, 2].tolist() == [1, 0, 1] and codes[:, 3].tolist() == [2, 1, 3]
+    back = disc.decode(codes, np.random.default_rng(0), None)
+    assert back.columns.tolist() == ["hour", "line", "mode"]
+    assert (
+        back["line"].tolist() == ["3", "2", "?"] and back["mode"].tolist() == trips["mode"].tolist()
+    )
+    # without groups (as with public trips) every column stands alone
+    assert Discretiser.fit(schema, ["hour", "line", "mode"], None, groups=False).model == [
+        "hour",
+        "line",
+        "mode",
+    ]
+
+
+def test_groups_are_checked_against_the_domains() -> None:
+    bad = {**GROUPED, "groups": [{"columns": ["mode", "line"], "values": [["bus", "9"]]}]}
+    with pytest.raises(ConfigError, match="not a combination"):
+        TripSchema.from_dict(bad)
+    no_other = {**GROUPED, "groups": [{"columns": ["line", "mode"], "values": [["1", "bus"]]}]}
+    with pytest.raises(ConfigError, match="needs an 'other' value"):
+        TripSchema.from_dict(no_other)
+    with pytest.raises(ConfigError, match="groups must be a list"):
+        TripSchema.from_dict({**GROUPED, "groups": {"columns": []}})
+
+
+def test_reconcile_is_the_least_squares_consistent_pair() -> None:
+    mapping = np.array([0, 0, 1])
+    parent, view = reconcile(np.array([4.0, 6.0, 5.0]), 1.0, np.array([12.0, 5.0]), 2.0, mapping)
+    np.testing.assert_allclose(np.bincount(mapping, weights=parent), view)
+    # the view's cell 0: (12 / 2 + 10 / 2) / (1 / 2 + 1 / 2) = 11, spread evenly over 4 and 6
+    np.testing.assert_allclose(view, [11.0, 5.0])
+    np.testing.assert_allclose(parent, [4.5, 6.5, 5.0])
 
 
 def test_consistent_tables_share_their_margins() -> None:
@@ -133,10 +191,13 @@ def test_without_public_data_the_default_split_runs() -> None:
     SCHEMA.validate(out)
     assert len(private) / 2 < len(out) < 2 * len(private)  # tiny data: the noise is large
     assert out.groupby("card").size().max() > 1  # the noisy trips-per-card histogram is used
+    # the trips per card first: their noisy median sets k (here at most DEFAULT_K = 3)
+    m = len(syn.measurements_[0].tables)  # 7, or all 10 pairs when k's noise is small enough
     assert [s["label"] for s in syn.manifest()["composition"] if s["type"] == "spend"][:2] == [
-        "joint trip marginals (7 tables)",
         "trips per individual",
+        f"joint trip marginals ({m} tables)",
     ]
+    assert 1 <= syn.joint_k_ <= 3
     assert {"bus", "rail"} <= set(out["mode"])
     with pytest.raises(ConfigError, match="budget_split must be 4"):  # the old mode unchanged
         joint(
