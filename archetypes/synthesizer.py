@@ -254,6 +254,7 @@ class ArchetypeSynthesizer(JointSampling):
         release of the private trips is then learnt on instead (its spend comes first in
         :attr:`ledger_`)."""
         self._validate_params()
+        self.joint_public_ = public is not None  # the joint share's default depends on it
         budgets = self._budgets()
         joint_budget = budgets.pop(0) if self._joint_on() else None
         stand_in_budget = budgets.pop(0) if self._stand_in_on() and not joint_budget else None
