@@ -1,0 +1,41 @@
+"""What users see: the report's, datasheet's and CLI's wording on agency-shaped runs."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from synth.evaluate.reference import MAX_ONE_WAY_TVD, MIN_WITHIN
+
+
+def _check_row(table: str, *, cells: int, outside: int, tvd: float, passes: bool) -> dict:
+    return {
+        "table": table,
+        "compared": True,
+        "cells": cells,
+        "within_bound": 1 - outside / cells,
+        "tvd": tvd,
+        "coverage": 0.3,
+        "passes": passes,
+        "error_bound": 10.0,
+        "outside_bound": outside,
+        "release_total": 100.0,
+        "microdata_total": 120.0,
+    }
+
+
+def test_a_failing_reference_table_says_which_limit_it_missed() -> None:
+    """A one-way table with no cell outside its bound fails on its TV distance: the row must say
+    so, or '0 (0.0%) outside' beside 'NO' reads as a contradiction."""
+    from synth.report.manifests import reference_section
+
+    frame = pd.DataFrame(
+        [
+            _check_row("on_location", cells=380, outside=0, tvd=0.09031, passes=False),
+            _check_row("on_time_location", cells=100, outside=20, tvd=0.01, passes=False),
+            _check_row("on_time", cells=24, outside=0, tvd=0.01, passes=True),
+        ]
+    )
+    text = reference_section({"sequences-sube": frame})
+    assert f"NO (TV distance 0.0903 over {MAX_ONE_WAY_TVD} for a one-way table)" in text
+    assert f"NO (80.0% of cells within the bound, under {MIN_WITHIN:.0%})" in text
+    assert ">yes<" in text
