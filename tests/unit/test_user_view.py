@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pandas as pd
+import pytest
 
 from synth.evaluate.reference import MAX_ONE_WAY_TVD, MIN_WITHIN
 
@@ -39,3 +42,27 @@ def test_a_failing_reference_table_says_which_limit_it_missed() -> None:
     assert f"NO (TV distance 0.0903 over {MAX_ONE_WAY_TVD} for a one-way table)" in text
     assert f"NO (80.0% of cells within the bound, under {MIN_WITHIN:.0%})" in text
     assert ">yes<" in text
+
+
+def test_audit_refusing_its_out_folder_prints_one_line_only(
+    forty_cards: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Bad --out: one line on stderr, exit 2, no findings printed before the refusal, the user's
+    file kept."""
+    from synth.cli import main
+
+    release = tmp_path / "release"
+    argv = ["sequences", str(forty_cards["taps"]), "--taxonomy", str(forty_cards["taxonomy"])]
+    argv += ["--epsilon", "1", "--height", "3", "--out", str(release), "--seed", "1", "--quiet"]
+    assert main(argv) == 0
+    capsys.readouterr()
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "audit.html").write_text("my notes")
+    assert main(["audit", str(release), "--out", str(mine)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert len(captured.err.strip().splitlines()) == 1 and "mine" in captured.err
+    assert (mine / "audit.html").read_text() == "my notes"
+    assert main(["audit", str(release), "--out", str(tmp_path / "new")]) == 0
+    assert "zeros" in capsys.readouterr().out  # the findings still print once written
