@@ -181,11 +181,26 @@ def opal_facts(manifest: Mapping[str, Any]) -> SheetFacts:
                 f"{spend.get('label')}: cells with a noisy count below "
                 f"{float(spend['threshold']):g} are suppressed (absent from the file)"
             )
+    derived = {
+        name: str(t["derived_from"])
+        for name, t in sorted((p.get("tables") or {}).items())
+        if isinstance(t, Mapping) and t.get("derived_from")
+    }
+    bounds += [
+        f"{name}: the sums of the published cells of {source} (consistent mode), not a "
+        "measurement of its own"
+        for name, source in derived.items()
+    ]
     distortions = (
         "cells whose noisy count is below the threshold are absent (treat as small, not zero)",
         "each count carries noise; totals over many cells add the noise of each",
         "taps beyond the per-unit limit are not counted",
     )
+    if derived:
+        distortions += (
+            "the summed tables leave out the taps of the suppressed cells they sum: their counts "
+            "and totals are lower than the data's, most for rare times and locations",
+        )
     return SheetFacts(phrase, tuple(bounds), distortions)
 
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -66,3 +68,34 @@ def test_audit_refusing_its_out_folder_prints_one_line_only(
     assert (mine / "audit.html").read_text() == "my notes"
     assert main(["audit", str(release), "--out", str(tmp_path / "new")]) == 0
     assert "zeros" in capsys.readouterr().out  # the findings still print once written
+
+
+def test_consistent_marginals_datasheet_says_the_one_way_tables_are_sums(tmp_path: Path) -> None:
+    """In consistent mode a one-way table is the sum of the thresholded two-way table's published
+    cells: the datasheet must say its counts leave out the suppressed cells (the demo's
+    on_location.csv holds a fifth of the taps); the SBH mode measures each table itself."""
+    from synth import OpalRelease
+
+    rng = np.random.default_rng(0)
+    n = 400
+    taps = pd.DataFrame(
+        {
+            "card_id": [f"c{i % 120}" for i in range(n)],
+            "time": pd.Timestamp("2024-03-05 06:00")
+            + pd.to_timedelta(rng.integers(0, 180, n), "m"),
+            "stop_id": rng.choice(list("abcd"), n),
+            "mode": "bus",
+        }
+    )
+    settings = {"epsilon": 4.0, "delta": 1e-6, "privacy_unit": "card_id", "random_state": 1}
+    release = OpalRelease(mode="consistent", **settings).fit(taps)
+    folder = release.write(tmp_path / "consistent").path
+    sheet = json.loads((folder / "datasheet.json").read_text())
+    readme = (folder / "README.md").read_text()
+    assert any(
+        b.startswith("on_location: the sums of the published cells of on_time_location")
+        for b in sheet["bounded"]
+    )
+    assert "the summed tables leave out the taps of the suppressed cells" in readme
+    sbh = OpalRelease(**settings).fit(taps).write(tmp_path / "sbh").path
+    assert "the summed tables" not in (sbh / "README.md").read_text()
