@@ -191,7 +191,7 @@ def opal_facts(manifest: Mapping[str, Any]) -> SheetFacts:
         "measurement of its own"
         for name, source in derived.items()
     ]
-    distortions = (
+    distortions: tuple[str, ...] = (
         "cells whose noisy count is below the threshold are absent (treat as small, not zero)",
         "each count carries noise; totals over many cells add the noise of each",
         "taps beyond the per-unit limit are not counted",
