@@ -99,3 +99,22 @@ def test_consistent_marginals_datasheet_says_the_one_way_tables_are_sums(tmp_pat
     assert "the summed tables leave out the taps of the suppressed cells" in readme
     sbh = OpalRelease(**settings).fit(taps).write(tmp_path / "sbh").path
     assert "the summed tables" not in (sbh / "README.md").read_text()
+
+
+def test_an_export_states_the_release_guarantee_not_only_its_spend(
+    forty_cards: dict[str, Path], tmp_path: Path
+) -> None:
+    """A modeller reads export-od.json: it must carry the release's guarantee (the budget asked),
+    not only 'spent', which is below it when the prefix tree stops early."""
+    from synth.cli import main
+
+    release = tmp_path / "release"
+    argv = ["sequences", str(forty_cards["taps"]), "--taxonomy", str(forty_cards["taxonomy"])]
+    argv += ["--epsilon", "1", "--height", "3", "--out", str(release), "--seed", "1", "--quiet"]
+    assert main(argv) == 0
+    out = str(tmp_path / "od")
+    assert main(["export", str(release), "--to", "od", "--out", out, "--quiet"]) == 0
+    info = json.loads((tmp_path / "od" / "export-od.json").read_text())
+    manifest = json.loads((release / "manifest.json").read_text())
+    assert info["guarantee"] == manifest["guarantee"]
+    assert info["guarantee"]["epsilon"] == 1.0
