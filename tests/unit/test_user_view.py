@@ -118,3 +118,19 @@ def test_an_export_states_the_release_guarantee_not_only_its_spend(
     manifest = json.loads((release / "manifest.json").read_text())
     assert info["guarantee"] == manifest["guarantee"]
     assert info["guarantee"]["epsilon"] == 1.0
+
+
+def test_a_value_outside_the_public_domain_says_how_to_fix_it() -> None:
+    """An agency's private trips hold a line the public day never saw: the one-line error names
+    the remedy (list it in --schema, or an "other" value), not only the failure."""
+    from archetypes import TripSchema
+    from synth.errors import InputError
+
+    public = pd.DataFrame({"line": ["1", "2"], "hour": [7, 8]})
+    schema = TripSchema.from_public(public, categorical=["line"], numeric=["hour"])
+    private = pd.DataFrame({"line": ["1", "399"], "hour": [7, 9]})
+    with pytest.raises(InputError) as err:
+        schema.conform(private, source="trips.csv")
+    text = str(err.value)
+    assert text.startswith("trips.csv: column 'line', row 2: value '399' is not in the schema")
+    assert 'give the column an "other" value in --schema' in text and "\n" not in text
