@@ -134,3 +134,44 @@ def test_a_value_outside_the_public_domain_says_how_to_fix_it() -> None:
     text = str(err.value)
     assert text.startswith("trips.csv: column 'line', row 2: value '399' is not in the schema")
     assert 'give the column an "other" value in --schema' in text and "\n" not in text
+
+
+def test_default_features_skip_a_numeric_column_with_a_text_other_value(tmp_path: Path) -> None:
+    """Line ids are numbers in the public trips, but the agency's --schema gives the column an
+    "other" value: it is then categorical, not a clustering feature, and a private line the public
+    day never saw no longer fails as 'feature columns must be numeric'."""
+    from archetypes import ArchetypeSynthesizer, TripSchema
+
+    rng = np.random.default_rng(0)
+
+    def trips(n: int, lines: list[int]) -> pd.DataFrame:
+        return pd.DataFrame(
+            {
+                "card_number": rng.integers(0, n // 2, n),
+                "hour": rng.integers(5, 23, n),
+                "line": rng.choice(lines, n),
+                "mode": rng.choice(["COL", "SUB"], n),
+            }
+        )
+
+    public, private = trips(400, [1, 2, 3]), trips(400, [1, 2, 3, 399])
+    schema = TripSchema.from_dict(
+        {
+            "card_number": {"kind": "id"},
+            "hour": {"kind": "categorical", "values": list(range(24))},
+            "line": {"kind": "categorical", "values": ["1", "2", "3", "other"], "other": "other"},
+            "mode": {"kind": "categorical", "values": ["COL", "SUB"]},
+        }
+    )
+    model = ArchetypeSynthesizer(
+        epsilon=1.0,
+        delta=1e-5,
+        id_column="card_number",
+        key_columns=["hour", "line", "mode"],
+        category_column="mode",
+        schema=schema,
+        n_archetypes=2,
+        random_state=0,
+    ).fit(private, public)
+    assert "hour" in model.features_ and "line" not in model.features_
+    assert set(model.sample(200)["line"].astype(str)) <= {"1", "2", "3", "other"}
