@@ -211,8 +211,8 @@ def _settings(
     for key in ("epsilon", "delta", "key_columns", "category_column"):
         if key not in params:
             raise ConfigError(
-                f"--{key.replace('_', '-')} (or {key} in the --config file's [trips.parameters]) "
-                "is required"
+                f"--{key.replace('_', '-')} (or key '{key}' in the --config file's "
+                "[trips.parameters]) is required"
             )
     return io, inputs, params
 

@@ -175,3 +175,21 @@ def test_default_features_skip_a_numeric_column_with_a_text_other_value(tmp_path
     ).fit(private, public)
     assert "hour" in model.features_ and "line" not in model.features_
     assert set(model.sample(200)["line"].astype(str)) <= {"1", "2", "3", "other"}
+
+
+def test_a_missing_trips_option_names_the_flag_and_the_config_key(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """'--key-columns (or --key-columns in the --config file ...)' named the flag twice: a config
+    spells it key_columns."""
+    from synth.cli import main
+
+    trips = tmp_path / "trips.csv"
+    trips.write_text("card_number,hour,mode\n1,7,COL\n2,8,SUB\n")
+    argv = ["trips", str(trips), "--public", str(trips), "--epsilon", "1", "--delta", "1e-5"]
+    assert main([*argv, "--out", str(tmp_path / "out"), "--id-column", "card_number"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.endswith(
+        "--key-columns (or key 'key_columns' in the --config file's [trips.parameters]) is required"
+    )
+    assert not (tmp_path / "out").exists()
