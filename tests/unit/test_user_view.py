@@ -193,3 +193,32 @@ def test_a_missing_trips_option_names_the_flag_and_the_config_key(
         "--key-columns (or key 'key_columns' in the --config file's [trips.parameters]) is required"
     )
     assert not (tmp_path / "out").exists()
+
+
+def test_a_run_failing_late_prints_one_line_and_writes_nothing(
+    forty_cards: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A config whose second release fails at run time (a column its trips lack): the first
+    release's summary and warnings ('... -> OUT/seq/sequences.csv') must not be printed for files
+    that are never written; one error line, exit 2, no output folder."""
+    from synth.cli import main
+
+    folder = forty_cards["folder"]
+    (folder / "trips.csv").write_text(
+        "card_number,hour,mode\n" + "".join(f"c{i % 9},{i % 24},{'AB'[i % 2]}\n" for i in range(60))
+    )
+    config = folder / "agency.toml"
+    config.write_text(
+        '[sequences]\ninput = "taps.csv"\ntaxonomy = "taxonomy.csv"\n'
+        "[sequences.parameters]\nepsilon = 1.0\nheight = 3\n"
+        '[trips]\nprivate = "trips.csv"\npublic = "trips.csv"\n'
+        "[trips.parameters]\nepsilon = 1.0\ndelta = 1e-5\n"
+        'id_column = "card_number"\nkey_columns = ["hour", "mode"]\n'
+        'category_column = "nonexistent"\n'
+    )
+    out = tmp_path / "out"
+    assert main(["run", str(config), "--out", str(out)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert len(captured.err.strip().splitlines()) == 1, captured.err
+    assert "nonexistent" in captured.err and not out.exists()
