@@ -81,10 +81,10 @@ def _passes(row: Any) -> str:
         return "yes"
     within = getattr(row, "within_bound", None)
     if within is not None and within == within and within < MIN_WITHIN:
-        return f"NO ({float(within):.1%} of cells within the bound, under {MIN_WITHIN:.0%})"
+        return f"NO ({float(within):.1%} within < {MIN_WITHIN:.0%})"
     tvd = getattr(row, "tvd", None)
     if tvd is not None and tvd == tvd and tvd > MAX_ONE_WAY_TVD:
-        return f"NO (TV distance {float(tvd):.3g} over {MAX_ONE_WAY_TVD} for a one-way table)"
+        return f"NO (one-way TV {float(tvd):.3g} > {MAX_ONE_WAY_TVD})"
     return "NO"
 
 

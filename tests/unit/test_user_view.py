@@ -41,8 +41,8 @@ def test_a_failing_reference_table_says_which_limit_it_missed() -> None:
         ]
     )
     text = reference_section({"sequences-sube": frame})
-    assert f"NO (TV distance 0.0903 over {MAX_ONE_WAY_TVD} for a one-way table)" in text
-    assert f"NO (80.0% of cells within the bound, under {MIN_WITHIN:.0%})" in text
+    assert f"NO (one-way TV 0.0903 &gt; {MAX_ONE_WAY_TVD})" in text
+    assert f"NO (80.0% within &lt; {MIN_WITHIN:.0%})" in text
     assert ">yes<" in text
 
 
