@@ -222,3 +222,25 @@ def test_a_run_failing_late_prints_one_line_and_writes_nothing(
     assert captured.out == ""
     assert len(captured.err.strip().splitlines()) == 1, captured.err
     assert "nonexistent" in captured.err and not out.exists()
+
+
+def test_timed_sequences_datasheet_says_the_minute_is_random(
+    forty_cards: dict[str, Path], tmp_path: Path
+) -> None:
+    """The released times of a timed sequences release are a sampled bin plus a uniform minute
+    (18:35, 21:24 in the demo), so the datasheet must not say 'floored: 08:59 is shown at 08:00'
+    (an analyst would read the minutes as measured); a marginals table's times are floored."""
+    from synth.cli import main
+
+    out = tmp_path / "timed"
+    argv = ["sequences", str(forty_cards["taps"]), "--taxonomy", str(forty_cards["taxonomy"])]
+    argv += ["--epsilon", "1", "--height", "3", "--time-bin", "60", "--out", str(out)]
+    assert main([*argv, "--seed", "1", "--quiet"]) == 0
+    readme = (out / "README.md").read_text()
+    sheet = json.loads((out / "datasheet.json").read_text())
+    time = next(c for f in sheet["files"] for c in f["columns"] if c["name"] == "time")
+    assert "minute within it drawn at random" in time["meaning"]
+    assert "floored to the time bin" not in readme and "is shown at 08:00" not in readme
+    assert "a synthetic 08:35 says 08:00-08:59, not a measured minute" in readme
+    minutes = {t.split(":")[1] for t in pd.read_csv(out / "sequences.csv")["time"]}
+    assert minutes != {"00"}  # what the datasheet describes: minutes are not floored
