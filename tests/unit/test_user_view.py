@@ -170,7 +170,6 @@ def test_default_features_skip_a_numeric_column_with_a_text_other_value(tmp_path
         key_columns=["hour", "line", "mode"],
         category_column="mode",
         schema=schema,
-        n_archetypes=2,
         random_state=0,
     ).fit(private, public)
     assert "hour" in model.features_ and "line" not in model.features_
