@@ -261,7 +261,9 @@ class TripSchema:
                         row = int(np.flatnonzero(bad)[0])
                         raise InputError(
                             f"{source}: column '{name}', row {row + 1}: value "
-                            f"{out[name].iloc[row]!r} is not in the schema domain"
+                            f"{out[name].iloc[row]!r} is not in the schema domain (the "
+                            "public values: of --schema, else of the PUBLIC trips); list it "
+                            'there, or give the column an "other" value in --schema'
                         )
                     pos[bad] = col.values.index(col.other)
                 domain = pd.Series(np.asarray(col.values, dtype=object)).infer_objects()

@@ -306,10 +306,10 @@ class ArchetypeSynthesizer(JointSampling):
         keys = list(self.key_columns)
         if self.features is not None:
             features = list(self.features)
-        elif public is not None:
-            features = [c for c in keys if pd.api.types.is_numeric_dtype(public[c])]
-        else:
-            features = [c for c in keys if self._numeric_domain(c)]
+        else:  # numeric in the public domain (a schema's "other" text is not) and public trips
+            features = [c for c in keys if c not in self.schema_ or self._numeric_domain(c)]
+            if public is not None:
+                features = [c for c in features if pd.api.types.is_numeric_dtype(public[c])]
         if not features:
             raise ConfigError("features: no numeric column to cluster (name them in features)")
         return features

@@ -122,7 +122,7 @@ def prefixtree_facts(manifest: Mapping[str, Any]) -> SheetFacts:
     unit = str(manifest.get("privacy_unit") or "individual")
     bounds = [f"height h = {p.get('height')}: each sequence is cut to its first h locations"]
     if p.get("time_bin_minutes"):
-        bounds.append(f"times floored to {p['time_bin_minutes']}-minute bins")
+        bounds.append(f"times counted in {p['time_bin_minutes']}-minute bins (floored)")
     bounds.append(f"the model holds at most {p.get('max_nodes'):,} tree nodes (a memory bound)")
     distortions = [
         f"sequences longer than h = {p.get('height')} are cut: long journeys are missing their end",
@@ -130,7 +130,7 @@ def prefixtree_facts(manifest: Mapping[str, Any]) -> SheetFacts:
         "counts carry noise: small groups of passengers are over- or under-represented; "
         "chains of several boardings tend to be shorter than in reality",
         "the number of passengers is itself noisy",
-        *([_floored(int(p["time_bin_minutes"]))] if p.get("time_bin_minutes") else []),
+        *([_random_minute(int(p["time_bin_minutes"]))] if p.get("time_bin_minutes") else []),
     ]
     return SheetFacts(f"one {unit} (with all its taps)", tuple(bounds), tuple(distortions))
 
@@ -190,19 +190,37 @@ def opal_facts(manifest: Mapping[str, Any]) -> SheetFacts:
                 f"{spend.get('label')}: cells with a noisy count below "
                 f"{float(spend['threshold']):g} are suppressed (absent from the file)"
             )
-    distortions = (
+    derived = {
+        name: str(t["derived_from"])
+        for name, t in sorted((p.get("tables") or {}).items())
+        if isinstance(t, Mapping) and t.get("derived_from")
+    }
+    bounds += [
+        f"{name}: the sums of the published cells of {source} (consistent mode), not a "
+        "measurement of its own"
+        for name, source in derived.items()
+    ]
+    distortions: tuple[str, ...] = (
         "cells whose noisy count is below the threshold are absent (treat as small, not zero)",
         "each count carries noise; totals over many cells add the noise of each",
         "taps beyond the per-unit limit are not counted",
     )
+    if derived:
+        distortions += (
+            "the summed tables leave out the taps of the suppressed cells they sum: their counts "
+            "and totals are lower than the data's, most for rare times and locations",
+        )
     return SheetFacts(phrase, tuple(bounds), distortions)
 
 
-def _floored(minutes: int) -> str:
-    start = (8 * 60 + 59) // minutes * minutes
+def _random_minute(minutes: int) -> str:
+    """Timed sequences are sampled per bin, the minute within a bin uniform (prefixtree.timing)."""
+    start = (8 * 60 + 35) // minutes * minutes
+    end = start + minutes - 1
     return (
-        f"times are floored to {minutes}-minute bins: a tap at 08:59 is shown at "
-        f"{start // 60:02d}:{start % 60:02d}"
+        f"only the {minutes}-minute bin of a time is modelled: the minute within it is drawn at "
+        f"random (uniform; a sequence's times sorted), so a synthetic 08:35 says "
+        f"{start // 60:02d}:{start % 60:02d}-{end // 60:02d}:{end % 60:02d}, not a measured minute"
     )
 
 
@@ -325,6 +343,12 @@ def build_datasheet(
     spec = for_manifest(manifest)
     facts = SheetFacts() if spec is None else spec.sheet_facts(manifest)
     described = {**_COLUMNS, **_schema_columns(root)}
+    minutes = (manifest.get("parameters") or {}).get("time_bin_minutes")
+    if minutes:  # a timed sequences release: the bin is sampled, the minute within it random
+        described["time"] = (
+            f"clock time (HH:MM) of the tap: a sampled {minutes}-minute bin, the minute within it "
+            "drawn at random"
+        )
     files = []
     for path in sorted(root.iterdir()):
         if path.suffix in (".csv", ".parquet") and not path.name.startswith("."):

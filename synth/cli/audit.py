@@ -126,6 +126,7 @@ def run(args: argparse.Namespace) -> int:
     if args.empirical is not None and args.neighbours is None:
         raise ConfigError("--empirical needs --neighbours D D_PRIME")
     report = base_report(None)
+    lines: list[str] = []  # printed once the report is written: a refused --out prints one line
     if args.release is not None:
         routes = []
         for origin, destination, minutes in args.route:
@@ -165,7 +166,7 @@ def run(args: argparse.Namespace) -> int:
             f"{emp['selection_trials']} to choose events; event '{emp['event'] or '-'}'); "
             f"claimed epsilon {emp['claimed_epsilon']:g}, delta {emp['claimed_delta']:g}: {verdict}"
         )
-        print(line)
+        lines.append(line)
         finding = {
             "check": "empirical",
             "severity": "high" if result.violated else "info",
@@ -177,12 +178,13 @@ def run(args: argparse.Namespace) -> int:
             "data": emp,
         }
         add_findings(report, [finding])
+    out = None if args.out is None else write_report(report, args.out)
+    for line in lines:
+        print(line)
     if not args.quiet:
         for f in report["findings"]:
             if f["check"] != "empirical":
                 print(f"[{f['severity']}] {f['check']}: {f['title']}")
-    if args.out is not None:
-        out = write_report(report, args.out)
-        if not args.quiet:
+        if out is not None:
             print(f"audit report -> {out}/audit.html, {out}/audit.json", file=sys.stderr)
     return 0

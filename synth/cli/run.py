@@ -251,13 +251,17 @@ def redacted_config(path: str | os.PathLike[str]) -> str:
 
 
 @contextlib.contextmanager
-def _warnings_naming(stage: Path, out: str | os.PathLike[str]) -> Iterator[None]:
-    """Warnings raised inside re-raised naming ``out``, never the hidden staging folder."""
+def _warnings_naming(stages: list[Path], out: str | os.PathLike[str]) -> Iterator[None]:
+    """Warnings raised inside re-raised once it succeeded, naming ``out``, never the hidden
+    staging folder (the last of ``stages``); on an error they are dropped with the run's output,
+    so a bad config prints one line."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         yield
     for w in caught:
-        text = str(w.message).replace(str(stage), str(out))
+        text = str(w.message)
+        if stages:
+            text = text.replace(str(stages[-1]), str(out))
         warnings.warn_explicit(text, w.category, w.filename, w.lineno)
 
 
@@ -293,21 +297,23 @@ def run_config(
     progress = Progress(quiet)
     summaries: list[str] = []
     inputs = [v for r in releases for v in r.io.values() if isinstance(v, str) and os.path.isabs(v)]
-    with release_dir(out, inputs=inputs) as stage:  # never over an input the config names
+    stages: list[Path] = []
+    # warnings and summaries wait until every release is in place: a late error prints one line
+    with _warnings_naming(stages, out), release_dir(out, inputs=inputs) as stage:
+        stages.append(stage)  # never over an input the config names
         (stage / "config.toml").write_text(redacted_config(config), encoding="utf-8")
         for i, planned in enumerate(progress.iterate(releases, "releases")):
-            with _warnings_naming(stage, out):
-                summary = _release(
-                    planned, stage / planned.name, None if seed is None else seed + i, progress
-                )
+            summary = _release(
+                planned, stage / planned.name, None if seed is None else seed + i, progress
+            )
             summary = summary.replace(str(stage), str(out))  # name the final place, not the stage
             # "NAME: summary", without the subcommand's own "KIND: " prefix
             summary = re.sub(rf"^(transit-synth )?{planned.kind}:\s*", "", summary)
             summaries.append(f"{planned.name}: {summary}")
-            if not quiet:
-                progress.write(summaries[-1])
         manifests = {r.name: read_manifest(stage / r.name) for r in releases}
         write_manifest(stage, combined_manifest(manifests))
+    for line in summaries if not quiet else ():
+        progress.write(line)
     if provenance is not None:
         write_provenance(out, provenance, command="run")
     return summaries

@@ -180,8 +180,8 @@ def _settings(
     for key in PARAMS.required():
         if key not in params:
             raise ConfigError(
-                f"{PARAMS[key].flag} (or {key} in the --config file's [trips.parameters]) "
-                "is required"
+                f"{PARAMS[key].flag} (or key '{key}' in the --config file's "
+                "[trips.parameters]) is required"
             )
     return io, inputs, params
 

@@ -88,6 +88,7 @@ def export_release(
         "legs": release.n_legs,
         "privacy": "post-processing of the release: its manifest.json guarantee applies unchanged",
         "privacy_unit": release.manifest.get("privacy_unit"),
+        "guarantee": release.manifest.get("guarantee"),  # what counts (spent: bookkeeping)
         "spent": release.manifest.get("spent"),
     }
     beside = target.resolve() == Path(directory).resolve()  # into the release: add, never replace

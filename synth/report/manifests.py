@@ -71,8 +71,21 @@ def _share(value: Any) -> str:
     return "-" if value is None or value != value else f"{float(value):.1%}"
 
 
-def _passes(value: Any) -> str:
-    return "-" if value is None or value != value else ("yes" if value else "NO")
+def _passes(row: Any) -> str:
+    """The table's verdict, and when it fails, the limit it missed (the table's own columns can
+    show no cell outside the bound while a one-way table fails on its TV distance)."""
+    value = getattr(row, "passes", None)
+    if value is None or value != value:
+        return "-"
+    if value:
+        return "yes"
+    within = getattr(row, "within_bound", None)
+    if within is not None and within == within and within < MIN_WITHIN:
+        return f"NO ({float(within):.1%} within < {MIN_WITHIN:.0%})"
+    tvd = getattr(row, "tvd", None)
+    if tvd is not None and tvd == tvd and tvd > MAX_ONE_WAY_TVD:
+        return f"NO (one-way TV {float(tvd):.3g} > {MAX_ONE_WAY_TVD})"
+    return "NO"
 
 
 def reference_section(tables: Mapping[str, Any], beta: float = 0.05) -> str:
@@ -96,7 +109,7 @@ def reference_section(tables: Mapping[str, Any], beta: float = 0.05) -> str:
                     r.error_bound,
                     f"{int(r.outside_bound):,} ({share:.1%})",
                     _share(getattr(r, "coverage", None)),
-                    _passes(getattr(r, "passes", None)),
+                    _passes(r),
                     getattr(r, "release_total", None),
                     getattr(r, "microdata_total", None),
                 ]

@@ -247,7 +247,7 @@ def test_the_report_shows_the_check(card_taps: pd.DataFrame) -> None:
     bad = against_reference(card_taps.assign(stop_id="s11"), release)
     text = reference_section({"original": own, "broken": bad})
     assert "passes" in text and "data in published cells" in text
-    assert ">NO<" in text and ">yes<" in text
+    assert ">NO (" in text and ">yes<" in text
 
 
 # ---------------------------------------------------------------- the demo's SUBE reference
