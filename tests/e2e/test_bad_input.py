@@ -150,6 +150,12 @@ def test_trips_bad_budget(
         epsilon,
         "--delta",
         delta,
+        "--id-column",
+        "card_id",
+        "--key-columns",
+        "on_stop,off_stop",
+        "--category-column",
+        "mode",
         "--out",
         out,
     )
