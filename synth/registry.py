@@ -34,6 +34,7 @@ __all__ = [
     "GeneratorSpec",
     "SheetFacts",
     "find",
+    "for_estimator",
     "for_manifest",
     "generator_name",
     "get",
@@ -76,7 +77,9 @@ class GeneratorSpec:
 
     - ``kind``: the release kind: the config table ``[kind]`` of ``run``, the release folder of a
       single table, the subcommand (``command``) when it has one;
-    - ``generator``: its name in manifests (``parameters.generator``; nothing else is read);
+    - ``generator``: its name in manifests (``parameters.generator``; nothing else is read),
+      defined here only: the estimator's :meth:`~synth.generator.Generator.manifest_name` reads
+      it (:func:`for_estimator`);
     - ``estimator``: the :class:`~synth.generator.Generator` class (dotted path or the class);
     - ``description``: one line for the report (what the release is, citing its paper);
       ``details``: params -> the words appended to it (variant, height ...);
@@ -262,7 +265,7 @@ SHIPPED: tuple[GeneratorSpec, ...] = (
     GeneratorSpec(
         kind="marginals",
         generator="opal-marginals",
-        estimator="synth.marginals.opal:OpalRelease",
+        estimator="synth.marginals.opal:OpalMarginals",
         description="six marginal tables of tap-ons and tap-offs, stability-based histograms "
         "(Asghar et al. 2018, the Opal release)",
         title="Noisy count tables of tap-ons and tap-offs",
@@ -339,3 +342,15 @@ def for_manifest(manifest: Mapping[str, Any] | None) -> GeneratorSpec | None:
     """The spec of the generator ``manifest`` names; None when it names no registered one."""
     name = generator_name(manifest)
     return next((s for s in _REGISTRY.values() if s.generator == name), None)
+
+
+def for_estimator(cls: type) -> GeneratorSpec | None:
+    """The spec whose ``estimator`` is ``cls`` or its nearest base class (a subclass writes its
+    base's manifests), matched by the class or its dotted path without importing any other
+    estimator; None when no registered generator names it."""
+    for klass in cls.__mro__:
+        path = f"{klass.__module__}:{klass.__qualname__}"
+        for spec in _REGISTRY.values():
+            if spec.estimator is klass or spec.estimator == path:
+                return spec
+    return None
