@@ -20,6 +20,7 @@ report and the datasheet describe it from the spec, and ``audit --empirical`` fi
 from __future__ import annotations
 
 import importlib
+import sys
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -346,11 +347,22 @@ def for_manifest(manifest: Mapping[str, Any] | None) -> GeneratorSpec | None:
 
 def for_estimator(cls: type) -> GeneratorSpec | None:
     """The spec whose ``estimator`` is ``cls`` or its nearest base class (a subclass writes its
-    base's manifests), matched by the class or its dotted path without importing any other
-    estimator; None when no registered generator names it."""
+    base's manifests), matched by the class, its dotted path, or a dotted path into a module
+    already imported that names it (a re-export), so no other estimator is imported; None when
+    no registered generator names it."""
     for klass in cls.__mro__:
         path = f"{klass.__module__}:{klass.__qualname__}"
         for spec in _REGISTRY.values():
-            if spec.estimator is klass or spec.estimator == path:
+            if spec.estimator is klass or spec.estimator == path or _names(spec.estimator, klass):
                 return spec
     return None
+
+
+def _names(target: str | Any, cls: type) -> bool:
+    """Whether the dotted path ``target`` into an already imported module names ``cls``."""
+    if not isinstance(target, str) or target.partition(":")[0] not in sys.modules:
+        return False
+    try:
+        return load(target) is cls
+    except AttributeError:
+        return False

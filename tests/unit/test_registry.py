@@ -87,6 +87,13 @@ def test_the_report_describes_a_registered_generator_from_its_spec() -> None:
     assert entry_kinds([ReleaseEntry("r", "t", manifest)]) == {"marginals"}
 
 
+class Tallies(OpalMarginals):
+    """A generator named through another name (``Tally``) of its module."""
+
+
+Tally = Tallies
+
+
 def test_a_generator_s_manifest_name_is_written_once_in_its_spec() -> None:
     """Issue 27: the estimator's manifests name it by its spec's ``generator`` (the one place
     the name is written), so renaming a spec renames its manifests; before, each estimator also
@@ -123,6 +130,12 @@ def test_a_generator_s_manifest_name_is_written_once_in_its_spec() -> None:
         fitted = Counts(random_state=1).fit(taps)
         assert fitted.parameters()["generator"] == "test-counts"
         assert registry.for_manifest(fitted.manifest()) is registry.get("counts")
+    finally:
+        registry.unregister("counts")
+
+    registry.register(_spec(estimator=f"{__name__}:Tally"))  # a path through a re-export
+    try:
+        assert Tallies.manifest_name() == "test-counts"
     finally:
         registry.unregister("counts")
 
