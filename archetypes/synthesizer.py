@@ -185,21 +185,12 @@ class ArchetypeSynthesizer(JointSampling):
 
     # -- validation --------------------------------------------------------------------------------
     def _check_params(self) -> None:
-        self._budgets()
-
-    def _budgets(self) -> list[tuple[float, float]]:
-        """(epsilon, delta) of each release, in order (ConfigError on a bad budget or split)."""
+        """The rules between parameters (ConfigError), checked once per fit by
+        :meth:`_validate_params`: the budget, ``budget_split`` against the releases it shares,
+        the key columns, the marginals and the joint options; :meth:`_budgets` then only
+        divides."""
         check_budget(self.epsilon, self.delta, need_delta=True)  # Gaussian: delta in (0, 1)
-        eps, delta = self.epsilon, self.delta
-        split = tuple(self.budget_split)
-        names = [
-            *(["stand-in"] if self._stand_in_on() else []),
-            "archetypes",
-            "category",
-            *(["marginals"] if list(self.marginals) else []),
-        ]
-        if self._joint_on() and self._stand_in_on() and len(split) == len(names) - 1:
-            names.pop(0)  # joint mode: the joint model is the stand-in, its share optional
+        split, names = tuple(self.budget_split), self._budget_names()
         wanted = len(names)
         if len(split) != wanted or any(
             isinstance(s, bool) or not isinstance(s, int | float) or s <= 0 for s in split
@@ -214,6 +205,26 @@ class ArchetypeSynthesizer(JointSampling):
             raise ConfigError(f"{spell('key_columns')} must name at least one column")
         if len(set(self.marginals)) != len(list(self.marginals)):
             raise ConfigError(f"marginals lists a column twice: {list(self.marginals)}")
+        if self._joint_on():
+            self._joint_options()  # its keys and share
+
+    def _budget_names(self) -> list[str]:
+        """The releases ``budget_split`` shares the budget among, in order."""
+        names = [
+            *(["stand-in"] if self._stand_in_on() else []),
+            "archetypes",
+            "category",
+            *(["marginals"] if list(self.marginals) else []),
+        ]
+        if self._joint_on() and self._stand_in_on() and len(self.budget_split) == len(names) - 1:
+            names.pop(0)  # joint mode: the joint model is the stand-in, its share optional
+        return names
+
+    def _budgets(self) -> list[tuple[float, float]]:
+        """(epsilon, delta) of each release, in order, from the parameters
+        :meth:`_check_params` accepted."""
+        eps, delta = self.epsilon, self.delta
+        split, names = tuple(self.budget_split), self._budget_names()
         if self._joint_on():  # (joint, archetypes, category)
             return self._joint_budgets(eps, delta, split, names)
         return list(zip(budget_shares(eps, split), budget_shares(delta, split), strict=True))
@@ -548,7 +559,7 @@ class ArchetypeSynthesizer(JointSampling):
         :meth:`manifest` or :meth:`write`: the fitted model holds frames, not files)."""
         self._check_fitted()
         params: dict[str, Any] = {
-            "generator": "archetypes",
+            "generator": self.manifest_name(),
             "id_column": self.id_column,
             "order_column": self.order_column,
             "n_archetypes": self.archetypes,

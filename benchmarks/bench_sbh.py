@@ -1,6 +1,6 @@
 """SBH / Opal release speed and memory against the bare pandas group-by of the same six tables.
 
-Issue 5 target: ``OpalRelease.fit`` within 2x the time of the floor (the six tables counted with
+Issue 5 target: ``OpalMarginals.fit`` within 2x the time of the floor (the six tables counted with
 pandas on the same typed input: taps with ``time`` as datetime64, categorical stops and modes),
 measured on the same input. Each step runs in its own child process (:func:`harness.child`), which
 builds the input, times the step and exits: its peak RSS less that of a child that only builds the
@@ -25,7 +25,7 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from harness import add_options, child, emit, write_results
 
-from synth.marginals.opal import OpalRelease
+from synth.marginals.opal import OpalMarginals
 
 SMOKE_SIZES = [20_000]
 
@@ -73,7 +73,7 @@ def groupby_floor(taps: pd.DataFrame, bin_minutes: int = 15) -> dict[str, pd.Ser
 
 def sbh_release(taps: pd.DataFrame, bin_minutes: int = 15) -> dict[str, pd.DataFrame]:
     """The release itself (secure noise)."""
-    return OpalRelease(bin=bin_minutes).fit(taps).release()
+    return OpalMarginals(bin=bin_minutes).fit(taps).release()
 
 
 def sube_taps(folder: Path) -> pd.DataFrame:

@@ -27,7 +27,7 @@ def tree_parameters(model: Any) -> dict[str, Any]:
     the tree's settings and plan, and how its input was read (location column, unknown
     locations, time zone, taxonomy): configuration only, nothing of the data."""
     out: dict[str, Any] = {
-        "generator": "prefixtree",
+        "generator": model.manifest_name(),
         "variant": model.variant,
         "epsilon": model.epsilon,
         "height": model.height,

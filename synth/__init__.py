@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 _EXPORTS: dict[str, str] = {
-    "OpalRelease": "synth.marginals",
+    "OpalMarginals": "synth.marginals",
     "stability_histogram": "synth.marginals",
     "Taxonomy": "synth.taxonomy",
     "load_sequences": "synth.records",
@@ -21,12 +21,12 @@ _EXPORTS: dict[str, str] = {
 }
 
 if TYPE_CHECKING:
-    from synth.marginals import OpalRelease, stability_histogram
+    from synth.marginals import OpalMarginals, stability_histogram
     from synth.records import load_sequences, load_taps, load_trips
     from synth.taxonomy import Taxonomy
 
 __all__ = [
-    "OpalRelease",
+    "OpalMarginals",
     "Taxonomy",
     "__version__",
     "load_sequences",
@@ -36,8 +36,15 @@ __all__ = [
 ]
 
 
+#: deprecated old names (CHANGELOG.md, "Deprecations"), looked up in their module at every use so
+#: that each use warns (:data:`synth.marginals.RENAMED_CLASSES`)
+_RENAMED: dict[str, str] = {"OpalRelease": "synth.marginals"}
+
+
 def __getattr__(name: str) -> Any:
     """Import a public name from its module on first use (PEP 562)."""
+    if name in _RENAMED:
+        return getattr(importlib.import_module(_RENAMED[name]), name)
     if name not in _EXPORTS:
         raise AttributeError(f"module 'synth' has no attribute {name!r}")
     value = getattr(importlib.import_module(_EXPORTS[name]), name)

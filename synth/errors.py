@@ -46,3 +46,9 @@ class SeededWarning(TransitSynthWarning):
 class RenamedParameterWarning(TransitSynthWarning, DeprecationWarning):
     """A renamed constructor keyword or config key was used (:mod:`synth.params`): it still
     works until the release CHANGELOG.md names, under its new name (the flag's)."""
+
+
+class RenamedClassWarning(TransitSynthWarning, DeprecationWarning):
+    """A renamed public class was used under its old name (``OpalRelease``, now
+    :class:`~synth.marginals.OpalMarginals`): it still works until the release CHANGELOG.md names
+    (:data:`synth.params.RENAMED_REMOVED_IN`)."""

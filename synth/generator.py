@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 import pandas as pd
 
+from synth import registry
 from synth.errors import ConfigError, InputError, NotFittedError
 from synth.io import read_table
 from synth.params import Constraint, ParamTable, validate_params
@@ -188,9 +189,22 @@ class Generator:
         raise NotImplementedError
 
     # -- the release -------------------------------------------------------------------------------
+    @classmethod
+    def manifest_name(cls) -> str:
+        """The name this generator's manifests give it (``parameters.generator``), as its
+        registry spec defines it (:func:`synth.registry.for_estimator`: the one place the name
+        is written); ConfigError for a class no registered generator names."""
+        spec = registry.for_estimator(cls)
+        if spec is None:
+            raise ConfigError(
+                f"{cls.__name__} is not a registered generator: give it a spec "
+                "(synth.registry.register) to name its manifests"
+            )
+        return spec.generator
+
     def parameters(self) -> dict[str, Any]:  # pragma: no cover - overridden
         """The public parameters of the fitted release, as its manifest records them (with
-        ``generator``, the generator's name)."""
+        ``generator``, :meth:`manifest_name`)."""
         raise NotImplementedError
 
     def public_inputs(self) -> dict[str, str | os.PathLike[str]]:

@@ -20,6 +20,7 @@ report and the datasheet describe it from the spec, and ``audit --empirical`` fi
 from __future__ import annotations
 
 import importlib
+import sys
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -34,6 +35,7 @@ __all__ = [
     "GeneratorSpec",
     "SheetFacts",
     "find",
+    "for_estimator",
     "for_manifest",
     "generator_name",
     "get",
@@ -76,7 +78,9 @@ class GeneratorSpec:
 
     - ``kind``: the release kind: the config table ``[kind]`` of ``run``, the release folder of a
       single table, the subcommand (``command``) when it has one;
-    - ``generator``: its name in manifests (``parameters.generator``; nothing else is read);
+    - ``generator``: its name in manifests (``parameters.generator``; nothing else is read),
+      defined here only: the estimator's :meth:`~synth.generator.Generator.manifest_name` reads
+      it (:func:`for_estimator`);
     - ``estimator``: the :class:`~synth.generator.Generator` class (dotted path or the class);
     - ``description``: one line for the report (what the release is, citing its paper);
       ``details``: params -> the words appended to it (variant, height ...);
@@ -262,7 +266,7 @@ SHIPPED: tuple[GeneratorSpec, ...] = (
     GeneratorSpec(
         kind="marginals",
         generator="opal-marginals",
-        estimator="synth.marginals.opal:OpalRelease",
+        estimator="synth.marginals.opal:OpalMarginals",
         description="six marginal tables of tap-ons and tap-offs, stability-based histograms "
         "(Asghar et al. 2018, the Opal release)",
         title="Noisy count tables of tap-ons and tap-offs",
@@ -339,3 +343,26 @@ def for_manifest(manifest: Mapping[str, Any] | None) -> GeneratorSpec | None:
     """The spec of the generator ``manifest`` names; None when it names no registered one."""
     name = generator_name(manifest)
     return next((s for s in _REGISTRY.values() if s.generator == name), None)
+
+
+def for_estimator(cls: type) -> GeneratorSpec | None:
+    """The spec whose ``estimator`` is ``cls`` or its nearest base class (a subclass writes its
+    base's manifests), matched by the class, its dotted path, or a dotted path into a module
+    already imported that names it (a re-export), so no other estimator is imported; None when
+    no registered generator names it."""
+    for klass in cls.__mro__:
+        path = f"{klass.__module__}:{klass.__qualname__}"
+        for spec in _REGISTRY.values():
+            if spec.estimator is klass or spec.estimator == path or _names(spec.estimator, klass):
+                return spec
+    return None
+
+
+def _names(target: str | Any, cls: type) -> bool:
+    """Whether the dotted path ``target`` into an already imported module names ``cls``."""
+    if not isinstance(target, str) or target.partition(":")[0] not in sys.modules:
+        return False
+    try:
+        return load(target) is cls
+    except AttributeError:
+        return False

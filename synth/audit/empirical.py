@@ -147,12 +147,12 @@ def loop_runner(fit: Callable[[pd.DataFrame], Any]) -> Runner:
 def marginals_runner(
     params: dict[str, Any], d: pd.DataFrame, d_prime: pd.DataFrame, noise: Any
 ) -> Runner:
-    """The Opal release (:class:`~synth.marginals.OpalRelease`, Asghar et al. 2018) as an audit
+    """The Opal release (:class:`~synth.marginals.OpalMarginals`, Asghar et al. 2018) as an audit
     mechanism: its six tables, fitted on D or D' (the ``marginals`` spec's audit hook)."""
-    from synth.marginals import OpalRelease
+    from synth.marginals import OpalMarginals
 
     del d, d_prime  # the release's domains are its parameters
-    return loop_runner(lambda d: OpalRelease(random_state=noise, **params).fit(d).release())
+    return loop_runner(lambda d: OpalMarginals(random_state=noise, **params).fit(d).release())
 
 
 #: The mechanisms of the audit itself, with the parameters each accepts (``--param KEY=VALUE``);

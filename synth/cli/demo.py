@@ -268,15 +268,15 @@ def _sequences(stage: Path, taps: Any, seed: int | None, step: _Steps) -> dict[s
 def _marginals(stage: Path, taps: Any, seed: int | None, step: _Steps) -> tuple[Any, Any]:
     """The Opal-style SBH release of the SUBE Wednesday taps (the reference output), and the taps
     it was made from (to measure the release's own error against them)."""
-    from synth.marginals.opal import OpalRelease
+    from synth.marginals.opal import OpalMarginals
     from synth.records import load_taps
 
     taps = load_taps(taps, location_column="id_linea").rename(
         columns={"id_linea": "stop_id", "modo": "mode"}
     )
-    release = OpalRelease(**demo_settings()["marginals"].params, random_state=_seed(seed, 10)).fit(
-        taps
-    )
+    release = OpalMarginals(
+        **demo_settings()["marginals"].params, random_state=_seed(seed, 10)
+    ).fit(taps)
     release.write(stage / "marginals")
     step("marginals: SBH release (consistent mode) written")
     return release, taps

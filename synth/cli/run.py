@@ -22,7 +22,7 @@ A config holds one or more releases, each a table named after the subcommand tha
 
 each with a sub-table ``parameters`` of the generator's constructor parameters
 (:class:`~prefixtree.PrefixTreeSynthesizer`, :class:`~archetypes.ArchetypeSynthesizer`,
-:class:`~synth.marginals.opal.OpalRelease`; ``random_state`` comes from ``--seed`` and the
+:class:`~synth.marginals.opal.OpalMarginals`; ``random_state`` comes from ``--seed`` and the
 taxonomy or schema objects from the keys above). Several releases of one kind are an array of tables
 (``[[sequences]]``) with a ``name`` each (e.g. an epsilon sweep); a single table is named after its
 kind. Paths are relative to the config file's folder (absolute paths are allowed);

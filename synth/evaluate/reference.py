@@ -1,8 +1,8 @@
 """Reference check: synthetic microdata against an SBH marginal release of the private data.
 
-The SBH release (:class:`synth.marginals.opal.OpalRelease`) is the reference output (docs/design.md
-section 5): its cells are within a known per-cell error bound of the true counts with probability
-``1 - beta`` (Asghar et al. 2018, Theorem 6, made exact in
+The SBH release (:class:`synth.marginals.opal.OpalMarginals`) is the reference output
+(docs/design.md section 5): its cells are within a known per-cell error bound of the true counts
+with probability ``1 - beta`` (Asghar et al. 2018, Theorem 6, made exact in
 :meth:`synth.marginals.sbh_calibration.SBHCalibration.error_bound`). A synthetic dataset whose
 recomputed table differs from the release by more than that bound in a cell disagrees with the
 private data there (up to the ``beta`` chance that the release itself is off).
@@ -22,7 +22,7 @@ import pandas as pd
 from synth import registry
 from synth.errors import ConfigError, InputError
 from synth.io import read_json, read_table
-from synth.marginals import TABLES, OpalRelease, SBHCalibration, marginal_tables
+from synth.marginals import TABLES, OpalMarginals, SBHCalibration, marginal_tables
 from synth.taxonomy import Taxonomy
 
 __all__ = ["MAX_ONE_WAY_TVD", "MIN_WITHIN", "against_reference"]
@@ -32,10 +32,10 @@ _CAL_FIELDS = ("epsilon", "delta", "scale", "threshold", "unit", "l0", "l1", "li
 
 
 def _load(
-    release: OpalRelease | str | os.PathLike[str], taxonomy: Taxonomy | None
+    release: OpalMarginals | str | os.PathLike[str], taxonomy: Taxonomy | None
 ) -> tuple[dict[str, pd.DataFrame], dict[str, Any], Taxonomy | None]:
     """Tables, parameters and taxonomy of a fitted release or of a release directory."""
-    if isinstance(release, OpalRelease):
+    if isinstance(release, OpalMarginals):
         return release.release(), release.parameters(), taxonomy or release.taxonomy
     path = Path(release)
     manifest = path / "manifest.json"
@@ -170,7 +170,7 @@ def _row(
 
 def against_reference(
     microdata: pd.DataFrame,
-    release: OpalRelease | str | os.PathLike[str],
+    release: OpalMarginals | str | os.PathLike[str],
     *,
     beta: float = 0.05,
     taxonomy: Taxonomy | None = None,
@@ -179,7 +179,7 @@ def against_reference(
 
     ``microdata``: synthetic trips, taps or long-format sequences (sequences are tap-ons; without
     times only the location tables are compared), or the original data (the release's own error).
-    ``release``: a fitted :class:`OpalRelease` or its directory.
+    ``release``: a fitted :class:`OpalMarginals` or its directory.
 
     Like with like: the microdata goes through the release's own steps before its tables are
     counted: the same public partitions, bins and location collapse and, for a card-unit release,

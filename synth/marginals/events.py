@@ -228,7 +228,7 @@ def load_input(
     path: Path | pd.DataFrame, location_column: str, timezone: str | None = None
 ) -> pd.DataFrame:
     """Trips (an ``on_stop`` column) or taps, through :mod:`synth.records` (SUBE loads as is):
-    what ``transit-synth marginals`` and :meth:`OpalRelease.fit` read from a file."""
+    what ``transit-synth marginals`` and :meth:`OpalMarginals.fit` read from a file."""
     if isinstance(path, pd.DataFrame):
         columns = set(path.columns)
     elif path.is_file() and table_format(path) is not None:

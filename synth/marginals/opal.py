@@ -55,12 +55,12 @@ from synth.times import check_timezone
 if TYPE_CHECKING:
     from synth.release import ReleaseWriter
 
-__all__ = ["Mode", "OpalRelease", "marginal_tables"]
+__all__ = ["Mode", "OpalMarginals", "marginal_tables"]
 
 Mode = Literal["sbh", "consistent", "pure"]
 
 
-class OpalRelease(Generator):
+class OpalMarginals(Generator):
     """The Opal marginal release of 000 section 4.1, with the fixes of 001 as modes.
 
     Parameters (keyword-only): ``epsilon`` and ``delta`` are the totals per (mode, day) partition
@@ -266,7 +266,7 @@ class OpalRelease(Generator):
         data: pd.DataFrame | str | os.PathLike[str] | MappedSource,
         *,
         location_column: str | None = None,
-    ) -> OpalRelease:
+    ) -> OpalMarginals:
         """Count the tables, record the spends in the ledger, then draw the noise.
 
         ``data`` is a frame of trips, taps or sequences, or a trips/taps file: the DuckDB engine
@@ -478,7 +478,7 @@ class OpalRelease(Generator):
         self._check_fitted()
         tax = self.taxonomy
         return {
-            "generator": "opal-marginals",
+            "generator": self.manifest_name(),
             "mode": self.mode,
             "epsilon_per_partition": float(exact(self.epsilon, "epsilon")),
             "delta_per_partition": float(exact(self.delta, "delta")),
@@ -547,7 +547,7 @@ def marginal_tables(
     events = read_events(
         data, unit_column=unit_column if bounded else None, timezone=check_timezone(timezone)
     )
-    spec = OpalRelease(
+    spec = OpalMarginals(
         bin=bin_minutes,
         taxonomy=taxonomy,
         level=level,  # a data without modes or days is compared with the release summed over them

@@ -1,4 +1,4 @@
-"""The parameter table of :class:`~synth.marginals.opal.OpalRelease` (Asghar et al. 2018): one row
+"""The parameter table of :class:`~synth.marginals.opal.OpalMarginals` (Asghar et al. 2018): one row
 per constructor keyword, from which its validator, the ``[marginals.parameters]`` config schema
 and the ``transit-synth marginals`` flags are generated (:mod:`synth.params`)."""
 
@@ -56,7 +56,7 @@ def _is_noise(value: object) -> bool:
 
 
 PARAMS = ParamTable(
-    "OpalRelease",
+    "OpalMarginals",
     [
         Param(
             "epsilon",

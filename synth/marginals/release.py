@@ -15,7 +15,7 @@ from synth.datasheet import read_names
 from synth.errors import ConfigError, TransitSynthWarning
 from synth.logs import private_message
 from synth.marginals.grid import TABLES
-from synth.marginals.opal import OpalRelease
+from synth.marginals.opal import OpalMarginals
 from synth.progress import Progress
 from synth.provenance import private_inputs, write_provenance
 from synth.records.mapped_source import MappedSource
@@ -25,7 +25,7 @@ from synth.taxonomy import Taxonomy
 __all__ = ["release_marginals", "warn_if_few_locations"]
 
 
-def warn_if_few_locations(release: OpalRelease, where: str) -> None:
+def warn_if_few_locations(release: OpalMarginals, where: str) -> None:
     """Warn when the released location tables keep fewer than half of the locations (the others'
     cells all fell under the SBH threshold: e.g. 6 of 382 SUBE lines at epsilon 1). The domain
     is the taxonomy's (public) or, without one, the input's: the warning goes to the operator's
@@ -61,7 +61,7 @@ def release_marginals(
     names: str | os.PathLike[str] | None = None,
     location_names: bool = False,
 ) -> str:
-    """Fit an :class:`~synth.marginals.opal.OpalRelease` on ``input`` and write it into ``out``
+    """Fit an :class:`~synth.marginals.opal.OpalMarginals` on ``input`` and write it into ``out``
     atomically; returns a summary line. ``input`` is a file or a frame of trips or taps, or a
     :class:`~synth.records.mapped_source.MappedSource` (read by ``fit``; ``source``:
     the file it came from, for the operator-only provenance record written beside ``out`` with
@@ -93,7 +93,7 @@ def release_marginals(
                 taxonomy, use_stations=gtfs_stations, route_rule=gtfs_route_rule
             )
         )
-        release = OpalRelease(
+        release = OpalMarginals(
             **params, taxonomy=tax, random_state=seed, location_column=location_column
         )
         # fit alone checks the parameters, then reads: a file (the engine out of core when it

@@ -484,18 +484,21 @@ def exact_count_in_manifest(monkeypatch: pytest.MonkeyPatch) -> None:
     """Canary: the Opal manifest's parameters record the exact number of input events."""
     import synth.marginals.opal
 
-    read, parameters = synth.marginals.opal.read_events, synth.marginals.opal.OpalRelease.parameters
+    read, parameters = (
+        synth.marginals.opal.read_events,
+        synth.marginals.opal.OpalMarginals.parameters,
+    )
     seen: dict[str, int] = {}
 
     def reading(data: pd.DataFrame, **kwargs: object) -> object:
         seen["events"] = len(data)
         return read(data, **kwargs)  # type: ignore[arg-type]
 
-    def with_count(self: synth.marginals.opal.OpalRelease) -> dict[str, object]:
+    def with_count(self: synth.marginals.opal.OpalMarginals) -> dict[str, object]:
         return {**parameters(self), "input_events": seen["events"]}
 
     monkeypatch.setattr(synth.marginals.opal, "read_events", reading)
-    monkeypatch.setattr(synth.marginals.opal.OpalRelease, "parameters", with_count)
+    monkeypatch.setattr(synth.marginals.opal.OpalMarginals, "parameters", with_count)
 
 
 def column_wide_ids(series: pd.Series, **_: object) -> pd.Series:

@@ -97,7 +97,11 @@ class NoisyOD(Generator):
         ).assign(on_stop=rows["on_stop"].to_numpy(), off_stop=rows["off_stop"].to_numpy())
 
     def parameters(self) -> dict[str, Any]:
-        return {"generator": "test-od", "epsilon": self.epsilon, "stops": list(self.stops)}
+        return {
+            "generator": self.manifest_name(),
+            "epsilon": self.epsilon,
+            "stops": list(self.stops),
+        }
 
     def _write_data(self, release: ReleaseWriter, format: str) -> dict[str, int]:
         trips = self.sample()

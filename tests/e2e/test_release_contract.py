@@ -108,13 +108,13 @@ def test_prefix_tree_manifest_same_from_cli_api_and_demo(here: Path) -> None:
 
 
 def test_marginals_manifest_same_from_cli_and_api(here: Path) -> None:
-    from synth.marginals import OpalRelease
+    from synth.marginals import OpalMarginals
 
     argv = ["marginals", "taps.csv", "--epsilon", "4", "--delta", "1e-6", "--taxonomy", "tax.csv"]
     assert main([*argv, "--out", "cli", "--seed", str(SEED), "--quiet"]) == 0
     from synth.taxonomy import Taxonomy
 
-    release = OpalRelease(
+    release = OpalMarginals(
         epsilon=4.0, delta=1e-6, taxonomy=Taxonomy.from_spec("tax.csv"), random_state=SEED
     )
     release.fit("taps.csv").write("api")
@@ -273,7 +273,7 @@ def test_every_manifest_goes_through_the_one_writer(
     """``run`` (three releases and the combined manifest) and the API's ``write``: every
     ``manifest.json`` written is one call of :func:`synth.release.write_manifest`."""
     import synth.release
-    from synth.marginals import OpalRelease
+    from synth.marginals import OpalMarginals
 
     real = synth.release.write_manifest
     calls: list[Path] = []
@@ -287,7 +287,7 @@ def test_every_manifest_goes_through_the_one_writer(
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         run_config(here / "run.toml", here / "out", seed=SEED)
-        OpalRelease(epsilon=1.0, delta=1e-6, random_state=1).fit("taps.csv").write("api")
+        OpalMarginals(epsilon=1.0, delta=1e-6, random_state=1).fit("taps.csv").write("api")
     written = sorted(here.rglob("manifest.json"))
     assert len(written) == 5 and len(calls) == 5
 

@@ -11,7 +11,7 @@ import pytest
 
 from synth.audit import difference_tables, load_release, table_pairs, theorem5_halfwidth
 from synth.audit.differencing import noise_pmf, sum_quantile
-from synth.marginals.opal import OpalRelease
+from synth.marginals.opal import OpalMarginals
 from synth.privacy import SecureNoise
 
 # 08:00 on one day: two busy stops and one whose 14 tap-offs the time x location table suppresses
@@ -28,7 +28,7 @@ def _taps() -> pd.DataFrame:
 
 def _release(tmp_path: Path, mode: str, seed: int) -> Path:
     out = tmp_path / f"{mode}{seed}"
-    OpalRelease(epsilon=8, mode=mode, random_state=seed).fit(_taps()).write(out)
+    OpalMarginals(epsilon=8, mode=mode, random_state=seed).fit(_taps()).write(out)
     return out
 
 

@@ -15,7 +15,7 @@ from synth.audit import fit_scale, load_release, named_pairs, route_pairs
 from synth.audit.differencing import noise_pmf
 from synth.audit.scale import difference_logpmf, paired_counts
 from synth.errors import ConfigError, InputError
-from synth.marginals.opal import OpalRelease
+from synth.marginals.opal import OpalMarginals
 
 MANLY, QUAY = "Manly Wharf", "Circular Quay No. 3 Wharf"
 
@@ -50,7 +50,7 @@ def opal_like(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """An SBH release whose time x location tables carry discrete Laplace noise of scale 1.4."""
     out = tmp_path_factory.mktemp("opal") / "release"
     # epsilon 40/7 per partition: the two-way tables get 2/8 of it, 10/7, so scale 2/(10/7) = 1.4
-    OpalRelease(epsilon=Fraction(40, 7), random_state=3).fit(ferry_trips(14)).write(out)
+    OpalMarginals(epsilon=Fraction(40, 7), random_state=3).fit(ferry_trips(14)).write(out)
     return out
 
 

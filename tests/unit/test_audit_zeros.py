@@ -12,7 +12,7 @@ import pytest
 from synth.audit import audit_release, check_zeros, load_release, second_algorithm, theorem1_delta
 from synth.audit.release import zeros_perturbed
 from synth.audit.zeros import presence_probability
-from synth.marginals.opal import OpalRelease
+from synth.marginals.opal import OpalMarginals
 from synth.privacy import threshold_delta
 from synth.taxonomy import Taxonomy
 
@@ -36,7 +36,7 @@ def _release(tmp_path: Path, mode: str) -> Path:
         edges = [(f"s{i}", "zone") for i in range(4)] + [("zone", "root")]
         kwargs = {"taxonomy": Taxonomy.from_edges(edges), "modes": ["bus"], "days": ["2016-07-25"]}
     out = tmp_path / mode
-    OpalRelease(epsilon=8, delta=1e-5, mode=mode, bin=60, random_state=1, **kwargs).fit(
+    OpalMarginals(epsilon=8, delta=1e-5, mode=mode, bin=60, random_state=1, **kwargs).fit(
         _taps()
     ).write(out)
     return out

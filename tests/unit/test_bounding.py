@@ -7,7 +7,7 @@ import pytest
 
 from synth.errors import ConfigError
 from synth.evaluate import against_reference
-from synth.marginals import OpalRelease, marginal_tables
+from synth.marginals import OpalMarginals, marginal_tables
 
 DAY = "2019-11-28"
 
@@ -55,12 +55,12 @@ def test_default_card_release_is_uniform_and_recorded(zero_noise: object) -> Non
     relation; with zero noise its hour table is flat, where the first-by-time rule (``bounding=
     "earliest"``) publishes two hours only."""
     settings = dict(bin=60, privacy_unit="card_id", max_contributions=2, epsilon=8.0)
-    rel = OpalRelease(**settings, random_state=5).fit(_taps())
+    rel = OpalMarginals(**settings, random_state=5).fit(_taps())
     assert rel.parameters()["bounding"] == "uniform"
     assert "uniform random choice" in rel.ledger_.neighbouring
     on_time = rel.tables_["on_time"]
     assert len(on_time[on_time["count"] > 0]) == 6
-    first = OpalRelease(**settings, bounding="earliest", random_state=5).fit(_taps())
+    first = OpalMarginals(**settings, bounding="earliest", random_state=5).fit(_taps())
     assert "first by time" in first.ledger_.neighbouring
     assert set(first.tables_["on_time"]["time"]) == {"06:00", "09:00"}
     # the check bounds the original as the release did: for the deterministic rule exactly,
@@ -79,7 +79,7 @@ def test_check_of_a_uniform_release_allows_for_its_draw(zero_noise: object) -> N
 
     many = _taps(3000)
     settings = dict(bin=60, privacy_unit="card_id", max_contributions=2, epsilon=8.0)
-    rel = OpalRelease(**settings, random_state=5).fit(many)
+    rel = OpalMarginals(**settings, random_state=5).fit(many)
     report = against_reference(many, rel).set_index("table")
     assert report.loc[["on_time", "on_location", "on_time_location"], "passes"].all()
     expected = marginal_tables(
@@ -107,15 +107,15 @@ def test_uniform_release_same_on_every_engine(tmp_path: object) -> None:
     path = Path(str(tmp_path)) / "taps.parquet"
     _taps().to_parquet(path)
     settings = dict(bin=60, privacy_unit="card_id", max_contributions=2, random_state=9)
-    mem = OpalRelease(**settings, engine="memory").fit(_taps())
-    duck = OpalRelease(**settings, engine="duckdb").fit(path)
+    mem = OpalMarginals(**settings, engine="memory").fit(_taps())
+    duck = OpalMarginals(**settings, engine="duckdb").fit(path)
     for name in mem.tables_:
         pd.testing.assert_frame_equal(mem.tables_[name], duck.tables_[name])
 
 
 def test_bad_bounding_rule() -> None:
     with pytest.raises(ConfigError, match="bounding must be one of"):
-        OpalRelease(privacy_unit="card_id", bounding="latest").fit(_taps())  # type: ignore[arg-type]
+        OpalMarginals(privacy_unit="card_id", bounding="latest").fit(_taps())  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="bounding must be one of"):
         marginal_tables(_taps(), unit_column="card_id", max_contributions=1, bounding="x")  # type: ignore[arg-type]
 
@@ -149,5 +149,5 @@ def test_datasheet_states_the_bounding_rule(tmp_path: object) -> None:
     settings = dict(bin=60, privacy_unit="card_id", max_contributions=2, random_state=1)
     for rule, words in (("uniform", "uniform random choice"), ("earliest", "first by time")):
         out = Path(str(tmp_path)) / rule
-        OpalRelease(**settings, bounding=rule).fit(_taps()).write(out)  # type: ignore[arg-type]
+        OpalMarginals(**settings, bounding=rule).fit(_taps()).write(out)  # type: ignore[arg-type]
         assert words in (out / "README.md").read_text()

@@ -24,7 +24,7 @@ def test_the_registry_names_the_three_kinds_and_their_estimators() -> None:
     assert names == {
         "sequences": "PrefixTreeSynthesizer",
         "trips": "ArchetypeSynthesizer",
-        "marginals": "OpalRelease",
+        "marginals": "OpalMarginals",
     }
     for spec in registry.SHIPPED:
         assert set(spec.required) <= set(config_table(spec.kind))

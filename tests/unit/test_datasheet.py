@@ -17,7 +17,7 @@ import pytest
 
 from archetypes import ArchetypeSynthesizer, TripSchema
 from prefixtree import PrefixTreeSynthesizer
-from synth import OpalRelease
+from synth import OpalMarginals
 from synth.datasheet import read_names
 from synth.errors import InputError
 from synth.taxonomy import Taxonomy
@@ -117,7 +117,7 @@ def test_marginals_datasheet_states_suppression_and_unit(tmp_path: Path) -> None
             "mode": "bus",
         }
     )
-    release = OpalRelease(
+    release = OpalMarginals(
         epsilon=4.0, delta=1e-6, privacy_unit="card_id", max_contributions=2, random_state=1
     ).fit(taps)
     readme, sheet = _read(release.write(tmp_path / "m").path)
@@ -129,7 +129,7 @@ def test_marginals_datasheet_states_suppression_and_unit(tmp_path: Path) -> None
     assert any("are suppressed (absent from the file)" in b for b in sheet["bounded"])
     assert "| `count` | noisy number of taps in this cell" in readme
     assert "| `on_time_location.csv` | `mode`, `day`, `time`, `location`, `count` |" in readme
-    per_row = OpalRelease(epsilon=4.0, delta=1e-6, random_state=1).fit(taps)
+    per_row = OpalMarginals(epsilon=4.0, delta=1e-6, random_state=1).fit(taps)
     _, sheet = _read(per_row.write(tmp_path / "rows").path)
     in_words = sheet["privacy"]["in_words"]
     assert re.match(r"Adding or removing one (tap|trip) changes", in_words), in_words

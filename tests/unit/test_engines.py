@@ -13,7 +13,7 @@ import pytest
 from prefixtree.synthesizer import PrefixTreeSynthesizer
 from synth.engines import get_engine
 from synth.errors import ConfigError, InputError
-from synth.marginals.opal import OpalRelease
+from synth.marginals.opal import OpalMarginals
 from synth.records import UnknownLocationWarning, encode_sequences, load_sequences
 from synth.simulate import simulate_sequences, simulate_taps, write_simulated_sequences
 from synth.taxonomy import Taxonomy
@@ -167,7 +167,7 @@ def test_engine_parameters_are_checked(montreal: Taxonomy, tmp_path: Path) -> No
             epsilon=1.0, height=2, taxonomy=montreal, engine="polars"
         ).check_params()
     with pytest.raises(ConfigError, match="unknown option"):
-        OpalRelease(engine="duckdb", engine_options={"spill": "x"}).fit(pd.DataFrame())
+        OpalMarginals(engine="duckdb", engine_options={"spill": "x"}).fit(pd.DataFrame())
     with pytest.raises(ConfigError, match="not a directory"):
         get_engine("duckdb", {"temp_directory": str(tmp_path / "missing")})
     with pytest.raises(ConfigError, match="engine options"):
@@ -182,7 +182,7 @@ def test_engine_parameters_are_checked(montreal: Taxonomy, tmp_path: Path) -> No
 def test_sbh_releases_identical(simulated: dict, unit: str | None) -> None:
     taps = simulated["taps"]
     releases = [
-        OpalRelease(
+        OpalMarginals(
             bin=30,
             privacy_unit=unit,
             max_contributions=3 if unit else 1,
@@ -196,7 +196,7 @@ def test_sbh_releases_identical(simulated: dict, unit: str | None) -> None:
     if unit:  # the bound bites: 3 taps per card at most
         assert releases[0].tables_["on_time"]["count"].sum() < len(taps)
     seeded = [  # real (seeded) noise, drawn in the driver in cell order: the same draws
-        OpalRelease(bin=30, privacy_unit=unit, random_state=5, engine=name)
+        OpalMarginals(bin=30, privacy_unit=unit, random_state=5, engine=name)
         .fit(taps)
         .tables_["on_time_location"]
         for name in ENGINES
@@ -242,7 +242,7 @@ def test_sube_marginals_identical(sube: dict, unit: str | None) -> None:
 
     taps = _load(Path(sube["taps"]), "id_linea")
     releases = [
-        OpalRelease(
+        OpalMarginals(
             bin=60,
             privacy_unit=unit,
             max_contributions=2 if unit else 1,
@@ -336,8 +336,8 @@ def test_sbh_file_read_by_duckdb(
             params |= {"modes": ["metro", "tram"], "days": ["2012-01-04"]}
             if name == "trips":
                 params["modes"] = ["all"]
-        ref = OpalRelease(**params).fit(_load(path, "stop_id"))
-        got = OpalRelease(**params, engine="duckdb").fit(path)
+        ref = OpalMarginals(**params).fit(_load(path, "stop_id"))
+        got = OpalMarginals(**params, engine="duckdb").fit(path)
         assert got.row_kind_ == ref.row_kind_
         assert sum(len(t) for t in ref.tables_.values()) > 20
         for table, expected in ref.tables_.items():

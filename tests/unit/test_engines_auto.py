@@ -14,7 +14,7 @@ from synth import datasets
 from synth.cli import main
 from synth.engines import auto, check_engine, choose_engine, get_engine, resolve_engine
 from synth.errors import ConfigError
-from synth.marginals.opal import OpalRelease
+from synth.marginals.opal import OpalMarginals
 from synth.simulate import simulate_sequences
 
 GIB = 1 << 30
@@ -30,7 +30,7 @@ def _file(tmp_path: Path, name: str, size: int) -> Path:
 def test_auto_is_the_default() -> None:
     tax = datasets.montreal_taxonomy()
     assert PrefixTreeSynthesizer(epsilon=1, height=2, taxonomy=tax).engine == "auto"
-    assert OpalRelease().engine == "auto"
+    assert OpalMarginals().engine == "auto"
     from synth.cli import build_parser
 
     argv = ["sequences", "x.csv", "--taxonomy", "t.csv", "--epsilon", "1", "--height", "2"]

@@ -16,7 +16,7 @@ import pytest
 
 from prefixtree.synthesizer import PrefixTreeSynthesizer
 from synth.errors import ConfigError, InputError
-from synth.marginals.opal import OpalRelease
+from synth.marginals.opal import OpalMarginals
 from synth.records import load_sequences
 from synth.simulate import _montreal, simulate_sequences, simulate_taps
 from tests.conftest import ZeroNoise, flat_taxonomy, position_error_files
@@ -81,7 +81,7 @@ def test_spark_prefix_tree_identical(tmp_path: Path, time_bin: int | None) -> No
 def test_spark_sbh_identical() -> None:
     taps = simulate_taps(800, seed=5)
     tables = [
-        OpalRelease(
+        OpalMarginals(
             bin=30,
             privacy_unit="card_id",
             max_contributions=2,

@@ -11,7 +11,7 @@ import pytest
 from synth.errors import InputError
 from synth.evaluate.reference import against_reference
 from synth.marginals.grid import TABLES
-from synth.marginals.opal import OpalRelease
+from synth.marginals.opal import OpalMarginals
 
 
 def _trips(n: int, seed: int) -> pd.DataFrame:
@@ -35,12 +35,12 @@ def private() -> pd.DataFrame:
 
 
 @pytest.fixture(scope="module")
-def release(private: pd.DataFrame) -> OpalRelease:
-    return OpalRelease(bin=60, random_state=11).fit(private)
+def release(private: pd.DataFrame) -> OpalMarginals:
+    return OpalMarginals(bin=60, random_state=11).fit(private)
 
 
 def test_the_private_data_agrees_with_its_release(
-    private: pd.DataFrame, release: OpalRelease
+    private: pd.DataFrame, release: OpalMarginals
 ) -> None:
     report = against_reference(private, release).set_index("table")
     assert list(report.index) == list(TABLES)
@@ -49,7 +49,7 @@ def test_the_private_data_agrees_with_its_release(
     assert (report["outside_fraction"] <= 0.05).all()
 
 
-def test_distorted_microdata_is_flagged(private: pd.DataFrame, release: OpalRelease) -> None:
+def test_distorted_microdata_is_flagged(private: pd.DataFrame, release: OpalMarginals) -> None:
     bad = private.assign(
         on_stop="s0", on_time=private["on_time"].dt.floor("D") + pd.Timedelta("8h")
     )
@@ -61,7 +61,7 @@ def test_distorted_microdata_is_flagged(private: pd.DataFrame, release: OpalRele
 
 
 def test_release_directory_and_sequences(
-    private: pd.DataFrame, release: OpalRelease, tmp_path: Path
+    private: pd.DataFrame, release: OpalMarginals, tmp_path: Path
 ) -> None:
     out = release.write(tmp_path / "rel").path
     a = against_reference(private, release)
@@ -89,7 +89,7 @@ def test_release_directory_and_sequences(
 
 
 def test_consistent_release_bounds_derived_tables(private: pd.DataFrame) -> None:
-    rel = OpalRelease(bin=60, mode="consistent", random_state=5).fit(private)
+    rel = OpalMarginals(bin=60, mode="consistent", random_state=5).fit(private)
     report = against_reference(private, rel).set_index("table")
     two_way = report.loc["on_time_location", "error_bound"]
     assert report.loc["on_time", "error_bound"] == 5 * two_way  # 5 locations summed
@@ -144,7 +144,7 @@ def test_the_original_passes_its_own_card_unit_check(card_taps: pd.DataFrame, mo
     """The release bounds each card to k = 3 taps per side (first by time), which moves the hour
     profile: the check bounds the original the same way, so it passes its own check (on the old
     code, which compared the unbounded data, the one-way TV was > 0.1)."""
-    release = OpalRelease(**{**CARD_SETTINGS, "mode": mode}, random_state=4).fit(card_taps)
+    release = OpalMarginals(**{**CARD_SETTINGS, "mode": mode}, random_state=4).fit(card_taps)
     report = against_reference(card_taps, release).set_index("table")
     assert report["compared"].all()
     assert (report["within_bound"] >= 0.95).all()
@@ -163,7 +163,7 @@ def test_unbounded_comparison_would_not_pass(card_taps: pd.DataFrame) -> None:
     check did before) is far off, so the bounding step is what makes the check fair."""
     from synth.marginals import marginal_tables
 
-    release = OpalRelease(**CARD_SETTINGS, random_state=4).fit(card_taps)
+    release = OpalMarginals(**CARD_SETTINGS, random_state=4).fit(card_taps)
     unbounded = marginal_tables(card_taps, bin_minutes=60)["on_time"]
     bounded = marginal_tables(
         card_taps, bin_minutes=60, unit_column="card_id", max_contributions=3
@@ -175,7 +175,7 @@ def test_unbounded_comparison_would_not_pass(card_taps: pd.DataFrame) -> None:
 
 
 def test_distorted_synthetic_fails_the_card_unit_check(card_taps: pd.DataFrame) -> None:
-    release = OpalRelease(**CARD_SETTINGS, random_state=4).fit(card_taps)
+    release = OpalMarginals(**CARD_SETTINGS, random_state=4).fit(card_taps)
     bad = card_taps.assign(stop_id="s11", time=card_taps["time"].dt.floor("D") + pd.Timedelta("5h"))
     report = against_reference(bad, release).set_index("table")
     assert not report.loc["on_location", "passes"]
@@ -207,7 +207,7 @@ def test_bounding_uses_the_public_partitions_first(zero_noise: object) -> None:
         taps, bin_minutes=60, days=["2019-11-28"], unit_column="card_id", max_contributions=1
     )["on_time"]
     assert dict(zip(one["time"], one["count"], strict=True)) == {"07:00": 1, "08:00": 1}
-    release = OpalRelease(
+    release = OpalMarginals(
         bin=60,
         days=["2019-11-28"],
         modes=["COL"],
@@ -222,7 +222,7 @@ def test_bounding_uses_the_public_partitions_first(zero_noise: object) -> None:
 
 def test_synthetic_sequences_are_bounded_as_cards(card_taps: pd.DataFrame) -> None:
     """A synthetic sequence is one card: it keeps the release's k taps too."""
-    release = OpalRelease(**CARD_SETTINGS, random_state=4).fit(card_taps)
+    release = OpalMarginals(**CARD_SETTINGS, random_state=4).fit(card_taps)
     on = card_taps[card_taps["tap"] == "on"]
     seqs = pd.DataFrame(
         {
@@ -242,7 +242,7 @@ def test_synthetic_sequences_are_bounded_as_cards(card_taps: pd.DataFrame) -> No
 def test_the_report_shows_the_check(card_taps: pd.DataFrame) -> None:
     from synth.report.manifests import reference_section
 
-    release = OpalRelease(**CARD_SETTINGS, random_state=4).fit(card_taps)
+    release = OpalMarginals(**CARD_SETTINGS, random_state=4).fit(card_taps)
     own = against_reference(card_taps, release)
     bad = against_reference(card_taps.assign(stop_id="s11"), release)
     text = reference_section({"original": own, "broken": bad})
@@ -278,7 +278,7 @@ def test_the_original_sube_taps_pass_their_own_check() -> None:
     taps = _sube("wednesday")
     params = demo_settings()["marginals"].params
     assert params["bounding"] == "uniform"  # each card's 7 taps: a uniform choice
-    release = OpalRelease(**params, random_state=2).fit(taps)
+    release = OpalMarginals(**params, random_state=2).fit(taps)
     report = against_reference(taps, release).set_index("table")
     assert (report["within_bound"] >= 0.95).all()
     assert (report.loc[["on_time", "on_location", "off_time", "off_location"], "tvd"] <= 0.05).all()
@@ -308,7 +308,7 @@ def test_card_unit_check_from_the_release_directory(
 ) -> None:
     """The manifest carries what the check needs (unit, k, partitions, bins): a release directory
     gives the same check as the fitted release."""
-    release = OpalRelease(**CARD_SETTINGS, random_state=4).fit(card_taps)
+    release = OpalMarginals(**CARD_SETTINGS, random_state=4).fit(card_taps)
     out = release.write(tmp_path / "rel").path
     pd.testing.assert_frame_equal(
         against_reference(card_taps, release), against_reference(card_taps, out)

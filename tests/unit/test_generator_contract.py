@@ -21,7 +21,7 @@ from sklearn.base import clone
 
 from archetypes import ArchetypeSynthesizer, TripSchema
 from prefixtree import PrefixTreeSynthesizer
-from synth import OpalRelease
+from synth import OpalMarginals
 from synth.errors import ConfigError, NotFittedError
 from synth.generator import Generator
 from synth.params import Interval, Options, validate_params
@@ -116,7 +116,7 @@ CASES = {
         fit_args=(trips(150, 0),),
     ),
     "opal": Case(
-        make=lambda seed: OpalRelease(epsilon=4, random_state=seed),
+        make=lambda seed: OpalMarginals(epsilon=4, random_state=seed),
         data=ferry_taps,
     ),
 }

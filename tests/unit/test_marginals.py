@@ -11,11 +11,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from synth.errors import ConfigError, InputError
+from synth.errors import ConfigError, InputError, RenamedClassWarning
 from synth.marginals.cells import empty_positions
 from synth.marginals.grid import TABLES
 from synth.marginals.histogram import stability_histogram
-from synth.marginals.opal import OpalRelease, marginal_tables
+from synth.marginals.opal import OpalMarginals, marginal_tables
 from synth.marginals.sbh_calibration import calibrate
 from synth.outmarker import MARKER
 from synth.privacy import threshold_delta
@@ -202,7 +202,7 @@ def test_empty_positions_match_enumeration() -> None:
 
 # ----------------------------------------------------------------------------- Opal release
 def test_default_split_and_delta_are_the_papers() -> None:
-    rel = OpalRelease(random_state=ZeroNoise()).fit(_trips())
+    rel = OpalMarginals(random_state=ZeroNoise()).fit(_trips())
     eps = [rel.calibrations_[t].epsilon for t in TABLES]
     assert eps == [1, 1, 1, 1, 2, 2]
     assert {rel.calibrations_[t].delta for t in TABLES} == {Fraction(1, 8_000_000)}
@@ -215,7 +215,7 @@ def test_default_split_and_delta_are_the_papers() -> None:
 
 def test_zero_noise_release_is_the_thresholded_true_tables() -> None:
     trips = _trips(20_000)
-    rel = OpalRelease(random_state=ZeroNoise(), bin=60).fit(trips)
+    rel = OpalMarginals(random_state=ZeroNoise(), bin=60).fit(trips)
     truth = marginal_tables(trips, bin_minutes=60)
     suppressed = 0
     for name in TABLES:
@@ -241,15 +241,15 @@ def test_taps_and_trips_give_the_same_tables() -> None:
         ],
         ignore_index=True,
     )
-    a = OpalRelease(random_state=ZeroNoise(), bin=30).fit(trips)
-    b = OpalRelease(random_state=ZeroNoise(), bin=30).fit(taps)
+    a = OpalMarginals(random_state=ZeroNoise(), bin=30).fit(trips)
+    b = OpalMarginals(random_state=ZeroNoise(), bin=30).fit(taps)
     for name in TABLES:
         pd.testing.assert_frame_equal(a.tables_[name], b.tables_[name])
     assert a.ledger_.unit == "trip" and b.ledger_.unit == "tap"
 
 
 def test_consistent_one_way_tables_are_sums_of_two_way() -> None:
-    rel = OpalRelease(random_state=7, mode="consistent", bin=60).fit(_trips(6000))
+    rel = OpalMarginals(random_state=7, mode="consistent", bin=60).fit(_trips(6000))
     assert set(rel.calibrations_) == {"on_time_location", "off_time_location"}
     assert rel.calibrations_["on_time_location"].epsilon == 4  # 1 + 1 + 2: no extra budget
     assert rel.ledger_.spent_epsilon == 8.0
@@ -263,8 +263,8 @@ def test_consistent_one_way_tables_are_sums_of_two_way() -> None:
 
 def test_pure_mode_needs_public_domain_and_can_emit_any_cell() -> None:
     with pytest.raises(ConfigError, match="taxonomy, modes, days"):
-        OpalRelease(mode="pure").fit(_trips())
-    rel = OpalRelease(
+        OpalMarginals(mode="pure").fit(_trips())
+    rel = OpalMarginals(
         mode="pure",
         random_state=AllEmptyPass(),
         bin=720,
@@ -285,7 +285,7 @@ def test_pure_mode_needs_public_domain_and_can_emit_any_cell() -> None:
 def test_card_unit_release_bounds_each_card() -> None:
     trips = _trips(2000)
     trips["card_id"] = "one card"
-    rel = OpalRelease(
+    rel = OpalMarginals(
         random_state=ShiftNoise(1000), privacy_unit="card_id", max_contributions=3
     ).fit(trips)
     # one card: at most 3 events per side survive bounding, over all (mode, day) partitions
@@ -304,7 +304,7 @@ def test_card_in_two_partitions_is_bounded_across_them() -> None:
     trips = _trips(200)
     trips["card_id"] = "one card"
     assert trips.groupby(["mode"]).ngroups > 1
-    rel = OpalRelease(
+    rel = OpalMarginals(
         random_state=ShiftNoise(1000), privacy_unit="card_id", max_contributions=1
     ).fit(trips)
     for name in TABLES:
@@ -312,10 +312,10 @@ def test_card_in_two_partitions_is_bounded_across_them() -> None:
 
 
 def test_taxonomy_level_collapses_locations() -> None:
-    rel = OpalRelease(random_state=ShiftNoise(100), taxonomy=_taxonomy(), level=1).fit(_trips())
+    rel = OpalMarginals(random_state=ShiftNoise(100), taxonomy=_taxonomy(), level=1).fit(_trips())
     assert set(rel.tables_["on_location"]["location"]) == {"zone0", "zone1"}
     with pytest.raises(InputError, match="not a leaf"):
-        OpalRelease(taxonomy=_taxonomy()).fit(_trips().assign(on_stop="nowhere"))
+        OpalMarginals(taxonomy=_taxonomy()).fit(_trips().assign(on_stop="nowhere"))
 
 
 @pytest.mark.parametrize(
@@ -330,7 +330,7 @@ def test_taxonomy_level_collapses_locations() -> None:
 )
 def test_bad_release_parameters(kwargs: dict) -> None:
     with pytest.raises(ConfigError):
-        OpalRelease(**kwargs).fit(_trips(50))
+        OpalMarginals(**kwargs).fit(_trips(50))
 
 
 def test_bad_input_rows_are_named() -> None:
@@ -338,13 +338,13 @@ def test_bad_input_rows_are_named() -> None:
     trips["on_time"] = trips["on_time"].astype(str)
     trips.loc[4, "on_time"] = "yesterday"
     with pytest.raises(InputError, match=r"column 'on_time', row 4"):
-        OpalRelease().fit(trips)
+        OpalMarginals().fit(trips)
     with pytest.raises(InputError, match="expected trips"):
-        OpalRelease().fit(pd.DataFrame({"foo": [1]}))
+        OpalMarginals().fit(pd.DataFrame({"foo": [1]}))
 
 
 def test_save_writes_tables_and_manifest(tmp_path: Path) -> None:
-    rel = OpalRelease(random_state=ZeroNoise()).fit(_trips())
+    rel = OpalMarginals(random_state=ZeroNoise()).fit(_trips())
     out = rel.write(tmp_path / "rel", format="parquet").path
     assert sorted(p.name for p in out.iterdir()) == sorted(
         [f"{t}.parquet" for t in TABLES] + ["README.md", "datasheet.json", "manifest.json", MARKER]
@@ -372,7 +372,7 @@ def test_sube_release_spends_epsilon_8_per_partition(shared_data: Path) -> None:
             )
         )
     taps = pd.concat(frames, ignore_index=True)
-    rel = OpalRelease(bin=60, modes=["COL", "SUB", "TRE"], days=["2019-11-27", "2019-11-28"]).fit(
+    rel = OpalMarginals(bin=60, modes=["COL", "SUB", "TRE"], days=["2019-11-27", "2019-11-28"]).fit(
         taps
     )
     group = rel.ledger_.to_dict()["composition"][0]
@@ -388,12 +388,12 @@ def test_opal_config_reproduces_the_paper_defaults() -> None:
     from synth.config import load_config
 
     path = Path(__file__).resolve().parents[2] / "configs" / "opal.toml"
-    params = OpalRelease.parameter_table.check_config(
+    params = OpalMarginals.parameter_table.check_config(
         load_config(path)["marginals"]["parameters"],
         source=path,
         section="marginals.parameters",
     )
-    rel = OpalRelease(**params, random_state=ZeroNoise()).fit(_trips(200))
+    rel = OpalMarginals(**params, random_state=ZeroNoise()).fit(_trips(200))
     assert [rel.calibrations_[t].epsilon for t in TABLES] == [1, 1, 1, 1, 2, 2]
     assert {rel.calibrations_[t].delta for t in TABLES} == {Fraction(1, 8_000_000)}
 
@@ -405,7 +405,7 @@ def test_card_bounding_ignores_events_outside_the_public_partitions() -> None:
     )
     trips["off_time"] = trips["on_time"] + pd.Timedelta(minutes=10)
     # the card's first 32 taps are on 07-25 (not public): the 07-26 partition still keeps k
-    rel = OpalRelease(
+    rel = OpalMarginals(
         random_state=ShiftNoise(1000),
         privacy_unit="card_id",
         max_contributions=2,
@@ -417,7 +417,7 @@ def test_card_bounding_ignores_events_outside_the_public_partitions() -> None:
 
 def test_many_public_partitions_each_get_a_ledger_branch() -> None:
     days = [str(d.date()) for d in pd.date_range("2016-07-01", periods=60)]
-    rel = OpalRelease(random_state=ZeroNoise(), modes=["bus", "ferry"], days=days).fit(_trips())
+    rel = OpalMarginals(random_state=ZeroNoise(), modes=["bus", "ferry"], days=days).fit(_trips())
     group = rel.ledger_.to_dict()["composition"][0]
     assert len(group["branches"]) == 120
     assert {len(b["items"]) for b in group["branches"]} == {6}
@@ -430,3 +430,25 @@ def test_card_threshold_is_the_least_meeting_delta_at_any_scale(epsilon: float) 
     cal = calibrate(epsilon, 1 / 8e6, privacy_unit="card_id", max_contributions=3)
     assert threshold_delta(cal.scale, cal.threshold, 3) <= 1 / 8e6
     assert threshold_delta(cal.scale, cal.threshold - 1, 3) > 1 / 8e6
+
+
+def test_the_old_name_opal_release_warns_until_0_3_0() -> None:
+    """``OpalRelease`` (renamed ``OpalMarginals`` after its manifest name, issue 27) is still
+    the same class under its old name, from ``synth.marginals`` and ``synth``, with a
+    deprecation warning naming the new name and the removal release at each use."""
+    import synth
+    import synth.marginals
+
+    message = r"OpalRelease is renamed OpalMarginals.*removed in transit-synth 0\.3\.0"
+    with pytest.warns(RenamedClassWarning, match=message):
+        assert synth.marginals.OpalRelease is OpalMarginals
+    with pytest.warns(DeprecationWarning, match=message):
+        from synth.marginals import OpalRelease
+    assert OpalRelease is OpalMarginals
+    with pytest.warns(RenamedClassWarning, match=message):
+        assert synth.OpalRelease is OpalMarginals
+    with pytest.warns(RenamedClassWarning):  # not cached: every use warns
+        assert synth.OpalRelease is OpalMarginals
+    assert "OpalRelease" not in synth.__all__ and "OpalRelease" not in synth.marginals.__all__
+    with pytest.raises(AttributeError, match="OpalReleases"):
+        synth.marginals.OpalReleases  # noqa: B018

@@ -1,5 +1,5 @@
 """``synth.marginals.release`` (``transit-synth marginals`` and ``run``'s ``[marginals]``): with an
-input mapping the driver hands ``OpalRelease.fit`` a
+input mapping the driver hands ``OpalMarginals.fit`` a
 :class:`~synth.records.mapped_source.MappedSource`, and ``fit`` alone reads and validates
 (issue 27)."""
 
@@ -16,7 +16,7 @@ import synth.privacy
 import synth.records.mapping
 from synth.cli import main
 from synth.errors import InputError
-from synth.marginals.opal import OpalRelease
+from synth.marginals.opal import OpalMarginals
 from synth.records.mapped_source import MappedSource
 from synth.records.mapping import InputMap
 from tests.conftest import CallLog
@@ -34,19 +34,19 @@ def _agency_copy(forty_cards: dict[str, Path], tmp_path: Path) -> Path:
 
 
 def _watch(call_log: CallLog) -> None:
-    call_log.fit(OpalRelease)
+    call_log.fit(OpalMarginals)
     call_log.function(synth.records.mapping, "read_mapped")
     call_log.function(synth.io, "read_table")
     call_log.function(synth.marginals.events, "load_input")
     call_log.function(synth.privacy, "check_budget")
-    call_log.method(OpalRelease, "_check")
+    call_log.method(OpalMarginals, "_check")
 
 
 def _assert_read_once_in_fit(call_log: CallLog, path: Path) -> None:
     assert call_log.of("read_mapped") == [(True, str(path))]
     assert [inside for inside, arg in call_log.of("read_table") if arg == str(path)] == [True]
     assert [inside for inside, _ in call_log.of("load_input")] == [True]
-    assert [inside for inside, _ in call_log.of("OpalRelease._check")] == [True]
+    assert [inside for inside, _ in call_log.of("OpalMarginals._check")] == [True]
     budget_checks = call_log.of("check_budget")
     assert budget_checks and all(inside for inside, _ in budget_checks), budget_checks
 
@@ -110,12 +110,12 @@ def test_fit_reads_a_mapped_source_and_keeps_the_frame_contract(
         sep=";", card_column="tarjeta", time_column="cuando", location_column="parada"
     )
     params = {"epsilon": 4.0, "delta": 1e-6, "privacy_unit": "card_id", "random_state": 2}
-    mapped = OpalRelease(**params).fit(MappedSource(agency, imap))
-    plain = OpalRelease(**params).fit(forty_cards["taps"])
+    mapped = OpalMarginals(**params).fit(MappedSource(agency, imap))
+    plain = OpalMarginals(**params).fit(forty_cards["taps"])
     for table in TABLES:
         pd.testing.assert_frame_equal(mapped.tables_[table], plain.tables_[table])
     rows = pd.read_csv(forty_cards["taps"], dtype=str).drop(columns="card_id")
     row_level = {"epsilon": 4.0, "delta": 1e-6, "random_state": 2}
-    assert OpalRelease(**row_level).fit(rows).row_kind_ == "tap"
+    assert OpalMarginals(**row_level).fit(rows).row_kind_ == "tap"
     with pytest.raises(InputError, match=r"missing column.*'card_id'"):
-        OpalRelease(**row_level).fit(MappedSource(rows))  # loaded as a command loads a file
+        OpalMarginals(**row_level).fit(MappedSource(rows))  # loaded as a command loads a file

@@ -18,7 +18,7 @@ from prefixtree.synthesizer import PrefixTreeSynthesizer
 from synth import registry
 from synth.cli import build_parser, main
 from synth.errors import ConfigError, RenamedParameterWarning
-from synth.marginals.opal import OpalRelease
+from synth.marginals.opal import OpalMarginals
 from synth.params import REQUIRED, Param, ParamTable, naming, spell
 from synth.taxonomy import Taxonomy
 
@@ -26,7 +26,7 @@ from synth.taxonomy import Taxonomy
 GENERATORS: dict[str, type] = {
     "sequences": PrefixTreeSynthesizer,
     "trips": ArchetypeSynthesizer,
-    "marginals": OpalRelease,
+    "marginals": OpalMarginals,
 }
 
 #: The only parameters without a flag of their own name, and why (the test fails on any other).
@@ -188,7 +188,7 @@ def test_the_validator_checks_every_parameter_before_any_data() -> None:
             epsilon=1.0, delta=1e-6, key_columns=["a"], category_column="c", archetypes=0
         )._validate_params()
     with pytest.raises(ConfigError, match=r"^bin must be a whole number of minutes dividing 1440"):
-        OpalRelease(bin=7)._validate_params()
+        OpalMarginals(bin=7)._validate_params()
 
 
 def test_errors_name_the_flag_on_the_command_line(
@@ -215,7 +215,7 @@ def test_errors_name_the_flag_on_the_command_line(
     [
         (PrefixTreeSynthesizer, "time_bins", "time_bin", {"epsilon": 1.0, "height": 2}),
         (PrefixTreeSynthesizer, "coarse_time_bins", "coarse_time_bin", {"epsilon": 1.0}),
-        (OpalRelease, "bin_minutes", "bin", {}),
+        (OpalMarginals, "bin_minutes", "bin", {}),
         (ArchetypeSynthesizer, "n_archetypes", "archetypes", {"epsilon": 1.0, "delta": 1e-6}),
     ],
 )
@@ -240,7 +240,7 @@ def test_a_renamed_keyword_still_works_with_a_dated_deprecation(
 def test_help_lines_come_from_the_table() -> None:
     sub = _subparser("marginals")
     text = " ".join(sub.format_help().split())
-    row = OpalRelease.parameter_table["mode"]
+    row = OpalMarginals.parameter_table["mode"]
     assert " ".join(row.help_text().split()) in text
     assert "--consistent the same as --mode consistent" in text
     assert "[Asghar et al. 2018, section 4.2]" in text  # the paper, by author and year

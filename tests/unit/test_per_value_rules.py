@@ -20,7 +20,7 @@ import pytest
 from prefixtree.synthesizer import PrefixTreeSynthesizer
 from synth.errors import ConfigError, InputError
 from synth.io import id_strings, read_table
-from synth.marginals.opal import OpalRelease, marginal_tables
+from synth.marginals.opal import OpalMarginals, marginal_tables
 from synth.records import load_sequences, load_taps, sequences_from_taps
 from synth.taxonomy import Taxonomy
 from synth.times import parse_times, times_of_day
@@ -329,8 +329,8 @@ def test_sbh_engines_read_edge_values_alike(tmp_path: Path, unit: str | None) ->
     params = {"bin": 30, "privacy_unit": unit, "random_state": ZeroNoise()}
     if unit:
         params["max_contributions"] = 2
-    ref = OpalRelease(**params).fit(path)  # type: ignore[arg-type]
-    got = OpalRelease(**params, engine="duckdb").fit(path)  # type: ignore[arg-type]
+    ref = OpalMarginals(**params).fit(path)  # type: ignore[arg-type]
+    got = OpalMarginals(**params, engine="duckdb").fit(path)  # type: ignore[arg-type]
     assert set(ref.tables_["on_location"]["location"]) == {"1", "2", "3", "NA", "None"}
     for table, expected in ref.tables_.items():
         pd.testing.assert_frame_equal(got.tables_[table], expected, obj=table)
@@ -340,13 +340,13 @@ def test_timezone_reaches_the_releases(tmp_path: Path) -> None:
     """--timezone converts offsets in both generators' readers (engines read through them)."""
     path = _edge_taps(tmp_path)
     params = {"bin": 60, "random_state": ZeroNoise()}
-    plain = OpalRelease(**params).fit(path).tables_["on_time"]  # type: ignore[arg-type]
-    utc = OpalRelease(**params, timezone="UTC").fit(path).tables_["on_time"]  # type: ignore[arg-type]
-    duck = OpalRelease(**params, timezone="UTC", engine="duckdb").fit(path)  # type: ignore[arg-type]
+    plain = OpalMarginals(**params).fit(path).tables_["on_time"]  # type: ignore[arg-type]
+    utc = OpalMarginals(**params, timezone="UTC").fit(path).tables_["on_time"]  # type: ignore[arg-type]
+    duck = OpalMarginals(**params, timezone="UTC", engine="duckdb").fit(path)  # type: ignore[arg-type]
     pd.testing.assert_frame_equal(duck.tables_["on_time"], utc)
     assert not plain.equals(utc)
     with pytest.raises(ConfigError, match="timezone"):
-        OpalRelease(timezone="Nowhere/Land").fit(path)
+        OpalMarginals(timezone="Nowhere/Land").fit(path)
 
 
 def test_duckdb_strips_padded_ids_as_memory_does(tmp_path: Path, tax: Taxonomy) -> None:
@@ -413,8 +413,8 @@ def test_sbh_trips_csv_read_alike(tmp_path: Path) -> None:
     path = tmp_path / "trips.csv"
     frame.to_csv(path, index=False)
     params = {"bin": 30, "random_state": ZeroNoise()}
-    ref = OpalRelease(**params).fit(path)  # type: ignore[arg-type]
-    got = OpalRelease(**params, engine="duckdb").fit(path)  # type: ignore[arg-type]
+    ref = OpalMarginals(**params).fit(path)  # type: ignore[arg-type]
+    got = OpalMarginals(**params, engine="duckdb").fit(path)  # type: ignore[arg-type]
     assert set(ref.tables_["on_location"]["location"]) == {"1", "2", "NA", "None"}
     assert set(ref.tables_["off_location"]["location"]) == {"2", "NA"}
     assert set(ref.tables_["off_time"]["day"]) == {"all", "2019-11-27"}  # clock: no day

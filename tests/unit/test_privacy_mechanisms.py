@@ -14,7 +14,7 @@ import pytest
 import prefixtree.tree
 from prefixtree import PrefixTreeSynthesizer
 from synth.errors import ConfigError
-from synth.marginals import OpalRelease, calibrate, stability_histogram
+from synth.marginals import OpalMarginals, calibrate, stability_histogram
 from synth.privacy import (
     SecureNoise,
     ThresholdHistogram,
@@ -118,7 +118,7 @@ def test_sbh_and_opal_draw_their_noise_through_the_mechanism(
     frame = pd.DataFrame({"x": list("aaab"), "time": ["08:00"] * 4, "stop_id": list("1112")})
     stability_histogram(frame, ["x"], epsilon=1.0, delta=1e-3, random_state=1)
     assert len(calls) == 1
-    OpalRelease(bin=60, random_state=1).fit(frame)
+    OpalMarginals(bin=60, random_state=1).fit(frame)
     assert len(calls) == 1 + 6  # one per noised table
 
 

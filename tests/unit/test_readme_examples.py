@@ -20,7 +20,7 @@ def python_blocks() -> list[str]:
 
 def test_the_readme_has_a_python_example_per_generator() -> None:
     text = "\n".join(python_blocks())
-    for name in ("PrefixTreeSynthesizer", "ArchetypeSynthesizer", "OpalRelease"):
+    for name in ("PrefixTreeSynthesizer", "ArchetypeSynthesizer", "OpalMarginals"):
         assert f"{name}(" in text and ".fit(" in text
 
 

@@ -74,7 +74,7 @@ def test_consistent_marginals_datasheet_says_the_one_way_tables_are_sums(tmp_pat
     """In consistent mode a one-way table is the sum of the thresholded two-way table's published
     cells: the datasheet must say its counts leave out the suppressed cells (the demo's
     on_location.csv holds a fifth of the taps); the SBH mode measures each table itself."""
-    from synth import OpalRelease
+    from synth import OpalMarginals
 
     rng = np.random.default_rng(0)
     n = 400
@@ -88,7 +88,7 @@ def test_consistent_marginals_datasheet_says_the_one_way_tables_are_sums(tmp_pat
         }
     )
     settings = {"epsilon": 4.0, "delta": 1e-6, "privacy_unit": "card_id", "random_state": 1}
-    release = OpalRelease(mode="consistent", **settings).fit(taps)
+    release = OpalMarginals(mode="consistent", **settings).fit(taps)
     folder = release.write(tmp_path / "consistent").path
     sheet = json.loads((folder / "datasheet.json").read_text())
     readme = (folder / "README.md").read_text()
@@ -97,7 +97,7 @@ def test_consistent_marginals_datasheet_says_the_one_way_tables_are_sums(tmp_pat
         for b in sheet["bounded"]
     )
     assert "the summed tables leave out the taps of the suppressed cells" in readme
-    sbh = OpalRelease(**settings).fit(taps).write(tmp_path / "sbh").path
+    sbh = OpalMarginals(**settings).fit(taps).write(tmp_path / "sbh").path
     assert "the summed tables" not in (sbh / "README.md").read_text()
 
 
