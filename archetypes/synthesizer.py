@@ -75,7 +75,7 @@ from archetypes.sampling import (
 )
 from archetypes.schema import TripSchema
 from archetypes.standin import StandIn, StandInSpec, stand_in_spec
-from archetypes.trip_sources import TripSource, fit_schema, read_trip_inputs
+from archetypes.trip_sources import TripSource, fit_schema, one_row_per_id, read_trip_inputs
 from synth.errors import ConfigError, InputError
 from synth.params import Constraint, ParamTable, spell
 from synth.privacy import (
@@ -266,6 +266,7 @@ class ArchetypeSynthesizer(JointSampling):
         :attr:`ledger_`)."""
         self._validate_params()
         self.joint_public_ = public is not None  # the joint share's default depends on it
+        self.one_row_per_id_ = one_row_per_id(data)  # the layout's, public: the ledger's words
         budgets = self._budgets()
         joint_budget = budgets.pop(0) if self._joint_on() else None
         stand_in_budget = budgets.pop(0) if self._stand_in_on() and not joint_budget else None
@@ -502,11 +503,16 @@ class ArchetypeSynthesizer(JointSampling):
             epsilon=self.epsilon,
             delta=self.delta,
             unit=self.unit,
-            neighbouring=(  # the unit is the id column's value, whatever its rows are
-                f"add or remove one {self.unit}: every row with its {self.id_column} value "
-                f"(at most {self.max_records_per_individual} kept)"
-            ),
+            neighbouring=f"add or remove one {self.unit}: " + self._unit_rows(),
         )
+
+    def _unit_rows(self) -> str:
+        """What one unit is in the input: the rows sharing one id value (the guarantee, always),
+        one row when the layout gives each row its own id (:func:`one_row_per_id`)."""
+        if getattr(self, "one_row_per_id_", False):
+            return f"one row (the input layout gives each row its own {self.id_column})"
+        k = self.max_records_per_individual
+        return f"all the rows that share one {self.id_column} value (at most {k} of them used)"
 
     def _release(
         self,
@@ -572,6 +578,8 @@ class ArchetypeSynthesizer(JointSampling):
             "completion": [[t, list(c)] for t, c in self.completion],
             "seeded": self.random_state is not None,
         }
+        if getattr(self, "one_row_per_id_", False):
+            params["one_row_per_id"] = True  # the layout's (public): each row its own id
         if self.marginal_mechanism_ is not None:
             params["marginals"] = list(self.marginals)
             params["marginals_by_archetype"] = self.marginals_by_archetype

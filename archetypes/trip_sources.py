@@ -27,10 +27,21 @@ from archetypes.schema import TripSchema
 from synth.errors import ConfigError
 from synth.io import check_sep
 
-__all__ = ["TRIP_FORMATS", "TripSource", "fit_schema", "read_trip_inputs"]
+__all__ = [
+    "ONE_ROW_PER_ID",
+    "TRIP_FORMATS",
+    "TripSource",
+    "fit_schema",
+    "one_row_per_id",
+    "read_trip_inputs",
+]
 
 #: the layouts a :class:`TripSource` may declare
 TRIP_FORMATS = ("trips", "chicago-taxi", "sube-taps")
+
+#: the layouts whose reader gives each row its own id (the Chicago sample has no taxi id: its
+#: ``taxi_id`` is the row number), so that one individual is one row by construction
+ONE_ROW_PER_ID = ("chicago-taxi",)
 
 Trips = pd.DataFrame | str | os.PathLike[str]
 
@@ -50,6 +61,11 @@ class TripSource:
     years: Sequence[int] | None = None
     sep: str | None = None
     metadata: str | os.PathLike[str] | None = None
+
+
+def one_row_per_id(data: Trips | TripSource) -> bool:
+    """Whether ``data``'s layout (public configuration) gives every row its own id."""
+    return isinstance(data, TripSource) and data.format in ONE_ROW_PER_ID
 
 
 def _source(data: Trips | TripSource | None) -> TripSource | None:

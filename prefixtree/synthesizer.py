@@ -67,6 +67,7 @@ from __future__ import annotations
 import os
 import warnings
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import nullcontext
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -344,13 +345,15 @@ class PrefixTreeSynthesizer(FactorisedTiming, TreePlanning, PrefixTreeSampling, 
         )
         eps, h = self.check_params()
         check_timezone(opts["timezone"])
+        source = data if isinstance(data, MappedSource) else None
         if isinstance(data, MappedSource):  # read here, after the checks (issue 27)
             data = data.read()
         self.__dict__.pop("tree_", None)  # a failed re-fit leaves no half-fitted model
         levels, index, plan, eps_plan, plan_rows, n_bins = self._prepared
         noise = self._noise()
         with get_engine(self.engine, self.engine_options, data) as engine:
-            counter, unit = self._counter(engine, data, opts, index, h, n_bins)
+            with source.naming() if source is not None else nullcontext():
+                counter, unit = self._counter(engine, data, opts, index, h, n_bins)
             try:
                 ledger = self._new_ledger(eps, unit)
                 root_scale = self._spend_root(ledger, self._tree_epsilon(eps))

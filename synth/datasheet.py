@@ -142,7 +142,7 @@ def archetypes_facts(manifest: Mapping[str, Any]) -> SheetFacts:
     unit = str(manifest.get("privacy_unit") or "individual")
     column = p.get("id_column") or "id"
     k = p.get("max_records_per_individual")
-    kept = f", at most {k} kept" if k else ""
+    kept = f", at most {k} of them used" if k else ""
     order = p.get("order_column")
     bounds = (
         f"at most k = {p.get('max_records_per_individual')} rows per {p.get('id_column')} (the "
@@ -155,7 +155,12 @@ def archetypes_facts(manifest: Mapping[str, Any]) -> SheetFacts:
         "relations between columns hold only as far as the archetypes and completion "
         "columns carry them",
     )
-    return SheetFacts(f"one {unit} (every row with its {column} value{kept})", bounds, distortions)
+    rows = (
+        f"one row of the input: its layout gives each row its own {column}"
+        if p.get("one_row_per_id")
+        else f"all the rows that share one {column} value{kept}"
+    )
+    return SheetFacts(f"one {unit} ({rows})", bounds, distortions)
 
 
 def opal_facts(manifest: Mapping[str, Any]) -> SheetFacts:

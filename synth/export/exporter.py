@@ -23,13 +23,21 @@ from synth.export.matsim import (
 )
 from synth.export.od import check_bin_minutes, od_matrix, write_od
 from synth.export.periods import od_by_period, parse_periods
-from synth.export.plans import Plans, matsim_plans, parse_activity_types
+from synth.export.plans import ACTIVITY_RULE, Plans, matsim_plans, parse_activity_types
 from synth.export.releases import Release, read_release
 from synth.io import atomic_path
 from synth.outdir import release_dir
 
 #: The MATSim config holding the scaling of a sample (``--sample-share``).
 SCALING_FILE = "scaling-config.xml"
+#: why ``legs`` and ``plan_legs`` differ in ``export-matsim.json``
+LEGS_NOTE = (
+    "legs: the release's pt legs (every boarding followed by another place, what the OD export "
+    "counts); plan_legs: the legs of population.xml, after the rules of synth.export.plans: "
+    "consecutive places at the same coordinates are one activity (a leg of length zero is not "
+    "written) and, with --skip-unlocated, places without coordinates are left out. So "
+    "plan_legs <= legs; the difference is those merged or skipped places, not lost trips"
+)
 
 
 # ---------------------------------------------------------------------------- one call
@@ -178,7 +186,9 @@ def _write_matsim(
         plan_persons=int(pd.unique(plans.rows["person"]).size),
         plan_activities=len(plans.rows),
         plan_legs=int((plans.rows["mode"].to_numpy() != "").sum()),
+        legs_note=LEGS_NOTE,
         activity_types={"first": first, "middle": middle, "last": last},
+        activity_rule=ACTIVITY_RULE,
         same_place="consecutive places at the same coordinates are one activity (no legs of "
         "length zero)",
         **plans.counts(),

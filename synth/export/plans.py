@@ -12,9 +12,13 @@ activities and legs of the population file, each applied to one plan at a time:
   boardings on one SUBE line, or two ids at one point) are one activity: MATSim cannot route a
   leg of length zero. The activity keeps the first place's id and the last one's end time and
   leg mode (the departure that leaves the place). A plan of one place has no legs.
-* **Activity types** (:func:`parse_activity_types`): the first and last activity of each plan
-  are ``home``, the others ``other`` by default (the first activity of a one-place plan is both);
-  MATSim scores each type with its own ``activityParams`` (both are in its default config).
+* **Activity types** (:func:`parse_activity_types`, :data:`ACTIVITY_RULE`): the first activity
+  of each plan is ``home``, the others ``other`` by default; the last is ``home`` again only when
+  it is back at the first activity's place (the same coordinates): a plan that ends at another
+  station ends at an ``other`` activity, not at a second home elsewhere. The types are
+  configurable (FIRST, MIDDLE, LAST); the rule is the same for any of them (the LAST type is the
+  return to the first place; the first activity of a one-place plan is FIRST). MATSim scores each
+  type with its own ``activityParams`` (both default types are in its default config).
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from synth.export.coordinates import Coordinates
 from synth.export.releases import Release
 
 __all__ = [
+    "ACTIVITY_RULE",
     "DEFAULT_ACTIVITY_TYPES",
     "FALLBACK_MODE",
     "Plans",
@@ -39,6 +44,12 @@ __all__ = [
 
 #: Activity types of the first, middle and last activities of a plan (``--activity-types``).
 DEFAULT_ACTIVITY_TYPES = ("home", "other", "home")
+
+#: The public rule of the activity types, as ``export-matsim.json`` states it.
+ACTIVITY_RULE = (
+    "the first activity of a plan is 'first'; its last is 'last' only when back at the first "
+    "activity's place (the same coordinates), else 'middle' like every other activity"
+)
 
 #: The leg mode of a ``pt`` leg when the taxonomy names no mode for its boarding location.
 FALLBACK_MODE = "pt"
@@ -142,9 +153,11 @@ def matsim_plans(
     same[1:] = ~first[1:] & (x[1:] == x[:-1]) & (y[1:] == y[:-1])
     head = np.flatnonzero(~same)  # the first place of each run at one point
     tail = np.r_[head[1:] - 1, person.size - 1].astype(np.int64) if head.size else head
-    person = person[head]
+    person, hx, hy = person[head], x[head], y[head]
     first, last = _first_and_last(person)
-    kinds = np.where(first, first_t, np.where(last, last_t, middle_t)).astype(object)
+    start = np.maximum.accumulate(np.where(first, np.arange(person.size), 0))
+    back = last & (hx == hx[start]) & (hy == hy[start])  # the last back at the first's place
+    kinds = np.where(first, first_t, np.where(back, last_t, middle_t)).astype(object)
     rows = pd.DataFrame(
         {
             "person": person,

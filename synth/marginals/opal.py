@@ -13,6 +13,7 @@ import dataclasses
 import os
 import warnings
 from collections.abc import Mapping, Sequence
+from contextlib import nullcontext
 from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
@@ -278,9 +279,11 @@ class OpalMarginals(Generator):
         self._check()
         location = self._deprecated_fit_args({"location_column": location_column})
         cals = self._calibrations()
-        if isinstance(data, MappedSource):  # fit is the only reader (issue 27)
-            data = load_input(data.read(), location["location_column"], self.timezone)
-        grid, counted, kind = self._counts(data, cals, location["location_column"])
+        source = data if isinstance(data, MappedSource) else None
+        with source.naming() if source is not None else nullcontext():  # the user's terms
+            if isinstance(data, MappedSource):  # fit is the only reader (issue 27)
+                data = load_input(data.read(), location["location_column"], self.timezone)
+            grid, counted, kind = self._counts(data, cals, location["location_column"])
         noise = noise_source(self.random_state, methods=NOISE_METHODS)
         ledger = self._ledger(cals, kind, grid, bool(getattr(noise, "seeded", False)))
         pure = self.mode == "pure"

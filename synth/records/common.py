@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -73,13 +73,31 @@ def read_frame(
     return read_table(data, dtype={c: str for c in id_columns}, text=times)
 
 
-def require_columns(df: pd.DataFrame | Sequence[str], columns: Sequence[str], src: str) -> None:
+#: a canonical taps column -> the input-mapping option that names the user's own (issue 29)
+ROLE_OPTIONS = {
+    "card_id": "card_column",
+    "stop_id": "location_column",
+    "location": "location_column",
+    "time": "time_column",
+}
+
+
+def require_columns(
+    df: pd.DataFrame | Sequence[str],
+    columns: Sequence[str],
+    src: str,
+    *,
+    hint: Callable[[Sequence[str], Sequence[str]], str] | None = None,
+) -> None:
+    """InputError naming the missing columns and those found, then ``hint(missing, names)``
+    (for a taps file: :func:`synth.records.mapping.mapping_hint`)."""
     names = list(df.columns) if isinstance(df, pd.DataFrame) else list(df)
     missing = [c for c in columns if c not in names]
     if missing:
         found = ", ".join(map(str, names)) or "none"
         raise InputError(
             f"{src}: missing column(s) {', '.join(repr(c) for c in missing)} (found: {found})"
+            + (hint(missing, names) if hint is not None else "")
         )
 
 

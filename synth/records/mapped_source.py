@@ -12,16 +12,22 @@ unchanged. The one-line column summary the commands print comes from the header 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
+from synth.errors import InputError
 from synth.io import table_columns
+from synth.records.common import source_name
 from synth.records.mapping import (
     InputMap,
     header_roles,
-    read_mapped,
+    read_mapped_rows,
+    restated_error,
     role_summary,
     time_grain_warning,
 )
@@ -39,6 +45,8 @@ class MappedSource:
     location_default: str = "stop_id"
     time_bin: int | None = None
     bin_flag: str = "--time-bin"
+    #: what :meth:`read` learnt for :meth:`naming`: the file's row of each kept row
+    _rows: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def read(self) -> pd.DataFrame:
         """The records with the canonical column names (:func:`read_mapped`); a frame with the
@@ -47,10 +55,35 @@ class MappedSource:
         (:func:`~synth.records.mapping.time_grain_warning`: counts in the holder's log only)."""
         if isinstance(self.data, pd.DataFrame) and not self.input_map.active:
             return self.data
-        frame, _ = read_mapped(self.data, self.input_map, location_default=self.location_default)
+        frame, _, rows = read_mapped_rows(
+            self.data, self.input_map, location_default=self.location_default
+        )
+        self._rows["kept"] = rows
         if self.time_bin is not None and "time" in frame.columns:
             time_grain_warning(frame["time"], self.time_bin, self.bin_flag)
         return frame
+
+    @contextmanager
+    def naming(self) -> Iterator[None]:
+        """Errors the loaders raise about the frame :meth:`read` returned (``input DataFrame:
+        column 'time', row 20000: ...``) restated in the user's terms: this file, the user's own
+        column (``tap_datetime``) and the file's data row (1-based after the header, counting
+        the rows ``drop_missing_ids`` dropped), as an unmapped file's errors are (issue 29)."""
+        try:
+            yield
+        except InputError as exc:
+            if isinstance(self.data, pd.DataFrame) and not self.input_map.active:
+                raise
+            roles = header_roles(self.columns(), self.input_map, self.location_default)
+            parts = [v for k in ("date", "hour", "minute") if (v := roles[k])]
+            columns = {k: v for k, v in roles.items() if v}
+            if roles["time"] is None and parts:
+                columns["time"] = " + ".join(parts)
+            rows = self._rows.get("kept")
+            error = restated_error(exc, "input DataFrame", source_name(self.data), columns, rows)
+            if error is exc:
+                raise
+            raise error from None
 
     def columns(self) -> list[str]:
         """The header (a public schema fact): the frame's column names or the file's."""

@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import tomllib
 import warnings
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,11 +29,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from synth.errors import ConfigError, TransitSynthWarning
+from synth.errors import ConfigError, InputError, TransitSynthWarning
 from synth.io import ID_SPACE, check_sep, read_table, table_columns
 from synth.logs import private_message
 from synth.params import spell
-from synth.records.common import TAP_ALIASES, TIME_COLUMNS, require_columns, tap_times
+from synth.records.common import (
+    ROLE_OPTIONS,
+    TAP_ALIASES,
+    TIME_COLUMNS,
+    require_columns,
+    tap_times,
+)
 
 __all__ = [
     "PROFILES",
@@ -40,8 +47,10 @@ __all__ = [
     "MissingIdWarning",
     "TimeResolutionWarning",
     "header_roles",
+    "mapping_hint",
     "profile_names",
     "read_mapped",
+    "restated_error",
     "role_summary",
     "time_grain_warning",
     "time_resolution_warning",
@@ -158,6 +167,23 @@ def header_roles(names: list[str], imap: InputMap, location_default: str) -> dic
     return roles
 
 
+def mapping_hint(missing: Sequence[str], names: Sequence[str]) -> str:
+    """``: name your own columns with --card-column, --location-column, --time-column (or
+    --profile generic|sube)`` for the canonical columns ``missing`` (spelled for the caller's
+    context: :func:`synth.params.spell`); ``--time-column`` too when the header ``names`` hold
+    no time column (``time`` nor a date alias). From the header only; "" when no role is
+    missing."""
+    options = [ROLE_OPTIONS[c] for c in missing if c in ROLE_OPTIONS]
+    if not options:
+        return ""
+    if "time" not in names and not any(c in names for c in TAP_ALIASES["date"]):
+        options.append("time_column")
+    shown = ", ".join(spell(o) for o in dict.fromkeys(options))
+    return (
+        f": name your own columns with {shown} (or {spell('profile')} {'|'.join(profile_names())})"
+    )
+
+
 def role_summary(
     src: str, roles: Mapping[str, str | None], imap: InputMap, location_default: str
 ) -> str:
@@ -185,11 +211,56 @@ def read_mapped(
     *,
     location_default: str = "stop_id",
 ) -> tuple[pd.DataFrame, str]:
+    """A taps file read with ``imap`` (:func:`read_mapped_rows` without the row numbers)."""
+    df, summary, _ = read_mapped_rows(path, imap, location_default=location_default)
+    return df, summary
+
+
+#: the rest of a loader's error line after its source: ``column 'C', row N: what``
+_LOCATED = re.compile(r"column '(?P<col>[^']*)', row (?P<row>\d+): ")
+
+
+def restated_error(
+    error: InputError,
+    read_as: str,
+    source: str,
+    columns: Mapping[str, str],
+    rows: np.ndarray | None,
+) -> InputError:
+    """``error``, raised by a loader about the mapped records under the name ``read_as`` (e.g.
+    ``input DataFrame: column 'time', row 20000: ...``), restated in the user's terms: the file
+    ``source``, the user's own column (``columns``: canonical name -> the file's column) and the
+    row as the user counts it (the file's data row, 1-based after the header: ``rows[N - 1]``
+    when rows were dropped; a line without a source too). Any other error comes back as is."""
+    text = str(error)
+    if text.startswith(f"{read_as}: "):
+        rest = text[len(read_as) + 2 :]
+    elif _LOCATED.match(text):  # a loader that names no source
+        rest = text
+    else:
+        return error
+    m = _LOCATED.match(rest)
+    if m is not None:
+        row = int(m["row"])
+        if rows is not None and 1 <= row <= rows.size:
+            row = int(rows[row - 1])
+        column = columns.get(m["col"], m["col"])
+        rest = f"column '{column}', row {row}: {rest[m.end() :]}"
+    return type(error)(f"{source}: {rest}")
+
+
+def read_mapped_rows(
+    path: str | os.PathLike[str] | pd.DataFrame,
+    imap: InputMap,
+    *,
+    location_default: str = "stop_id",
+) -> tuple[pd.DataFrame, str, np.ndarray | None]:
     """A taps file read with ``imap``: its columns renamed to the canonical names
     (``location_default`` for the location), ``tap`` as ``on``/``off`` when ``tap_off_values``
     are declared, rows without a card id dropped under ``drop_missing_ids`` (the count goes to
     the holder's log, :func:`synth.logs.private_message`). Returns the frame and the one-line
-    summary of :func:`role_summary`. Long-format sequences (``seq_id``, ``pos``) and trips
+    summary of :func:`role_summary`, and the file's data row (1-based) of each row kept when
+    rows were dropped (else None). Long-format sequences (``seq_id``, ``pos``) and trips
     (``on_stop``) come back as read (only ``sep`` applies)."""
     if isinstance(path, pd.DataFrame):
         src, names = "input DataFrame", [str(c) for c in path.columns]
@@ -197,19 +268,21 @@ def read_mapped(
         src, names = str(path), table_columns(path, sep=imap.sep)
     if {"seq_id", "pos"} <= set(names) or ("on_stop" in names and "stop_id" not in names):
         if isinstance(path, pd.DataFrame):
-            return path, f"{src}: columns {', '.join(names)}"
+            return path, f"{src}: columns {', '.join(names)}", None
         frame = read_table(
             path, sep=imap.sep, dtype={c: str for c in ("seq_id", "card_id", "location") if c}
         )
-        return frame, f"{Path(src).name}: columns {', '.join(names)}"
+        return frame, f"{Path(src).name}: columns {', '.join(names)}", None
     roles = header_roles(names, imap, location_default)
     named = (imap.card_column, imap.time_column, imap.date_column, imap.hour_column)
     given = [c for c in (*named, imap.minute_column, imap.location_column) if c is not None]
     if roles["tap"] is not None:
         given.append(roles["tap"])
-    require_columns(names, [*given, roles[location_default] or location_default], src)
+    require_columns(
+        names, [*given, roles[location_default] or location_default], src, hint=mapping_hint
+    )
     if roles["card_id"] is None:
-        require_columns(names, ["card_id"], src)
+        require_columns(names, ["card_id"], src, hint=mapping_hint)
     ids = [c for c in (roles["card_id"], roles[location_default]) if c]
     text = [c for c in (roles["time"], roles["date"], *TIME_COLUMNS) if c]
     if isinstance(path, pd.DataFrame):
@@ -226,18 +299,25 @@ def read_mapped(
         off = {v.lower() for v in imap.tap_off_values}
         value = df["tap"].astype("string").str.strip(ID_SPACE).str.lower()
         df["tap"] = np.where(value.isin(off).fillna(False).to_numpy(dtype=bool), "off", "on")
+    rows = None
     if imap.drop_missing_ids:
-        df = _drop_missing_ids(df, src, roles["card_id"] or "card_id")
+        df, rows = _drop_missing_ids(df, src, roles["card_id"] or "card_id")
     if roles["time"] is None:  # date + hour [+ minute]: one time column, each row on its own
         parts = [roles[k] for k in ("date", "hour", "minute")]
         date, hour, minute = parts
-        df["time"] = tap_times(df, src, "time", None, date, hour, minute, imap.date_format)
+        try:
+            df["time"] = tap_times(df, src, "time", None, date, hour, minute, imap.date_format)
+        except InputError as exc:  # its row counted among the kept rows: the file's row
+            raise restated_error(exc, src, src, {}, rows) from None
         df = df.drop(columns=[c for c in parts if c and c in df.columns])
-    return df, role_summary(src, roles, imap, location_default)
+    return df, role_summary(src, roles, imap, location_default), rows
 
 
-def _drop_missing_ids(df: pd.DataFrame, src: str, shown: str) -> pd.DataFrame:
-    """Rows whose own card id is missing or blank are dropped (per record)."""
+def _drop_missing_ids(
+    df: pd.DataFrame, src: str, shown: str
+) -> tuple[pd.DataFrame, np.ndarray | None]:
+    """Rows whose own card id is missing or blank are dropped (per record); with the file's
+    data row (1-based) of each row kept when some were dropped."""
     card = df["card_id"]
     missing = card.isna().to_numpy() | (
         card.astype("string").str.strip(ID_SPACE).fillna("") == ""
@@ -247,8 +327,8 @@ def _drop_missing_ids(df: pd.DataFrame, src: str, shown: str) -> pd.DataFrame:
         text = private_message(f"{src}: dropped {n} rows without a card id (column '{shown}')")
         if text is not None:
             warnings.warn(text, MissingIdWarning, stacklevel=3)
-        df = df[~missing].reset_index(drop=True)
-    return df
+        return df[~missing].reset_index(drop=True), np.flatnonzero(~missing) + 1
+    return df, None
 
 
 def time_resolution_warning(

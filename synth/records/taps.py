@@ -25,6 +25,7 @@ from synth.records.common import (
     source_name,
     tap_times,
 )
+from synth.records.mapping import mapping_hint
 from synth.times import check_timezone, parse_times
 
 if TYPE_CHECKING:
@@ -91,7 +92,7 @@ def taps_from_frame(
     timezone: str | None = None,
 ) -> pd.DataFrame:
     card_col = resolve_column(df, "card_id", card_column) or "card_id"
-    require_columns(df, [card_col, location_column], src)
+    require_columns(df, [card_col, location_column], src, hint=mapping_hint)
     require_rows(df, src)
     out = df.copy()
     out["card_id"] = id_column(df, card_col, src)

@@ -171,9 +171,9 @@ def test_trips_datasheet_describes_the_schema(tmp_path: Path) -> None:
     assert meanings["card"].startswith("synthetic card: groups the rows")
     assert meanings["hour"] == "one of 24 public values (listed in schema.json)"
     in_words = sheet["privacy"]["in_words"]
-    assert "one card (every row with its card value, at most 200 kept)" in in_words
+    assert "one card (all the rows that share one card value, at most 200 of them used)" in in_words
     manifest = (tmp_path / "t" / "manifest.json").read_text(encoding="utf-8")
-    assert "add or remove one card: every row with its card value" in manifest
+    assert "add or remove one card: all the rows that share one card value" in manifest
     assert "None" not in readme and "## Location names" not in readme
 
 

@@ -16,7 +16,7 @@ from synth.cli import main
 from synth.errors import ConfigError, InputError
 from synth.export import export_release, read_release, write_population
 from synth.export.coordinates import load_coordinates
-from synth.export.plans import parse_activity_types
+from synth.export.plans import ACTIVITY_RULE, parse_activity_types
 
 DTD = Path(__file__).resolve().parents[1] / "data" / "population_v6.dtd"
 
@@ -94,9 +94,9 @@ def test_unlocated_places_fail_unless_skipped(tmp_path: Path) -> None:
     plans = _plans(out / "population.xml")
     assert "2" not in plans  # only X: no place left
     # X goes: the plan goes on from A (its end time, its leg) to B
-    assert plans["1"] == [("A", "06:00:00", "home", "pt"), ("B", None, "home", None)]
+    assert plans["1"] == [("A", "06:00:00", "home", "pt"), ("B", None, "other", None)]
     # the last place goes: the plan ends at C, without an end time
-    assert plans["3"] == [("B", "12:00:00", "home", "pt"), ("C", None, "home", None)]
+    assert plans["3"] == [("B", "12:00:00", "home", "pt"), ("C", None, "other", None)]
     assert info["locations_without_coordinates"] == 1
     assert info["locations_without_coordinates_skipped"] == ["X"]
     assert info["activities_dropped_without_coordinates"] == 4
@@ -109,11 +109,12 @@ def test_a_place_tapped_again_is_one_activity(tmp_path: Path) -> None:
     with pytest.warns(UserWarning, match="no coordinates"):
         info = export_release(d, to="matsim", stops=stops, skip_unlocated=True)
     plans = _plans(d / "population.xml")
-    # A, A, B, C: one activity at A, left at the second tap (07:50); types home, other, home
+    # A, A, B, C: one activity at A, left at the second tap (07:50); types home, other, other
+    # (C is not A: the plan does not end at home)
     assert plans["0"] == [
         ("A", "07:50:00", "home", "pt"),
         ("B", "08:05:00", "other", "pt"),
-        ("C", None, "home", None),
+        ("C", None, "other", None),
     ]
     # P and Q are two ids at one point: one activity (the first id), no leg
     assert plans["4"] == [("P", None, "home", None)]
@@ -149,7 +150,8 @@ def test_activity_types_and_sample_share_in_the_file(tmp_path: Path) -> None:
             sample_share=0.25,
         )
     assert info["activity_types"] == {"first": "dwell", "middle": "transfer", "last": "dwell"}
-    assert [t for _, _, t, _ in _plans(d / "population.xml")["0"]] == ["dwell", "transfer", "dwell"]
+    types = [t for _, _, t, _ in _plans(d / "population.xml")["0"]]
+    assert types == ["dwell", "transfer", "transfer"]  # ends at C, not back at A
     root = ET.parse(d / "population.xml").getroot()
     share = root.find("attributes/attribute[@name='sampleShare']")
     assert share is not None and share.get("class") == "java.lang.Double" and share.text == "0.25"
@@ -195,7 +197,7 @@ def test_write_population_defaults(tmp_path: Path) -> None:
         write_population(rel, coords, tmp_path / "p.xml")
     assert not (tmp_path / "p.xml").exists()
     path = write_population(rel, coords, tmp_path / "p.xml", skip_unlocated=True)  # no warning
-    assert [t for _, _, t, _ in _plans(path)["0"]] == ["home", "other", "home"]
+    assert [t for _, _, t, _ in _plans(path)["0"]] == ["home", "other", "other"]
 
 
 def test_cli_flags(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -218,3 +220,49 @@ def test_cli_flags(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main([*od, "--sample-share", "0.1"]) == 2
     assert "--sample-share: only used by the MATSim export" in capsys.readouterr().err
     assert not (tmp_path / "never").exists()
+
+
+def test_last_activity_is_home_only_back_at_the_first_place(tmp_path: Path) -> None:
+    """The public rule (issue 29): a plan's last activity takes the LAST type only when it is at
+    the first activity's coordinates (a round trip), else the MIDDLE type; the file stays valid
+    MATSim; ``export-matsim.json`` states the rule and explains legs against plan_legs."""
+    etree = pytest.importorskip("lxml.etree")
+    d = tmp_path / "rel"
+    d.mkdir()
+    seqs = pd.DataFrame(
+        {
+            "seq_id": [0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 3],
+            "pos": [0, 1, 2] * 4,
+            # 0: back at A; 1: ends at C; 2: ends at Q, another id at P's point; 3: B, B, A
+            "location": ["A", "B", "A", "A", "B", "C", "P", "B", "Q", "B", "B", "A"],
+            "time": ["07:00", "08:00", "17:00"] * 4,
+        }
+    )
+    seqs.to_csv(d / "sequences.csv", index=False)
+    params = {"generator": "prefixtree", "time_bin_minutes": 60, "time_model": "auto"}
+    manifest = {"parameters": params, "privacy_unit": "card", "spent": {"epsilon": 1.0}}
+    (d / "manifest.json").write_text(json.dumps(manifest))
+    info = export_release(d, to="matsim", stops=_stops(tmp_path), out=tmp_path / "m")
+    plans = _plans(tmp_path / "m" / "population.xml")
+    types = {p: [t for _, _, t, _ in acts] for p, acts in plans.items()}
+    assert types == {
+        "0": ["home", "other", "home"],
+        "1": ["home", "other", "other"],
+        "2": ["home", "other", "home"],  # Q is at P's coordinates: the same place
+        "3": ["home", "other"],  # B, B merged: one activity, then A (not B): other
+    }
+    written = json.loads((tmp_path / "m" / "export-matsim.json").read_text())
+    assert written["activity_rule"] == ACTIVITY_RULE and "back at the first" in ACTIVITY_RULE
+    assert written["legs"] == 8 and written["plan_legs"] == 7  # one zero-length leg merged
+    assert (
+        "plan_legs <= legs" in written["legs_note"] and "same coordinates" in written["legs_note"]
+    )
+    assert info["legs_note"] == written["legs_note"]
+    out = tmp_path / "three"
+    export_release(d, to="matsim", stops=_stops(tmp_path), out=out, activity_types="h,o,back")
+    three = {p: [t for _, _, t, _ in acts] for p, acts in _plans(out / "population.xml").items()}
+    assert three["0"] == ["h", "o", "back"] and three["1"] == ["h", "o", "o"]
+    parser = etree.XMLParser(no_network=True, load_dtd=False, resolve_entities=False)
+    dtd = etree.DTD(str(DTD))
+    for path in (tmp_path / "m" / "population.xml", out / "population.xml"):
+        assert dtd.validate(etree.parse(str(path), parser)), dtd.error_log

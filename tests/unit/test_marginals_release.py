@@ -35,7 +35,7 @@ def _agency_copy(forty_cards: dict[str, Path], tmp_path: Path) -> Path:
 
 def _watch(call_log: CallLog) -> None:
     call_log.fit(OpalMarginals)
-    call_log.function(synth.records.mapping, "read_mapped")
+    call_log.function(synth.records.mapping, "read_mapped_rows")
     call_log.function(synth.io, "read_table")
     call_log.function(synth.marginals.events, "load_input")
     call_log.function(synth.privacy, "check_budget")
@@ -43,7 +43,7 @@ def _watch(call_log: CallLog) -> None:
 
 
 def _assert_read_once_in_fit(call_log: CallLog, path: Path) -> None:
-    assert call_log.of("read_mapped") == [(True, str(path))]
+    assert call_log.of("read_mapped_rows") == [(True, str(path))]
     assert [inside for inside, arg in call_log.of("read_table") if arg == str(path)] == [True]
     assert [inside for inside, _ in call_log.of("load_input")] == [True]
     assert [inside for inside, _ in call_log.of("OpalMarginals._check")] == [True]

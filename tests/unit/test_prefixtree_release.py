@@ -274,13 +274,13 @@ def test_a_mapped_file_is_read_in_fit(
     ``fit`` the frame. The release is the one of the same taps under the canonical names."""
     mapped = _mapped_copy(forty_cards, tmp_path)
     call_log.fit(PrefixTreeSynthesizer)
-    call_log.function(synth.records.mapping, "read_mapped")
+    call_log.function(synth.records.mapping, "read_mapped_rows")
     call_log.function(synth.io, "read_table")
     argv = ["sequences", "--taxonomy", str(forty_cards["taxonomy"]), "--epsilon", "2"]
     argv += ["--height", "2", "--quiet", "--seed", "1"]
     flags = ["--card-column", "tarjeta", "--location-column", "parada"]
     assert main([*argv, str(mapped), *flags, "--out", str(tmp_path / "mapped")]) == 0
-    assert call_log.of("read_mapped") == [(True, str(mapped))]
+    assert call_log.of("read_mapped_rows") == [(True, str(mapped))]
     assert [inside for inside, arg in call_log.of("read_table") if arg == str(mapped)] == [True]
     assert main([*argv, str(forty_cards["taps"]), "--out", str(tmp_path / "plain")]) == 0
     released = [(tmp_path / d / "sequences.csv").read_bytes() for d in ("mapped", "plain")]
@@ -298,8 +298,8 @@ def test_a_mapped_run_table_is_read_in_fit(
     table += 'card_column = "tarjeta"\nlocation_column = "parada"\n'
     config.write_text(table + "[sequences.parameters]\nepsilon = 2\nheight = 2\n")
     call_log.fit(PrefixTreeSynthesizer)
-    call_log.function(synth.records.mapping, "read_mapped")
+    call_log.function(synth.records.mapping, "read_mapped_rows")
     call_log.function(synth.io, "read_table")
     assert main(["run", str(config), "--out", str(tmp_path / "run"), "--seed", "1", "--quiet"]) == 0
-    assert call_log.of("read_mapped") == [(True, str(mapped))]
+    assert call_log.of("read_mapped_rows") == [(True, str(mapped))]
     assert [inside for inside, arg in call_log.of("read_table") if arg == str(mapped)] == [True]

@@ -270,3 +270,33 @@ def test_trip_report_verdict_and_sample_rows() -> None:
     assert header == list(trips.columns) and len(sample) == 8
     assert sample[-1] == [str(v) for v in trips.iloc[-1]]  # spread to the last row
     assert _uncovered(page) == []
+
+
+def test_trip_simulation_input_holds_every_column_to_the_tv_limit() -> None:
+    """A release whose k-marginal score is high but one column is off by TV ~0.08 (the demo's
+    ``line``) is not green for simulation input: the furthest column's TV is held to 0.05, and
+    the rule is stated beside the light."""
+    rng = np.random.default_rng(1)
+    n = 2000
+    trips = pd.DataFrame(
+        {
+            "card_id": rng.integers(0, 300, n).astype(str),
+            "on_time": pd.Timestamp("2019-11-27") + pd.to_timedelta(rng.integers(0, 1440, n), "m"),
+            "on_stop": rng.choice(list("ABC"), n),
+            "off_stop": rng.choice(list("ABC"), n),
+            "line": rng.choice(["L1", "L2", "L3", "L4"], n, p=[0.4, 0.3, 0.2, 0.1]),
+        }
+    )
+    near = trips.copy()
+    near.loc[near.index[:160], "line"] = "L1"  # 8% of the rows moved to L1, the rest as is
+    results = evaluate_trips(trips, {"near": near, "same": trips})
+    tv = results["releases"]["near"]["marginals"]["one_way"]["line"]
+    assert 0.05 < tv < 0.15 and results["releases"]["near"]["k_marginal"]["score"] >= 900
+    page = Report(render_report(results))
+    rows = {r[0]: (r[1].split()[-1], r[2]) for r in page.fitness["near"]["rows"]}
+    light, why = rows["simulation input"]
+    assert light == "amber", why
+    assert f"furthest line {tv:.3f} (green to 0.05, amber to 0.15)" in why
+    assert "k-marginal score" in why and "the worst of" in why
+    same = {r[0]: r[1].split()[-1] for r in page.fitness["same"]["rows"]}
+    assert same["simulation input"] == "green"  # a near-miss canary: the identical release
