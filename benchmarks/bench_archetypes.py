@@ -271,7 +271,7 @@ def baseline(case: Case, public: pd.DataFrame, seeds: int) -> dict[str, Any]:
 
 def archetypes_mode(args: argparse.Namespace) -> list[dict[str, Any]]:
     """Issue 6's rows (see the module docstring)."""
-    names = ["chicago"] if args.smoke else ["chicago", "sube"]
+    names = ["chicago"] if args.smoke else args.cases
     rows = []
     for name in names:
         case = CASES["archetypes"][name](args.data, args.smoke)
@@ -363,7 +363,7 @@ def peers_mode(args: argparse.Namespace) -> list[dict[str, Any]]:
     """Issue 28's rows (see the module docstring)."""
     from smartnoise_peers import available
 
-    names = ["chicago"] if args.smoke else ["chicago", "sube"]
+    names = ["chicago"] if args.smoke else args.cases
     cases = [CASES["peers"][name](args.data, args.smoke) for name in names]
     rows = []
     why = available(args.peers_python) if args.peers_python else "no --peers-python given"
@@ -390,6 +390,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("mode", nargs="?", choices=["archetypes", "peers"], default="archetypes")
     parser.add_argument("--data", type=Path, default=None, help="default: the embedded copies")
+    parser.add_argument(
+        "--cases", nargs="+", choices=["chicago", "sube"], default=["chicago", "sube"]
+    )
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--epsilons", type=float, nargs="+", default=[1.0, 10.0])
     parser.add_argument("--records", type=int, default=1_000_000)
