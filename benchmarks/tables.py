@@ -6,7 +6,8 @@
 A column is a row key; a dotted key reads a nested value (``sbh.seconds``). ``--pivot ON`` first
 groups the rows by ``--index`` keys: each ``--values`` key becomes one column per value of ``ON``
 (``score_mean@1`` for ``epsilon`` 1), every other numeric key the range over the group
-(``2.1-5.7``); rows without ``ON`` are dropped. Without ``--columns``
+(``2.1-5.7``); rows without ``ON`` are dropped. ``--where KEY=VALUE`` keeps only the rows whose
+``KEY`` reads ``VALUE`` (before any pivot). Without ``--columns``
 every scalar key of the rows is a column, in first-seen order. Below the table a line names the
 benchmark, the commit and the machine the figures come from. With ``--readme`` the table replaces
 what stands between ``<!-- table:NAME -->`` and ``<!-- /table:NAME -->`` in that file (the markers
@@ -119,6 +120,12 @@ def pivot(
     return out
 
 
+def where(rows: list[dict[str, Any]], conditions: list[str]) -> list[dict[str, Any]]:
+    """The rows whose every ``KEY=VALUE`` condition holds (the value compared as text)."""
+    pairs = [c.split("=", 1) for c in conditions]
+    return [r for r in rows if all(str(_value(r, k)) == v for k, v in pairs)]
+
+
 def replace_block(text: str, name: str, table: str) -> str:
     """``text`` with the block between the markers of ``name`` replaced by ``table``."""
     start, end = f"<!-- table:{name} -->", f"<!-- /table:{name} -->"
@@ -132,6 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("results", type=Path)
     parser.add_argument("--columns", nargs="+", default=None, metavar="KEY[=HEADING]")
+    parser.add_argument("--where", nargs="+", default=[], metavar="KEY=VALUE")
     parser.add_argument("--pivot", default=None, metavar="ON", help="one column per value of ON")
     parser.add_argument("--index", nargs="+", default=[], help="the pivot's row keys")
     parser.add_argument("--values", nargs="+", default=[], help="the pivot's value keys")
@@ -139,8 +147,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--name", default=None, help="the block's name (default: the file stem)")
     args = parser.parse_args(argv)
     doc = json.loads(args.results.read_text(encoding="utf-8"))
+    doc = doc if isinstance(doc, dict) else {"rows": doc}
+    doc["rows"] = where(doc["rows"], args.where)
     if args.pivot:
-        doc = doc if isinstance(doc, dict) else {"rows": doc}
         doc["rows"] = pivot(doc["rows"], args.pivot, args.index, args.values)
     table = markdown(doc, args.columns)
     if args.readme is None:
