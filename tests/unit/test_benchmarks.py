@@ -185,6 +185,19 @@ GENERATED: dict[str, dict[str, Any]] = {
             "source",
         ],
     },
+    "trips-peers-chicago": {
+        "where": ["source=measured (smartnoise-synth)"],
+        "pivot": {"on": "epsilon", "index": ["data", "method"], "values": ["score_mean"]},
+        "columns": [
+            "method",
+            "score_mean@1=eps 1",
+            "score_mean@10=eps 10",
+            "score_sd=sd",
+            "runs",
+            "seconds=fit+sample (s)",
+            "peak_rss_mb=peak RSS (MB)",
+        ],
+    },
 }
 
 
