@@ -1,17 +1,16 @@
-"""Archetype synthesizer: utility (k-marginal score), fit+sample time and peak memory.
+"""Archetype synthesizer (``trips``): utility (k-marginal score), fit+sample time and peak memory.
 
 Issue 6 targets on the Chicago configuration (public = 2013, private = 2014-2015 of the TFX sample):
 k-marginal score >= 900 at epsilon 1 and >= 935 at epsilon 10 against the private years, fit+sample
-at least 10x faster than smartnoise-synth MST (48-57 s there), 1M synthetic trips in under 30 s. The
-score is synth.evaluate's: both tables discretised on a common domain, 50 random column pairs (seed
-0), (1 - mean TV) * 1000, id column excluded. Baseline: the public trips resampled to the private
-size. Rows: the write-up's algorithm (two counts, budget 0.1 / 0.9, Table 1 completion) and the
-shipped configuration (configs/taxi-archetypes.toml: plus one-way marginals), the same with the
-marginals per archetype (``marginals_by_archetype``), and both WITHOUT public data: the SBH stand-in
+at least 10x faster than smartnoise-synth MST, 1M synthetic trips in under 30 s. The score is
+synth.evaluate's: both tables discretised on a common domain, 50 random column pairs (seed 0),
+(1 - mean TV) * 1000, id column excluded. Baseline: the public trips resampled to the private size.
+Rows: the write-up's algorithm (two counts, budget 0.1 / 0.9, Table 1 completion) and the shipped
+configuration (configs/taxi-archetypes.toml: plus one-way marginals), the same with the marginals
+per archetype (``marginals_by_archetype``), and both WITHOUT public data: the SBH stand-in
 (``public_stand_in``, default tables) on 70% of the budget, the rest split as before (original:
-0.7 / 0.03 / 0.27; configured: 0.7 / 0.03 / 0.09 / 0.18). The stand-in rows still use the 2013
-company list as the company domain (a public list, not trips). SUBE: Tuesday public, Wednesday
-private, configs/transit-archetypes.toml. Timing and memory (tracemalloc peak) are separate runs.
+0.7 / 0.03 / 0.27; configured: 0.7 / 0.03 / 0.09 / 0.18); all with ``joint = false`` (the
+paper's model). SUBE: Tuesday public, Wednesday private, configs/transit-archetypes.toml.
 
     python benchmarks/bench_archetypes.py [--data ../shared/data] [--seeds 3] [--records 1000000]
 
@@ -19,28 +18,44 @@ private, configs/transit-archetypes.toml. Timing and memory (tracemalloc peak) a
 previous model (``joint = false``; without public data the SBH stand-in on 0.7 of the budget) on
 Chicago (private 2014-15, public 2013) and SUBE (Wednesday private, Tuesday public), epsilon 1 and
 10, with and without public data, ``--seeds`` noise runs each, scored by the one k-marginal
-function above; median fit+sample seconds and the tracemalloc peak of one more run. Without
-public data the domains are still public lists (Chicago: the published 2013 company list; SUBE:
-the network metadata's lines and branches, Tuesday's zones and fare products). If smartnoise-synth
-is importable, MST and AIM run on the same private tables (tap/trip level: each row is one unit)
-and are scored the same way; if not, the figures recorded in issue 28 are printed.
+function above. Without public data the domains are still public lists (Chicago: the published
+2013 company list; SUBE: the network metadata's lines and branches, Tuesday's zones and fare
+products). With ``--peers-python`` naming an interpreter that imports smartnoise-synth (its own
+venv: see ``smartnoise_peers.py``), MST (and AIM with ``--peer-methods mst aim``) run on the same
+tables, the conformed private columns the scorer reads, at the same epsilon and delta: Chicago
+(one trip per taxi, so a row is an individual) and SUBE at card level (each card's first
+``--card-k`` taps by hour, default 3 as transit-synth without public data, with smartnoise's own
+``max_contrib=k`` rho) and at tap level (every tap a unit: a weaker guarantee). Without it, the
+figures recorded in issue 28 are printed and written (``source``: recorded).
 
-    python benchmarks/bench_archetypes.py peers [--data ../shared/data] [--seeds 3]
+Every row: mean and sd of the scores, median fit+sample seconds, and the peak RSS of one more run
+in a child process (``harness.child``: the process that reads the data, fits and samples once;
+for the peers, of each smartnoise child, max over runs). ``--smoke`` (seconds): the embedded
+Chicago sample cut to 600 trips, one variant at epsilon 1, one run. Data: the CSV files under
+``--data`` (chicago-taxi/, sube-buenos-aires/), else the copies embedded in ``synth/data``.
+
+    python benchmarks/bench_archetypes.py peers [--seeds 3] [--peers-python /venv-peers/bin/python]
+        [--peer-methods mst] [--peer-runs 3] [--peer-jobs 2] [--json results/trips-peers.json]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 import tomllib
-import tracemalloc
 import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from harness import add_options, child, emit, stopwatch, write_results
 
 from archetypes import (
     ArchetypeSynthesizer,
@@ -49,13 +64,48 @@ from archetypes import (
     sube_schema,
     sube_trips,
 )
+from synth.datasets import path as embedded
 from synth.errors import ConfigError
 from synth.evaluate import discretise, k_marginal_score
 
 ROOT = Path(__file__).resolve().parents[1]
+SMOKE_ROWS = 600
+
+#: issue 28's recorded peer figures (smartnoise-synth, same tables and scorer, means of 3 runs)
+RECORDED_PEERS = [
+    ("chicago", "MST", 1.0, 924),
+    ("chicago", "MST", 10.0, 943),
+    ("chicago", "AIM", 1.0, 912),
+    ("chicago", "public 2013 bootstrap", 1.0, 831),
+    ("chicago", "non-private", 1.0, 964),
+    ("sube", "MST, card level", 1.0, 529),
+    ("sube", "MST, card level", 10.0, 726),
+    ("sube", "MST, tap level (weaker guarantee)", 1.0, 793),
+    ("sube", "MST, tap level (weaker guarantee)", 10.0, 931),
+    ("sube", "Tuesday bootstrap", 1.0, 905),
+    ("sube", "non-private", 1.0, 954),
+]
+RECORDED_COST = "MST: 30-110 s and 1.6-1.8 GB per run (issue 28)"
+
+
+@dataclass
+class Case:
+    """One data set: private trips, the table scored (conformed to the public domains), public
+    trips, the columns the scorer ignores, delta, the order column, and the variants run on it
+    (label -> (constructor parameters, whether the public trips are given))."""
+
+    name: str
+    private: pd.DataFrame
+    scored: pd.DataFrame
+    public: pd.DataFrame
+    drop: list[str]
+    delta: float
+    order: str
+    variants: dict[str, tuple[dict[str, Any], bool]]
 
 
 def config(name: str) -> dict[str, Any]:
+    """The ``[trips.parameters]`` of a shipped config, without the budget."""
     params = tomllib.loads((ROOT / "configs" / name).read_text())["trips"]["parameters"]
     params = {k: v for k, v in params.items() if k not in ("epsilon", "delta")}
     params["completion"] = [(t, tuple(c)) for t, c in params["completion"]]
@@ -63,258 +113,306 @@ def config(name: str) -> dict[str, Any]:
     return params
 
 
-def score(private: pd.DataFrame, synthetic: pd.DataFrame, drop: list[str]) -> float:
-    a, b, cols = discretise(
-        private.drop(columns=drop), synthetic.drop(columns=drop, errors="ignore")
-    )
-    return float(k_marginal_score(a, b, cols)["score"])
+def chicago_tables(data: Path | None, smoke: bool) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Private (2014-15) and public (2013) Chicago trips (``smoke``: the first 600 of each)."""
+    source = data / "chicago-taxi" / "chicago_taxi_simple.csv" if data else embedded("chicago_taxi")
+    private = chicago_taxi_trips(source, years=[2014, 2015])
+    public = chicago_taxi_trips(source, years=[2013])
+    if smoke:
+        private, public = private.head(SMOKE_ROWS), public.head(SMOKE_ROWS)
+    return private.reset_index(drop=True), public.reset_index(drop=True)
 
 
-def run(
-    private: pd.DataFrame,
-    public: pd.DataFrame | None,
-    params: dict[str, Any],
-    epsilon: float,
-    delta: float,
-    seeds: int,
-    drop: list[str],
-) -> dict[str, Any]:
-    scores, times = [], []
-    for seed in range(seeds):
-        start = time.perf_counter()
-        out = ArchetypeSynthesizer(epsilon=epsilon, delta=delta, random_state=seed, **params)
-        synthetic = out.fit(private, public).sample()
-        times.append(time.perf_counter() - start)
-        scores.append(score(private, synthetic, drop))
-    tracemalloc.start()
-    ArchetypeSynthesizer(epsilon=epsilon, delta=delta, random_state=0, **params).fit(
-        private, public
-    ).sample()
-    peak = tracemalloc.get_traced_memory()[1]
-    tracemalloc.stop()
-    return {
-        "epsilon": epsilon,
-        "score_mean": round(float(np.mean(scores)), 1),
-        "score_sd": round(float(np.std(scores)), 1),
-        "fit_sample_s": round(float(np.median(times)), 2),
-        "peak_mb": round(peak / 2**20, 1),
-        "rows": len(synthetic),
+def sube_tables(data: Path | None) -> tuple[pd.DataFrame, pd.DataFrame, Any]:
+    """Private (Wednesday) and public (Tuesday) SUBE trips and the public schema."""
+    files = (embedded("sube_wednesday"), embedded("sube_tuesday"), embedded("sube_metadata"))
+    if data:
+        folder = data / "sube-buenos-aires"
+        names = ("miercoles_trx.csv", "martes_trx.csv", "metadata_amba_2019_m1.csv")
+        files = tuple(folder / n for n in names)
+    private, public = sube_trips(files[0]), sube_trips(files[1])
+    return private, public, sube_schema(public, files[2])
+
+
+def issue6_chicago(data: Path | None, smoke: bool) -> Case:
+    private, public = chicago_tables(data, smoke)
+    schema = chicago_taxi_schema(public)
+    shipped = {**config("taxi-archetypes.toml"), "schema": schema, "joint": False}
+    original = {k: v for k, v in shipped.items() if k != "marginals"}
+    original["budget_split"] = (0.1, 0.9)
+    variants = {
+        "original": (original, True),
+        "configured": (shipped, True),
+        "configured_by_archetype": ({**shipped, "marginals_by_archetype": True}, True),
+        "stand_in_original": (
+            {**original, "public_stand_in": True, "budget_split": (0.7, 0.03, 0.27)},
+            False,
+        ),
+        "stand_in_configured": (
+            {**shipped, "public_stand_in": True, "budget_split": (0.7, 0.03, 0.09, 0.18)},
+            False,
+        ),
     }
+    if smoke:
+        variants = {"configured": variants["configured"]}
+    scored = schema.conform(private)
+    return Case("chicago", private, scored, public, ["taxi_id"], 2.5e-5, "shift", variants)
 
 
-def baseline(private: pd.DataFrame, public: pd.DataFrame, seeds: int, drop: list[str]) -> float:
-    draws = [public.sample(len(private), replace=True, random_state=s) for s in range(seeds)]
-    return round(float(np.mean([score(private, d, drop) for d in draws])), 1)
+def issue6_sube(data: Path | None, smoke: bool) -> Case:
+    private, public, schema = sube_tables(data)
+    params = {**config("transit-archetypes.toml"), "schema": schema, "joint": False}
+    scored = schema.conform(private, columns=["line", "branch", "zone"])
+    drop = ["card_id", "lat", "lon"]
+    return Case("sube", private, scored, public, drop, 1e-5, "hour", {"configured": (params, True)})
 
 
-#: issue 28's recorded peer figures (smartnoise-synth, same tables and scorer, means of 3 runs)
-RECORDED_PEERS = {
-    "chicago": {
-        "MST (no public data)": {"1": 924, "10": 943},
-        "AIM (no public data)": {"1": 912},
-        "public 2013 bootstrap": {"1": 831},
-        "non-private": {"1": 964},
-    },
-    "sube": {
-        "MST, card level": {"1": 529, "10": 726},
-        "MST, tap level (weaker guarantee)": {"1": 793, "10": 931},
-        "Tuesday bootstrap": {"1": 905},
-        "non-private": {"1": 954},
-    },
-    "cost": "MST: 30-110 s and 1.6-1.8 GB per run",
-}
-
-
-def measure_run(
-    private: pd.DataFrame,
-    scored: pd.DataFrame,
-    public: pd.DataFrame | None,
-    params: dict[str, Any],
-    epsilon: float,
-    delta: float,
-    seeds: int,
-    drop: list[str],
-) -> dict[str, Any]:
-    """Scores of ``seeds`` noise runs, median seconds, and the tracemalloc peak of one more."""
-    scores, times = [], []
-    for seed in range(seeds):
-        start = time.perf_counter()
-        syn = ArchetypeSynthesizer(epsilon=epsilon, delta=delta, random_state=seed, **params)
-        synthetic = syn.fit(private, public).sample()
-        times.append(time.perf_counter() - start)
-        scores.append(score(scored, synthetic, drop))
-    tracemalloc.start()
-    ArchetypeSynthesizer(epsilon=epsilon, delta=delta, random_state=seeds, **params).fit(
-        private, public
-    ).sample()
-    peak = tracemalloc.get_traced_memory()[1]
-    tracemalloc.stop()
-    return {
-        "score_mean": round(float(np.mean(scores)), 1),
-        "score_sd": round(float(np.std(scores)), 1),
-        "seconds": round(float(np.median(times)), 2),
-        "peak_mb": round(peak / 2**20, 1),
-    }
-
-
-def smartnoise_peers(
-    private: pd.DataFrame, scored: pd.DataFrame, drop: list[str], delta: float, seeds: int
-) -> dict[str, Any] | None:
-    """MST and AIM of smartnoise-synth on the private table (None when it is not installed)."""
-    try:
-        from snsynth import Synthesizer  # type: ignore[import-not-found]
-    except ImportError:
-        return None
-    table = private.drop(columns=drop, errors="ignore")
-    out: dict[str, Any] = {}
-    for name in ("mst", "aim"):
-        for eps in (1.0, 10.0):
-            scores, times = [], []
-            for _ in range(seeds):
-                start = time.perf_counter()
-                synth = Synthesizer.create(name, epsilon=eps, delta=delta)
-                synthetic = synth.fit_sample(table, preprocessor_eps=0.0)
-                times.append(time.perf_counter() - start)
-                scores.append(score(scored.drop(columns=drop, errors="ignore"), synthetic, []))
-            out[f"{name} eps {eps:g}"] = {
-                "score_mean": round(float(np.mean(scores)), 1),
-                "seconds": round(float(np.median(times)), 2),
-            }
-    return out
-
-
-def peers(data: Path, seeds: int) -> dict[str, Any]:
-    """The ``peers`` mode (see the module docstring)."""
-    raw = pd.read_csv(data / "chicago-taxi" / "chicago_taxi_simple.csv")
-    public = chicago_taxi_trips(raw, years=[2013])
-    private = chicago_taxi_trips(raw, years=[2014, 2015])
+def peers_chicago(data: Path | None, smoke: bool) -> Case:
+    private, public = chicago_tables(data, smoke)
     with_public = chicago_taxi_schema(public)
     without = chicago_taxi_schema(private.iloc[:0])  # the published company list
     shipped = config("taxi-archetypes.toml")
     old = {**shipped, "joint": False}
     old_stand_in = {**old, "public_stand_in": True, "budget_split": (0.7, 0.03, 0.09, 0.18)}
-    cases = {
-        "chicago": (
-            private,
-            with_public.conform(private),
-            public,
-            ["taxi_id"],
-            2.5e-5,
-            {
-                "joint, public": ({**shipped, "schema": with_public}, True),
-                "joint, no public": ({**shipped, "schema": without}, False),
-                "previous, public": ({**old, "schema": with_public}, True),
-                "previous stand-in, no public": ({**old_stand_in, "schema": without}, False),
-            },
-        )
+    variants = {
+        "joint, public": ({**shipped, "schema": with_public}, True),
+        "joint, no public": ({**shipped, "schema": without}, False),
+        "previous, public": ({**old, "schema": with_public}, True),
+        "previous stand-in, no public": ({**old_stand_in, "schema": without}, False),
     }
-    folder = data / "sube-buenos-aires"
-    public = sube_trips(folder / "martes_trx.csv")
-    private = sube_trips(folder / "miercoles_trx.csv")
-    schema = sube_schema(public, folder / "metadata_amba_2019_m1.csv")
+    if smoke:
+        variants = {"joint, public": variants["joint, public"]}
+    scored = with_public.conform(private)
+    return Case("chicago", private, scored, public, ["taxi_id"], 2.5e-5, "shift", variants)
+
+
+def peers_sube(data: Path | None, smoke: bool) -> Case:
+    private, public, schema = sube_tables(data)
     shipped = {**config("transit-archetypes.toml"), "schema": schema}
     old = {**shipped, "joint": False}
-    cases["sube"] = (
-        private,
-        schema.conform(private, columns=["line", "branch", "zone"]),
-        public,
-        ["card_id", "lat", "lon"],
-        1e-5,
-        {
-            "joint, public": (shipped, True),
-            "joint, no public": (shipped, False),
-            "previous, public": (old, True),
-            "previous stand-in, no public": (
-                {**old, "public_stand_in": True, "budget_split": (0.7, 0.03, 0.27)},
-                False,
-            ),
-        },
+    variants = {
+        "joint, public": (shipped, True),
+        "joint, no public": (shipped, False),
+        "previous, public": (old, True),
+        "previous stand-in, no public": (
+            {**old, "public_stand_in": True, "budget_split": (0.7, 0.03, 0.27)},
+            False,
+        ),
+    }
+    scored = schema.conform(private, columns=["line", "branch", "zone"])
+    drop = ["card_id", "lat", "lon"]
+    return Case("sube", private, scored, public, drop, 1e-5, "hour", variants)
+
+
+#: mode -> data set -> its builder (data folder or None, smoke)
+CASES: dict[str, dict[str, Callable[[Path | None, bool], Case]]] = {
+    "archetypes": {"chicago": issue6_chicago, "sube": issue6_sube},
+    "peers": {"chicago": peers_chicago, "sube": peers_sube},
+}
+
+
+def score(scored: pd.DataFrame, synthetic: pd.DataFrame, drop: list[str]) -> float:
+    """The k-marginal score of ``synthetic`` against ``scored``, ``drop`` columns ignored."""
+    a, b, cols = discretise(
+        scored.drop(columns=drop, errors="ignore"), synthetic.drop(columns=drop, errors="ignore")
     )
-    results: dict[str, Any] = {}
-    for name, (priv, scored, pub, drop, delta, variants) in cases.items():
-        rows: dict[str, Any] = {}
-        for label, (params, given) in variants.items():
-            for eps in (1.0, 10.0):
-                try:
-                    rows[f"{label}, eps {eps:g}"] = measure_run(
-                        priv, scored, pub if given else None, params, eps, delta, seeds, drop
-                    )
-                except ConfigError as exc:  # e.g. the stand-in on columns without a domain
-                    rows[f"{label}, eps {eps:g}"] = {"error": str(exc)}
-        rows["peers"] = smartnoise_peers(priv, scored, drop, delta, seeds) or {
-            "recorded (smartnoise-synth not installed)": RECORDED_PEERS[name]
-        }
-        results[name] = rows
-    results["recorded_cost"] = RECORDED_PEERS["cost"]
-    return results
+    return float(k_marginal_score(a, b, cols)["score"])
 
 
-def main() -> None:
+def fit_sample(case: Case, label: str, epsilon: float, seed: int) -> pd.DataFrame:
+    params, given = case.variants[label]
+    synth = ArchetypeSynthesizer(epsilon=epsilon, delta=case.delta, random_state=seed, **params)
+    return synth.fit(case.private, case.public if given else None).sample()
+
+
+def measure(case: Case, label: str, epsilon: float, args: argparse.Namespace) -> dict[str, Any]:
+    """``args.seeds`` noise runs of one variant: scores, median seconds, and the peak RSS of one
+    more run in a child process (which reads the data itself)."""
+    row: dict[str, Any] = {"data": case.name, "method": label, "epsilon": epsilon}
+    scores, seconds = [], []
+    try:
+        for seed in range(args.seeds):
+            with stopwatch() as t:
+                synthetic = fit_sample(case, label, epsilon, seed)
+            seconds.append(t["s"])
+            scores.append(score(case.scored, synthetic, case.drop))
+    except ConfigError as exc:  # e.g. the stand-in on columns without a domain
+        return {**row, "error": str(exc)}
+    spec = {"mode": args.mode, "case": case.name, "label": label, "epsilon": epsilon}
+    spec.update(data=str(args.data) if args.data else None, smoke=args.smoke, seed=args.seeds)
+    memory = child([sys.executable, str(Path(__file__).resolve()), "_child", json.dumps(spec)])
+    return {
+        **row,
+        "score_mean": round(float(np.mean(scores)), 1),
+        "score_sd": round(float(np.std(scores)), 1),
+        "runs": len(scores),
+        "seconds": round(float(np.median(seconds)), 2),
+        "peak_rss_mb": memory["peak_rss_mb"],
+        "rows": len(synthetic),
+        "source": "measured",
+    }
+
+
+def child_run(spec: dict[str, Any]) -> None:
+    """The measured child: build the case from its files, fit and sample once."""
+    data = Path(spec["data"]) if spec["data"] else None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        case = CASES[spec["mode"]][spec["case"]](data, spec["smoke"])
+        fit_sample(case, spec["label"], spec["epsilon"], spec["seed"])
+
+
+def baseline(case: Case, public: pd.DataFrame, seeds: int) -> dict[str, Any]:
+    """The public trips resampled to the private size, scored like a release."""
+    draws = [public.sample(len(case.scored), replace=True, random_state=s) for s in range(seeds)]
+    mean = float(np.mean([score(case.scored, d, case.drop) for d in draws]))
+    return {"data": case.name, "method": "public bootstrap", "score_mean": round(mean, 1)}
+
+
+def archetypes_mode(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """Issue 6's rows (see the module docstring)."""
+    names = ["chicago"] if args.smoke else args.cases
+    rows = []
+    for name in names:
+        case = CASES["archetypes"][name](args.data, args.smoke)
+        public = case.public
+        if name == "sube":  # the Tuesday trips on the same public domains
+            public = case.variants["configured"][0]["schema"].conform(public)
+        rows.append(emit(baseline(case, public, args.seeds)))
+        for label in case.variants:
+            for eps in args.epsilons:
+                rows.append(emit(measure(case, label, eps, args)))
+        if name == "chicago":
+            params, _ = case.variants["configured"]
+            fitted = ArchetypeSynthesizer(epsilon=1.0, delta=case.delta, random_state=0, **params)
+            fitted.fit(case.private, case.public)
+            with stopwatch() as t:
+                big = fitted.sample(n_records=args.records)
+            row = {"data": name, "method": f"sample {len(big):,} trips", "seconds": t["s"]}
+            rows.append(emit(row))
+    return rows
+
+
+def peer_jobs(cases: list[Case], args: argparse.Namespace) -> list[dict[str, Any]]:
+    """One smartnoise job per (data, privacy unit, method, epsilon, run)."""
+    from smartnoise_peers import bounded
+
+    jobs = []
+    for case in cases:
+        ident = case.drop[0]
+        full = case.scored.drop(columns=[c for c in case.drop if c != ident])
+        per = int(full.groupby(ident).size().max())
+        units = {"card level (k=1)": (bounded(full, ident, case.order, 1), 1)}
+        if per > 1:  # several rows per individual: bound them, and the row-level run beside
+            units = {
+                f"card level (k={args.card_k})": (
+                    bounded(full, ident, case.order, args.card_k),
+                    args.card_k,
+                ),
+                "tap level (weaker guarantee)": (full.drop(columns=[ident]), 1),
+            }
+        for unit, (table, k) in units.items():
+            for method in args.peer_methods:
+                for eps in args.epsilons:
+                    for seed in range(args.peer_runs or args.seeds):
+                        name = f"{case.name}-{method}-{len(jobs)}"
+                        jobs.append(
+                            {"case": case.name, "unit": unit, "train": table, "k": k}
+                            | {"method": method, "epsilon": eps, "delta": case.delta}
+                            | {"seed": seed, "name": name}
+                        )
+    return jobs
+
+
+def peer_rows(cases: list[Case], args: argparse.Namespace) -> list[dict[str, Any]]:
+    """MST/AIM rows measured through ``--peers-python``, scored here."""
+    from smartnoise_peers import SAMPLINGS, run_all
+
+    jobs = peer_jobs(cases, args)
+    done = run_all(args.peers_python, [dict(j) for j in jobs], args.peer_jobs)
+    by_name = {c.name: c for c in cases}
+    groups: dict[tuple[str, str, str, float], list[dict[str, Any]]] = {}
+    for job, got in zip(jobs, done, strict=True):
+        groups.setdefault((job["case"], job["unit"], job["method"], job["epsilon"]), []).append(got)
+    rows = []
+    for (name, unit, method, eps), runs in groups.items():
+        case = by_name[name]
+        dtypes = case.scored.dtypes.to_dict()
+        for way, label in SAMPLINGS.items():
+            tables = [r["tables"][way] for r in runs]
+            scores = [
+                score(case.scored, t.astype({c: dtypes[c] for c in t.columns}), case.drop)
+                for t in tables
+            ]
+            row = {"data": name, "method": f"{method.upper()}, {unit}, {label}", "epsilon": eps}
+            row |= {
+                "score_mean": round(float(np.mean(scores)), 1),
+                "score_sd": round(float(np.std(scores)), 1),
+                "runs": len(scores),
+                "seconds": round(float(np.median([r["fit_sample_s"] for r in runs])), 2),
+                "wall_s": round(float(np.median([r["wall_s"] for r in runs])), 2),
+                "peak_rss_mb": max(r["peak_rss_mb"] for r in runs),
+                "rows": len(tables[0]),
+                "source": "measured (smartnoise-synth)",
+            }
+            rows.append(emit(row))
+    return rows
+
+
+def peers_mode(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """Issue 28's rows (see the module docstring)."""
+    from smartnoise_peers import available
+
+    names = ["chicago"] if args.smoke else args.cases
+    cases = [CASES["peers"][name](args.data, args.smoke) for name in names]
+    rows = []
+    why = available(args.peers_python) if args.peers_python else "no --peers-python given"
+    if why is None and args.peer_methods:  # first: the slow part
+        rows += peer_rows(cases, args)
+    else:
+        print(f"smartnoise-synth not run ({why}): the figures recorded in issue 28 follow")
+    for case in cases:
+        for label in case.variants:
+            for eps in args.epsilons:
+                rows.append(emit(measure(case, label, eps, args)))
+    for name, method, eps, value in RECORDED_PEERS:
+        row = {"data": name, "method": method, "epsilon": eps, "score_mean": value}
+        rows.append(emit({**row, "source": "recorded in issue 28"}))
+    rows.append(emit({"data": "all", "method": RECORDED_COST, "source": "recorded in issue 28"}))
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["_child"]:
+        child_run(json.loads(argv[1]))
+        return 0
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("mode", nargs="?", choices=["archetypes", "peers"], default="archetypes")
-    parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
+    parser.add_argument("--data", type=Path, default=None, help="default: the embedded copies")
+    parser.add_argument(
+        "--cases", nargs="+", choices=["chicago", "sube"], default=["chicago", "sube"]
+    )
     parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--epsilons", type=float, nargs="+", default=[1.0, 10.0])
     parser.add_argument("--records", type=int, default=1_000_000)
-    args = parser.parse_args()
-    if args.mode == "peers":
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UserWarning)  # features without a public domain
-            print(json.dumps(peers(args.data, args.seeds), indent=2))
-        return
-    results: dict[str, Any] = {}
-
-    raw = pd.read_csv(args.data / "chicago-taxi" / "chicago_taxi_simple.csv")
-    public = chicago_taxi_trips(raw, years=[2013])
-    private = chicago_taxi_trips(raw, years=[2014, 2015])
-    schema = chicago_taxi_schema(public)
-    private_scored = schema.conform(private)
-    shipped = {**config("taxi-archetypes.toml"), "schema": schema, "joint": False}
-    original = {k: v for k, v in shipped.items() if k != "marginals"}
-    original["budget_split"] = (0.1, 0.9)
-    taxi: dict[str, Any] = {
-        "public_only": baseline(private_scored, public, args.seeds, ["taxi_id"])
-    }
-    variants = {
-        "original": (original, public),
-        "configured": (shipped, public),
-        "configured_by_archetype": ({**shipped, "marginals_by_archetype": True}, public),
-        "stand_in_original": (
-            {**original, "public_stand_in": True, "budget_split": (0.7, 0.03, 0.27)},
-            None,
-        ),
-        "stand_in_configured": (
-            {**shipped, "public_stand_in": True, "budget_split": (0.7, 0.03, 0.09, 0.18)},
-            None,
-        ),
-    }
-    for name, (params, given) in variants.items():
-        taxi[name] = [
-            run(private_scored, given, params, eps, 2.5e-5, args.seeds, ["taxi_id"])
-            for eps in (1.0, 10.0)
-        ]
-    fitted = ArchetypeSynthesizer(epsilon=1.0, delta=2.5e-5, random_state=0, **shipped)
-    fitted.fit(private, public)
-    start = time.perf_counter()
-    big = fitted.sample(n_records=args.records)
-    taxi["sample_1M"] = {"rows": len(big), "seconds": round(time.perf_counter() - start, 2)}
-    results["chicago"] = taxi
-
-    folder = args.data / "sube-buenos-aires"
-    public = sube_trips(folder / "martes_trx.csv")
-    private = sube_trips(folder / "miercoles_trx.csv")
-    schema = sube_schema(public, folder / "metadata_amba_2019_m1.csv")
-    params = {**config("transit-archetypes.toml"), "schema": schema, "joint": False}
-    drop = ["card_id", "lat", "lon"]
-    private_scored = schema.conform(private, columns=["line", "branch", "zone"])
-    sube: dict[str, Any] = {
-        "public_only": baseline(private_scored, schema.conform(public), args.seeds, drop)
-    }
-    sube["configured"] = [
-        run(private_scored, public, params, eps, 1e-5, args.seeds, drop) for eps in (1.0, 10.0)
-    ]
-    results["sube"] = sube
-    print(json.dumps(results, indent=2))
+    parser.add_argument("--peers-python", default=None, help="an interpreter with snsynth")
+    parser.add_argument("--peer-methods", nargs="*", default=["mst", "aim"])
+    parser.add_argument("--peer-jobs", type=int, default=1, help="smartnoise children at once")
+    parser.add_argument("--peer-runs", type=int, default=None, help="default: --seeds")
+    parser.add_argument("--card-k", type=int, default=3, help="card-level peers: rows per card")
+    add_options(parser, f"the Chicago sample cut to {SMOKE_ROWS} trips, one variant, eps 1")
+    args = parser.parse_args(argv)
+    if args.smoke:
+        args.seeds, args.epsilons, args.records = 1, [1.0], 10_000
+    started = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # features without a public domain
+        rows = peers_mode(args) if args.mode == "peers" else archetypes_mode(args)
+    print(f"{time.perf_counter() - started:.1f} s")
+    write_results(args.json, f"trips-{args.mode}", rows, args)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -3,7 +3,11 @@
     python benchmarks/tables.py RESULTS.json [--columns KEY[=HEADING] ...]
     python benchmarks/tables.py RESULTS.json --columns ... --readme README.md --name NAME
 
-A column is a row key; a dotted key reads a nested value (``sbh.seconds``). Without ``--columns``
+A column is a row key; a dotted key reads a nested value (``sbh.seconds``). ``--pivot ON`` first
+groups the rows by ``--index`` keys: each ``--values`` key becomes one column per value of ``ON``
+(``score_mean@1`` for ``epsilon`` 1), every other numeric key the range over the group
+(``2.1-5.7``); rows without ``ON`` are dropped. ``--where KEY=VALUE`` keeps only the rows whose
+``KEY`` reads ``VALUE`` (before any pivot). Without ``--columns``
 every scalar key of the rows is a column, in first-seen order. Below the table a line names the
 benchmark, the commit and the machine the figures come from. With ``--readme`` the table replaces
 what stands between ``<!-- table:NAME -->`` and ``<!-- /table:NAME -->`` in that file (the markers
@@ -79,6 +83,49 @@ def markdown(doc: dict[str, Any] | list[dict[str, Any]], columns: list[str] | No
     return "\n".join(lines) + "\n"
 
 
+def _label(value: Any) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def _span(values: list[Any]) -> Any:
+    numbers = [v for v in values if isinstance(v, int | float) and not isinstance(v, bool)]
+    if not numbers:
+        return values[0] if values else None
+    low, high = (_cell(float(v)) for v in (min(numbers), max(numbers)))
+    return low if low == high else f"{low}-{high}"
+
+
+def pivot(
+    rows: list[dict[str, Any]], on: str, index: list[str], values: list[str]
+) -> list[dict[str, Any]]:
+    """One row per ``index`` combination (first-seen order): ``value@label`` for each value key
+    and each ``on`` value, and every other scalar key as its range over the group."""
+    groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+    for row in rows:
+        if row.get(on) is not None:
+            groups.setdefault(tuple(row.get(k) for k in index), []).append(row)
+    out = []
+    for key, members in groups.items():
+        new: dict[str, Any] = dict(zip(index, key, strict=True))
+        for row in members:
+            for value in values:
+                new[f"{value}@{_label(row[on])}"] = row.get(value)
+        others: dict[str, list[Any]] = {}
+        for row in members:
+            for k, v in row.items():
+                if k not in (on, *index, *values) and not isinstance(v, dict | list):
+                    others.setdefault(k, []).append(v)
+        new.update({k: _span(v) for k, v in others.items()})
+        out.append(new)
+    return out
+
+
+def where(rows: list[dict[str, Any]], conditions: list[str]) -> list[dict[str, Any]]:
+    """The rows whose every ``KEY=VALUE`` condition holds (the value compared as text)."""
+    pairs = [c.split("=", 1) for c in conditions]
+    return [r for r in rows if all(str(_value(r, k)) == v for k, v in pairs)]
+
+
 def replace_block(text: str, name: str, table: str) -> str:
     """``text`` with the block between the markers of ``name`` replaced by ``table``."""
     start, end = f"<!-- table:{name} -->", f"<!-- /table:{name} -->"
@@ -92,10 +139,19 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("results", type=Path)
     parser.add_argument("--columns", nargs="+", default=None, metavar="KEY[=HEADING]")
+    parser.add_argument("--where", nargs="+", default=[], metavar="KEY=VALUE")
+    parser.add_argument("--pivot", default=None, metavar="ON", help="one column per value of ON")
+    parser.add_argument("--index", nargs="+", default=[], help="the pivot's row keys")
+    parser.add_argument("--values", nargs="+", default=[], help="the pivot's value keys")
     parser.add_argument("--readme", type=Path, default=None, help="replace a marked block here")
     parser.add_argument("--name", default=None, help="the block's name (default: the file stem)")
     args = parser.parse_args(argv)
-    table = markdown(json.loads(args.results.read_text(encoding="utf-8")), args.columns)
+    doc = json.loads(args.results.read_text(encoding="utf-8"))
+    doc = doc if isinstance(doc, dict) else {"rows": doc}
+    doc["rows"] = where(doc["rows"], args.where)
+    if args.pivot:
+        doc["rows"] = pivot(doc["rows"], args.pivot, args.index, args.values)
+    table = markdown(doc, args.columns)
     if args.readme is None:
         sys.stdout.write(table)
         return 0
