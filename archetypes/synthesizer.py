@@ -33,13 +33,9 @@ pool's (archetype, value) histograms, the archetype of a pool individual being t
 drawn for. The global version stays the default: the per-archetype cells are about ``archetypes``
 times smaller for the same noise (figures in ``benchmarks/bench_archetypes.py``).
 
-Without public data, ``public_stand_in`` (see :mod:`archetypes.standin`) first releases
-stability-based histograms of the private trips and uses their expansion as the public trips. Its
-share comes FIRST in ``budget_split``: (stand-in, archetypes, category[, marginals]); the spends
-compose sequentially in the same ledger. Given public data, the stand-in is not released and its
-share is not spent.
-
-Default since issue 28, ``joint=True`` (:mod:`archetypes.jointfit`): noisy one- and two-way trip
+Without public data, ``public_stand_in`` (:mod:`archetypes.standin`) first releases SBH histograms
+of the private trips, expanded into stand-in public trips; its share comes FIRST in ``budget_split``
+(stand-in, archetypes, category[, marginals]), unspent given public data. Default since issue 28, ``joint=True`` (:mod:`archetypes.jointfit`): noisy one- and two-way trip
 tables over the public domains (one discrete Gaussian, at most k trips per individual) made into one
 tree model (:mod:`archetypes.joint`); the two counts above still decide how many individuals of
 which kind. Without public data the joint model replaces the stand-in. ``joint=False`` is the above.
