@@ -55,7 +55,7 @@ import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from harness import add_options, child, emit, stopwatch, write_results
+from harness import add_options, child, emit, read_rows, stopwatch, write_results
 
 from archetypes import (
     ArchetypeSynthesizer,
@@ -353,10 +353,14 @@ def peer_rows(cases: list[Case], args: argparse.Namespace) -> list[dict[str, Any
                 "wall_s": round(float(np.median([r["wall_s"] for r in runs])), 2),
                 "peak_rss_mb": max(r["peak_rss_mb"] for r in runs),
                 "rows": len(tables[0]),
-                "source": "measured (smartnoise-synth)",
+                "source": PEER_SOURCE,
             }
             rows.append(emit(row))
     return rows
+
+
+#: the ``source`` of a row measured by running smartnoise-synth
+PEER_SOURCE = "measured (smartnoise-synth)"
 
 
 def peers_mode(args: argparse.Namespace) -> list[dict[str, Any]]:
@@ -367,7 +371,9 @@ def peers_mode(args: argparse.Namespace) -> list[dict[str, Any]]:
     cases = [CASES["peers"][name](args.data, args.smoke) for name in names]
     rows = []
     why = available(args.peers_python) if args.peers_python else "no --peers-python given"
-    if why is None and args.peer_methods:  # first: the slow part
+    if args.peer_rows is not None:  # the peers' fits do not depend on transit-synth's code
+        rows += [emit(r) for r in read_rows(args.peer_rows) if r.get("source") == PEER_SOURCE]
+    elif why is None and args.peer_methods:  # first: the slow part
         rows += peer_rows(cases, args)
     else:
         print(f"smartnoise-synth not run ({why}): the figures recorded in issue 28 follow")
@@ -401,6 +407,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--peer-jobs", type=int, default=1, help="smartnoise children at once")
     parser.add_argument("--peer-runs", type=int, default=None, help="default: --seeds")
     parser.add_argument("--card-k", type=int, default=3, help="card-level peers: rows per card")
+    parser.add_argument(
+        "--peer-rows",
+        type=Path,
+        default=None,
+        help="peers: take the smartnoise-synth rows of this earlier results file instead of "
+        "running it again (its fits do not depend on transit-synth's code; rows keep their runs)",
+    )
     add_options(parser, f"the Chicago sample cut to {SMOKE_ROWS} trips, one variant, eps 1")
     args = parser.parse_args(argv)
     if args.smoke:
