@@ -35,10 +35,11 @@ times smaller for the same noise (figures in ``benchmarks/bench_archetypes.py``)
 
 Without public data, ``public_stand_in`` (:mod:`archetypes.standin`) first releases SBH histograms
 of the private trips, expanded into stand-in public trips; its share comes FIRST in ``budget_split``
-(stand-in, archetypes, category[, marginals]), unspent given public data. Default since issue 28, ``joint=True`` (:mod:`archetypes.jointfit`): noisy one- and two-way trip
-tables over the public domains (one discrete Gaussian, at most k trips per individual) made into one
-tree model (:mod:`archetypes.joint`); the two counts above still decide how many individuals of
-which kind. Without public data the joint model replaces the stand-in. ``joint=False`` is the above.
+(stand-in, archetypes, category[, marginals]), unspent given public data. Default since issue 28,
+``joint=True`` (:mod:`archetypes.jointfit`): noisy one- and two-way trip tables over the public
+domains (one discrete Gaussian, at most k trips per individual) made into one tree model
+(:mod:`archetypes.joint`); the two counts above still decide how many individuals of which kind.
+Without public data the joint model replaces the stand-in. ``joint=False`` is the above.
 
 Departures from the write-up, all post-processing: the analytic calibration holds for every epsilon
 (no cap at 1); the noise is an exact discrete Gaussian; the category is drawn per individual,

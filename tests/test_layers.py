@@ -422,9 +422,7 @@ def reexports(modules: dict[str, Path] | None = None) -> set[str]:
 
 
 # Library modules that re-exported names when this guard was built (issue 27). Shrink it.
-KNOWN_REEXPORTS: set[str] = {
-    "synth.report.INTERNAL_NOTICE <- synth.internal",
-}
+KNOWN_REEXPORTS: set[str] = set()
 
 
 def test_the_reexport_check_sees_a_reexport(tmp_path: Path) -> None:
