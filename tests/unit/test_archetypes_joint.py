@@ -103,6 +103,26 @@ def test_a_public_group_is_one_model_column_with_a_coarse_view() -> None:
     ]
 
 
+def test_one_way_weights_grow_with_the_table_size() -> None:
+    """The public rule of ``_joint_weight``: round(cbrt(cells / 32)), at least 1; a group's table
+    at least its number of columns; a view as any table of its size."""
+    wide = {
+        c: {"kind": "categorical", "values": [f"v{i}" for i in range(n)]}
+        for c, n in [("zone", 120), ("stop", 600), ("area", 100)]
+    }
+    schema = TripSchema.from_dict({**GROUPED, "schema": {**GROUPED["schema"], **wide}})
+    syn = joint(schema=schema)
+    syn.discretiser_ = disc = Discretiser.fit(
+        schema, ["hour", "line", "mode", "zone", "stop", "area"], None
+    )
+    assert disc.model == ["hour", "mode/line", "mode", "line", "zone", "stop", "area"]
+    weights = [syn._joint_weight((j,)) for j in range(len(disc.model))]
+    # hour 24 cells: 1; the group: its 2 columns; the views of mode and line: 1 (one column
+    # each); zone 120 cells: 2; stop 600: 3; area 100: 1
+    assert weights == [1, 2, 1, 1, 2, 3, 1]
+    assert syn._joint_weight((0, 2)) == 1  # two-way tables: weight 1
+
+
 def test_groups_are_checked_against_the_domains() -> None:
     bad = {**GROUPED, "groups": [{"columns": ["mode", "line"], "values": [["bus", "9"]]}]}
     with pytest.raises(ConfigError, match="not a combination"):
