@@ -134,6 +134,8 @@ class Discretiser:
                     if column in self.edges
                     else len(self.schema.values(column))
                 )
+                if views and use_groups:
+                    self._coarse_view(column)
                 continue
             if column != group.columns[0]:
                 continue
@@ -154,6 +156,18 @@ class Discretiser:
                     self.model.append(col.name)
                     self.sizes.append(len(col.values))
 
+    def _coarse_view(self, column: str) -> None:
+        """A view of a plain column over its schema's public ``coarse`` labels (at most
+        :data:`VIEW_VALUES` of them, fewer than its values), named ``"column:coarse"``."""
+        coarse = self.schema[column].coarse if column not in self.edges else ()
+        labels = list(dict.fromkeys(coarse))
+        if not coarse or len(labels) > VIEW_VALUES or len(labels) >= len(coarse):
+            return
+        index = {v: i for i, v in enumerate(labels)}
+        self.views[len(self.model)] = (len(self.model) - 1, np.array([index[v] for v in coarse]))
+        self.model.append(f"{column}:coarse")
+        self.sizes.append(len(labels))
+
     def size(self, column: str) -> int:
         """The number of codes of a model column."""
         return self.sizes[self.model.index(column)]
@@ -167,7 +181,7 @@ class Discretiser:
             for c in name.split("/"):
                 position.setdefault(c, j)
         for view, (group, _) in sorted(self.views.items(), key=lambda v: -self.sizes[v[0]]):
-            for c in self.model[group].split("/"):
+            for c in self.model[group].split("/"):  # a plain column: its coarse view
                 position[c] = view
         edges = []
         for table in tables:

@@ -212,8 +212,16 @@ GROUPED = {
 }
 
 
-#: zone over 120 public values: weight 2 on its one-way table by the size rule (``_joint_weight``)
-WIDE_ZONE = {**SCHEMA, "zone": {"kind": "categorical", "values": [*"AB", *map(str, range(118))]}}
+#: zone over 120 public values: weight 2 on its one-way table by the size rule (``_joint_weight``),
+#: with public coarse labels (13): without public trips a view ``zone:coarse`` is measured too
+WIDE_ZONE = {
+    **SCHEMA,
+    "zone": {
+        "kind": "categorical",
+        "values": [*"AB", *map(str, range(118))],
+        "coarse": ["west", "west", *(f"c{i // 10}" for i in range(118))],
+    },
+}
 
 
 def release(
@@ -270,6 +278,8 @@ def test_manifests_byte_equal_on_neighbours(
         groups = manifest["parameters"]["joint"]["public_groups"]
         assert groups == ([] if grouped == "wide" else [["mode", "zone"]])
         assert max(measured[0]["weights"]) == 2
+    model = manifest["parameters"]["joint"]["model_columns"]
+    assert ("zone:coarse" in model) == (grouped == "wide" and not with_public)
 
 
 @CASES
