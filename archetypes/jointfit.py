@@ -22,7 +22,10 @@ Without public trips the schema's public groups (:class:`~archetypes.schema.Grou
 line and branch from the network metadata) are one model column each, with coarse views (a
 hierarchical measurement, :mod:`archetypes.measure`): the configuration's chain measures the
 pairs of a grouped column through its coarsest view, and a group's one-way table is weighted
-by its number of columns. Large one-way tables weigh more (``_joint_weight``: the cube root of
+by its number of columns. A plain column with public coarse labels (the schema's ``coarse``:
+SUBE's zone grid) gets a coarse view the same way, through which its pairs are measured, and a
+group is measured against it; when the measurement's sigma is at most :data:`AUTO_SIGMA` the
+coarse views are dropped. Large one-way tables weigh more (``_joint_weight``: the cube root of
 their size, a public rule), with public trips or without.
 """
 
@@ -198,8 +201,9 @@ class JointSampling(JointDrawing):
         """The two-way tables measured (public rules): the tree's, and where the tree joins a
         group's view to a plain column's coarse view, the whole group against that view too (the
         group stands for several columns: SUBE's mode/line/branch x coarse zones carries line x
-        zone and branch x zone at 402 x 24 cells; on Tuesday's SUBE cards 799 against 794 over
-        6 noise runs); with ``pairs = "all"`` every
+        zone and branch x zone at 402 x 32 cells; on Tuesday's SUBE cards 798 against 794 over
+        6 noise runs at epsilon 1; at epsilon 10, sigma under :data:`AUTO_SIGMA`, ``_fit_joint``
+        drops the coarse views: 842 against 839); with ``pairs = "all"`` every
         other pair of at most ``max_cells`` cells too; ``"auto"`` (default) does so when the
         noise of that measurement (sigma, from the budget, ``k`` and the tables and weights) is at
         most :data:`AUTO_SIGMA`. With public trips, tables over ``prior_cells`` cells are left to
@@ -234,6 +238,13 @@ class JointSampling(JointDrawing):
             m = sum(self._joint_weight((i,)) ** 2 for i in range(d)) + len(pairs) + len(more)
             every = calibrated_gaussian(budget[0], budget[1], k * math.sqrt(m)).sigma <= AUTO_SIGMA
         return [(int(a), int(b)) for a, b in (pairs + more if every else pairs)]
+
+    def _sigma(
+        self, d: int, pairs: list[tuple[int, int]], k: int, budget: tuple[float, float]
+    ) -> float:
+        """The measurement's sigma for the one-way tables (weighted) and ``pairs``."""
+        m = sum(self._joint_weight((i,)) ** 2 for i in range(d)) + len(pairs)
+        return float(calibrated_gaussian(budget[0], budget[1], k * math.sqrt(m)).sigma)
 
     def _joint_weight(self, table: tuple[int, ...]) -> int:
         """A one-way table's weight in the measurement (a public rule on the domain sizes): the
@@ -309,6 +320,15 @@ class JointSampling(JointDrawing):
         self.joint_prior_only_ = public_codes is not None and self._joint_options()["prior_cells"]
         k = self.joint_k_ = self._joint_k(public, per)
         pairs = self._joint_pairs(tree, sizes, k, budget)
+        if disc.coarse and self._sigma(d, pairs, k, budget) <= AUTO_SIGMA:
+            # low noise: the columns' own tables, not their coarse views (public rule on sigma)
+            self.discretiser_ = disc = Discretiser.fit(
+                self.schema_, columns, public_c, views=not compress, groups=True, coarse=False
+            )
+            tree = self._joint_tree(columns, public_codes)
+            sizes = list(disc.sizes)
+            d = len(sizes)
+            pairs = self._joint_pairs(tree, sizes, k, budget)
         tables = [(i,) for i in range(d)] + [tuple(e) for e in pairs]
         codes = self._private_codes(private, columns, k)
         self.joint_maps_: list[np.ndarray] | None = None

@@ -19,7 +19,9 @@ from archetypes.joint import (
     project_simplex,
     reconcile,
 )
+from archetypes.jointfit import AUTO_SIGMA
 from archetypes.measure import Discretiser, public_grid, spread_individuals
+from archetypes.schema import Column
 from synth.errors import ConfigError
 from tests.unit.test_archetypes_synthesizer import SCHEMA, riders
 
@@ -163,6 +165,20 @@ def test_sube_zones_get_a_public_coarse_grid() -> None:
     assert len(set(zone.coarse)) <= 32 and labels["unknown"] == "unknown"
     assert len(set(zone.coarse)) == 17  # 0.10 degrees would make 7 x 7 + 1 = 50 cells
     assert labels["-34.00,-58.00"] == labels["-34.05,-58.10"] == "-34.05,-58.05"
+
+
+def test_coarse_views_only_when_the_noise_is_large() -> None:
+    """``_fit_joint`` drops the coarse views when the measurement's sigma is at most
+    AUTO_SIGMA (a public rule on the budget, ``k`` and the tables)."""
+    zone = Column("zone", "categorical", ("A", "B", "C", "D"), coarse=("n", "n", "s", "s"))
+    schema = SCHEMA.replace(zone)
+    private = riders(300, 1)
+    noisy = joint(schema=schema, epsilon=0.1).fit(private)
+    assert "zone:coarse" in noisy.discretiser_.model
+    assert noisy.measurements_[0].mechanism.sigma > AUTO_SIGMA
+    sharp = joint(schema=schema, epsilon=200.0).fit(private)
+    assert "zone:coarse" not in sharp.discretiser_.model
+    assert sharp.measurements_[0].mechanism.sigma <= AUTO_SIGMA
 
 
 def test_groups_are_checked_against_the_domains() -> None:
