@@ -239,6 +239,27 @@ class JointSampling(JointDrawing):
             every = calibrated_gaussian(budget[0], budget[1], k * math.sqrt(m)).sigma <= AUTO_SIGMA
         return [(int(a), int(b)) for a, b in (pairs + more if every else pairs)]
 
+    def _joint_design(
+        self,
+        columns: list[str],
+        public_codes: np.ndarray | None,
+        k: int,
+        budget: tuple[float, float],
+    ) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+        """The tree and the measured pairs over ``discretiser_``'s model columns; when the
+        measurement's sigma is at most :data:`AUTO_SIGMA`, without the coarse views of plain
+        columns (the discretiser refitted: low noise measures the columns' own tables)."""
+        disc = self.discretiser_
+        tree = self._joint_tree(columns, public_codes)
+        pairs = self._joint_pairs(tree, list(disc.sizes), k, budget)
+        if disc.coarse and self._sigma(len(disc.sizes), pairs, k, budget) <= AUTO_SIGMA:
+            self.discretiser_ = disc = Discretiser.fit(
+                self.schema_, columns, None, views=True, groups=True, coarse=False
+            )
+            tree = self._joint_tree(columns, public_codes)
+            pairs = self._joint_pairs(tree, list(disc.sizes), k, budget)
+        return tree, pairs
+
     def _sigma(
         self, d: int, pairs: list[tuple[int, int]], k: int, budget: tuple[float, float]
     ) -> float:
@@ -314,21 +335,12 @@ class JointSampling(JointDrawing):
             self.schema_, columns, public_c, views=not compress, groups=public is None
         )
         public_codes = None if public_c is None else disc.encode(public_c)
-        tree = self._joint_tree(columns, public_codes)
-        sizes = list(disc.sizes)
-        d = len(sizes)
         self.joint_prior_only_ = public_codes is not None and self._joint_options()["prior_cells"]
         k = self.joint_k_ = self._joint_k(public, per)
-        pairs = self._joint_pairs(tree, sizes, k, budget)
-        if disc.coarse and self._sigma(d, pairs, k, budget) <= AUTO_SIGMA:
-            # low noise: the columns' own tables, not their coarse views (public rule on sigma)
-            self.discretiser_ = disc = Discretiser.fit(
-                self.schema_, columns, public_c, views=not compress, groups=True, coarse=False
-            )
-            tree = self._joint_tree(columns, public_codes)
-            sizes = list(disc.sizes)
-            d = len(sizes)
-            pairs = self._joint_pairs(tree, sizes, k, budget)
+        tree, pairs = self._joint_design(columns, public_codes, k, budget)
+        disc = self.discretiser_
+        sizes = list(disc.sizes)
+        d = len(sizes)
         tables = [(i,) for i in range(d)] + [tuple(e) for e in pairs]
         codes = self._private_codes(private, columns, k)
         self.joint_maps_: list[np.ndarray] | None = None
