@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from archetypes.measure import VIEW_VALUES
 from archetypes.reading import measure
 from archetypes.schema import Column, Group, TripSchema
 from synth.errors import InputError
@@ -245,19 +246,34 @@ def sube_schema(
             rows = rows[rows["m"].isin(SUBE_MODES)].drop_duplicates()
             combos = tuple(sorted(zip(rows["m"], rows["l"], rows["b"], strict=True)))
             groups = (Group(("mode", "line", "branch"), combos),) if combos else ()
+    zones = (*_public_values(public, "zone", "unknown"),)
     columns = [
         Column("card_id", "id"),
         Column("hour", "categorical", tuple(range(24))),
         Column("mode", "categorical", SUBE_MODES),
         Column("line", "categorical", (*lines, "unknown"), other="unknown"),
         Column("branch", "categorical", (*branches, "unknown"), other="unknown"),
-        Column(
-            "zone", "categorical", (*_public_values(public, "zone", "unknown"),), other="unknown"
-        ),
+        Column("zone", "categorical", zones, other="unknown", coarse=_coarse_zones(zones)),
         Column("fare_type", "categorical", tuple(_public_values(public, "fare_type"))),
         Column("stage", "categorical", tuple(range(STAGES))),
     ]
     return TripSchema({c.name: c for c in columns}, groups)
+
+
+def _coarse_zones(zones: tuple[str, ...]) -> tuple[str, ...]:
+    """Each zone's cell on the finest coarser grid (a multiple of :data:`ZONE_SIZE`) with at
+    most ``VIEW_VALUES`` cells over the public zone list ("unknown" stays itself): a public
+    rule on public values, a view the joint model measures without public trips."""
+    known = [z for z in zones if z != "unknown"]
+    points = np.array([[float(x) for x in z.split(",")] for z in known]).reshape(-1, 2)
+    for factor in range(2, 400):
+        size = factor * ZONE_SIZE
+        cells = np.round(points / size) * size + 0.0
+        labels = [f"{a:.2f},{b:.2f}" for a, b in cells]
+        if len(set(labels)) + ("unknown" in zones) <= VIEW_VALUES:
+            coarse = dict(zip(known, labels, strict=True))
+            return tuple(coarse.get(z, "unknown") for z in zones)
+    return ()
 
 
 def _public_values(public: pd.DataFrame, column: str, extra: str | None = None) -> list:

@@ -90,10 +90,11 @@ class Discretiser:
         *,
         views: bool = True,
         groups: bool = True,
+        coarse: bool = True,
     ) -> Discretiser:
         """Bins of the numeric columns: public quantiles (``public``) or the public grid; the
         model columns (``views=False``: the groups without their views; ``groups=False``: every
-        column on its own)."""
+        column on its own, with no view; ``coarse=False``: no coarse view of a plain column)."""
         edges: dict[str, np.ndarray] = {}
         for column in columns:
             if column not in schema:
@@ -116,10 +117,10 @@ class Discretiser:
             else:
                 edges[column] = public_grid(lo, hi)
         out = cls(schema, list(columns), edges)
-        out._model(views, groups)
+        out._model(views, groups, coarse)
         return out
 
-    def _model(self, views: bool, use_groups: bool) -> None:
+    def _model(self, views: bool, use_groups: bool, coarse: bool = True) -> None:
         """The model columns (groups whose columns are all modelled become one, plus views)."""
         groups = [
             g for g in self.schema.groups if use_groups and set(g.columns) <= set(self.columns)
@@ -134,6 +135,8 @@ class Discretiser:
                     if column in self.edges
                     else len(self.schema.values(column))
                 )
+                if views and use_groups and coarse:
+                    self._coarse_view(column)
                 continue
             if column != group.columns[0]:
                 continue
@@ -154,6 +157,23 @@ class Discretiser:
                     self.model.append(col.name)
                     self.sizes.append(len(col.values))
 
+    @property
+    def coarse(self) -> bool:
+        """Whether a plain column has a coarse view (:meth:`_coarse_view`)."""
+        return any(parent not in self.combos for parent, _ in self.views.values())
+
+    def _coarse_view(self, column: str) -> None:
+        """A view of a plain column over its schema's public ``coarse`` labels (at most
+        :data:`VIEW_VALUES` of them, fewer than its values), named ``"column:coarse"``."""
+        coarse = self.schema[column].coarse if column not in self.edges else ()
+        labels = list(dict.fromkeys(coarse))
+        if not coarse or len(labels) > VIEW_VALUES or len(labels) >= len(coarse):
+            return
+        index = {v: i for i, v in enumerate(labels)}
+        self.views[len(self.model)] = (len(self.model) - 1, np.array([index[v] for v in coarse]))
+        self.model.append(f"{column}:coarse")
+        self.sizes.append(len(labels))
+
     def size(self, column: str) -> int:
         """The number of codes of a model column."""
         return self.sizes[self.model.index(column)]
@@ -167,7 +187,7 @@ class Discretiser:
             for c in name.split("/"):
                 position.setdefault(c, j)
         for view, (group, _) in sorted(self.views.items(), key=lambda v: -self.sizes[v[0]]):
-            for c in self.model[group].split("/"):
+            for c in self.model[group].split("/"):  # a plain column: its coarse view
                 position[c] = view
         edges = []
         for table in tables:

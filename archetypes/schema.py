@@ -37,7 +37,9 @@ class Column:
     """One column's public domain: categorical ``values``, numeric ``[minimum, maximum]``, or an id.
 
     ``other`` (categorical only) is the value that out-of-domain entries are mapped to by
-    :meth:`TripSchema.conform`; without it they are an input error.
+    :meth:`TripSchema.conform`; without it they are an input error. ``coarse`` (categorical
+    only, optional): a public coarser label of each value, aligned with ``values`` (SUBE: a
+    coarser grid of the zones), a view the joint model can measure (issue 28).
     """
 
     name: str
@@ -46,8 +48,13 @@ class Column:
     minimum: int | None = None
     maximum: int | None = None
     other: Any = None
+    coarse: tuple[Any, ...] = ()
 
     def __post_init__(self) -> None:
+        if self.coarse and (self.kind != "categorical" or len(self.coarse) != len(self.values)):
+            raise ConfigError(
+                f"schema column '{self.name}': coarse needs one label per categorical value"
+            )
         if self.kind == "categorical":
             if not self.values:
                 raise ConfigError(f"schema column '{self.name}': a categorical column needs values")
@@ -80,6 +87,8 @@ class Column:
             out["values"] = [_plain(v) for v in self.values]
             if self.other is not None:
                 out["other"] = _plain(self.other)
+            if self.coarse:
+                out["coarse"] = [_plain(v) for v in self.coarse]
         elif self.kind == "numeric":
             out["min"], out["max"] = self.minimum, self.maximum
         return out
@@ -155,7 +164,11 @@ class TripSchema:
             kind = col["kind"]
             if kind == "categorical":
                 columns[name] = Column(
-                    name, "categorical", tuple(col.get("values", ())), other=col.get("other")
+                    name,
+                    "categorical",
+                    tuple(col.get("values", ())),
+                    other=col.get("other"),
+                    coarse=tuple(col.get("coarse", ())),
                 )
             elif kind == "numeric":
                 columns[name] = Column(

@@ -25,7 +25,7 @@ import pytest
 
 import archetypes.jointfit
 import archetypes.measure
-from archetypes import ArchetypeSynthesizer
+from archetypes import ArchetypeSynthesizer, TripSchema
 from archetypes.measure import Measurement, measure
 from synth.cli import main
 from synth.privacy import SecureNoise
@@ -52,36 +52,54 @@ D = trips(
 D_PRIME = pd.concat([D, trips([("z", [22, 22, 22], "rail")])], ignore_index=True)
 
 
-def fitted() -> ArchetypeSynthesizer:
+#: mode over 600 public values (``_joint_weight``'s size rule: weight round(cbrt(600 / 32)) = 3)
+WIDE = TripSchema.from_dict(
+    {
+        "card": {"kind": "id"},
+        "hour": {"kind": "categorical", "values": list(range(24))},
+        "mode": {"kind": "categorical", "values": ["bus", "rail", *(f"m{i}" for i in range(598))]},
+    }
+)
+
+
+def fitted(schema: TripSchema | None = None) -> ArchetypeSynthesizer:
     return ArchetypeSynthesizer(
+        schema=schema,
         epsilon=EPS,
         delta=DELTA,
         key_columns=["hour"],
         category_column="mode",
         id_column="card",
         archetypes=2,
-        joint={"share": 0.9, "max_records_per_individual": K},
+        joint={"share": 0.9, "max_records_per_individual": K, "prior_cells": 20_000},
         order_column="hour",
         random_state=0,
     ).fit(D, PUBLIC)
 
 
-def audit(trials: int, weights: list[int] | None = None) -> EpsilonAudit:
+def audit(trials: int, weights: list[int] | None = None, wide: bool = False) -> EpsilonAudit:
     """``weights``: the tables released as weight x counts (noise / weight on the estimates); the
     event is then the weight-weighted sum of the released cells (shift ``sum(w^2)``, the
-    direction of the shift), the sensitivity ``sqrt(sum w^2)``."""
-    w = [1, 1, 1] if weights is None else weights
-    syn = fitted()
+    direction of the shift), the sensitivity ``sqrt(sum w^2)``. ``wide``: the one-way tables
+    of hour and of mode over :data:`WIDE`'s 600 values, with the weights the fit's size rule
+    gives them (``_joint_weight``, the production path)."""
+    syn = fitted(WIDE if wide else None)
     columns = syn.discretiser_.columns
     sizes = [syn.discretiser_.size(c) for c in columns]
     tables = syn.measurements_[0].tables
     assert [[columns[i] for i in t] for t in tables] == [["hour"], ["mode"], ["hour", "mode"]]
+    if wide:
+        tables = tables[:2]
+        weights = [syn._joint_weight(t) for t in tables]
+        assert weights == syn.measurements_[0].weights[:2] == [1, 3]
+    w = [1] * len(tables) if weights is None else weights
     budget = syn._budgets()[0]
     seeds = iter(range(1, 1000))
     # the cells the added card moves: hour 22, rail, (22, rail)
     hour, rail = syn.discretiser_.encode(pd.DataFrame({"hour": [22], "mode": ["rail"]}))[0]
     offsets = np.cumsum([0, *[int(np.prod([sizes[i] for i in t])) for t in tables]])[:-1]
-    cells = [offsets[0] + hour, offsets[1] + rail, offsets[2] + hour * sizes[1] + rail]
+    cells = [offsets[0] + hour, offsets[1] + rail, offsets[-1] + hour * sizes[1] + rail]
+    cells = cells[: len(tables)]
 
     def run(data: pd.DataFrame, n: int) -> np.ndarray:
         codes = syn._private_codes(data, columns, K)
@@ -140,6 +158,25 @@ def test_weights_left_out_of_the_sensitivity_canary_is_caught(
     assert result.violates(EPS), result
 
 
+def test_size_rule_weights_pass() -> None:
+    """The size rule's weights (hour 1, a 600-value mode 3): one card moves the two one-way
+    tables by (1, 3) x its trip, L2 ``sqrt(10)``, the calibrated sensitivity."""
+    result = audit(TRIALS, wide=True)
+    assert not result.violates(EPS), result
+
+
+def test_size_rule_weights_left_out_canary_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Near miss: the size rule's weights released, sigma calibrated as if they were all 1."""
+    real = archetypes.measure.calibrated_gaussian
+    monkeypatch.setattr(
+        archetypes.measure,
+        "calibrated_gaussian",
+        lambda e, d, s: real(e, d, s * np.sqrt(2) / np.sqrt(10)),
+    )
+    result = audit(TRIALS, wide=True)
+    assert result.violates(EPS), result
+
+
 def test_unbounded_contributions_canary_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
     """Near miss: the card's third trip counted too (the bound ignored in the measurement)."""
     monkeypatch.setattr(archetypes.jointfit, "spread_individuals", lambda t, *a: t)
@@ -175,14 +212,27 @@ GROUPED = {
 }
 
 
+#: zone over 120 public values: weight 2 on its one-way table by the size rule (``_joint_weight``),
+#: with public coarse labels (13): without public trips a view ``zone:coarse`` is measured too
+WIDE_ZONE = {
+    **SCHEMA,
+    "zone": {
+        "kind": "categorical",
+        "values": [*"AB", *map(str, range(118))],
+        "coarse": ["west", "west", *(f"c{i // 10}" for i in range(118))],
+    },
+}
+
+
 def release(
-    root: Path, added: bool, with_public: bool, grouped: bool = False
+    root: Path, added: bool, with_public: bool, grouped: bool | str = False
 ) -> tuple[Path, list[Measurement]]:
     data = root / ("d-prime" if added else "d")
     data.mkdir(parents=True)
     cli_trips(added).to_csv(data / "trips.csv", index=False)
     cli_trips(False).assign(card=lambda t: "p" + t["card"]).to_csv(data / "pub.csv", index=False)
-    (data / "schema.json").write_text(json.dumps(GROUPED if grouped else SCHEMA))
+    layout = WIDE_ZONE if grouped == "wide" else GROUPED if grouped else SCHEMA
+    (data / "schema.json").write_text(json.dumps(layout))
     out = data / "release"
     argv = ["trips", str(data / "trips.csv"), "--delta", "1e-5", "--out", str(out)]
     argv += ["--id-column", "card", "--key-columns", "hour,zone", "--category-column", "mode"]
@@ -205,14 +255,14 @@ def release(
 
 CASES = pytest.mark.parametrize(
     ("with_public", "grouped"),
-    [(True, False), (False, False), (False, True)],
-    ids=["public", "no-public", "no-public-grouped"],
+    [(True, False), (False, False), (False, True), (True, "wide"), (False, "wide")],
+    ids=["public", "no-public", "no-public-grouped", "public-wide", "no-public-wide"],
 )
 
 
 @CASES
 def test_manifests_byte_equal_on_neighbours(
-    tmp_path: Path, with_public: bool, grouped: bool
+    tmp_path: Path, with_public: bool, grouped: bool | str
 ) -> None:
     d, _ = release(tmp_path, False, with_public, grouped)
     d_prime, _ = release(tmp_path, True, with_public, grouped)
@@ -224,20 +274,23 @@ def test_manifests_byte_equal_on_neighbours(
     labels = [s["label"] for s in manifest["spends"]]
     # without public trips the trips-per-card histogram comes first (its median sets k)
     assert labels[int(not with_public)].startswith("joint trip marginals"), labels
-    if grouped:
-        assert manifest["parameters"]["joint"]["public_groups"] == [["mode", "zone"]]
+    if grouped:  # the group's columns, or the size rule on the wide zone: weight 2
+        groups = manifest["parameters"]["joint"]["public_groups"]
+        assert groups == ([] if grouped == "wide" else [["mode", "zone"]])
         assert max(measured[0]["weights"]) == 2
+    model = manifest["parameters"]["joint"]["model_columns"]
+    assert ("zone:coarse" in model) == (grouped == "wide" and not with_public)
 
 
 @CASES
 def test_zero_noise_measurements_move_by_one_card(
-    tmp_path: Path, with_public: bool, grouped: bool, zero_noise: object
+    tmp_path: Path, with_public: bool, grouped: bool | str, zero_noise: object
 ) -> None:
     _, a = release(tmp_path, False, with_public, grouped)
     _, b = release(tmp_path, True, with_public, grouped)
     assert len(a) == len(b) == 1
     k = a[0].k
-    assert a[0].weights == b[0].weights and (max(a[0].weights) > 1) == grouped
+    assert a[0].weights == b[0].weights and (max(a[0].weights) > 1) == bool(grouped)
     counted = min(3, k)  # the added card's trips within the bound
     squares = 0.0
     for x, y, w in zip(a[0].noisy, b[0].noisy, a[0].weights, strict=True):

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from archetypes import ArchetypeSynthesizer, TripSchema
+from archetypes import ArchetypeSynthesizer, TripSchema, sube_schema
 from archetypes.joint import (
     JointModel,
     compression,
@@ -19,7 +19,9 @@ from archetypes.joint import (
     project_simplex,
     reconcile,
 )
+from archetypes.jointfit import AUTO_SIGMA
 from archetypes.measure import Discretiser, public_grid, spread_individuals
+from archetypes.schema import Column
 from synth.errors import ConfigError
 from tests.unit.test_archetypes_synthesizer import SCHEMA, riders
 
@@ -101,6 +103,82 @@ def test_a_public_group_is_one_model_column_with_a_coarse_view() -> None:
         "line",
         "mode",
     ]
+
+
+def test_one_way_weights_grow_with_the_table_size() -> None:
+    """The public rule of ``_joint_weight``: round(cbrt(cells / 32)), at least 1; a group's table
+    at least its number of columns; a view as any table of its size."""
+    wide = {
+        c: {"kind": "categorical", "values": [f"v{i}" for i in range(n)]}
+        for c, n in [("zone", 120), ("stop", 600), ("area", 100)]
+    }
+    schema = TripSchema.from_dict({**GROUPED, "schema": {**GROUPED["schema"], **wide}})
+    syn = joint(schema=schema)
+    syn.discretiser_ = disc = Discretiser.fit(
+        schema, ["hour", "line", "mode", "zone", "stop", "area"], None
+    )
+    assert disc.model == ["hour", "mode/line", "mode", "line", "zone", "stop", "area"]
+    weights = [syn._joint_weight((j,)) for j in range(len(disc.model))]
+    # hour 24 cells: 1; the group: its 2 columns; the views of mode and line: 1 (one column
+    # each); zone 120 cells: 2; stop 600: 3; area 100: 1
+    assert weights == [1, 2, 1, 1, 2, 3, 1]
+    assert syn._joint_weight((0, 2)) == 1  # two-way tables: weight 1
+
+
+def test_a_coarse_view_carries_the_chain_and_meets_the_group() -> None:
+    """A plain column's public coarse labels: a view (``zone:coarse``) through which the chain
+    measures the column's pairs, and the group is measured against it (``_joint_pairs``)."""
+    zones = [f"z{i}" for i in range(40)]
+    zone = {"kind": "categorical", "values": zones, "coarse": [f"c{i // 10}" for i in range(40)]}
+    schema = TripSchema.from_dict({**GROUPED, "schema": {**GROUPED["schema"], "zone": zone}})
+    disc = Discretiser.fit(schema, ["hour", "line", "mode", "zone"], None)
+    assert disc.model == ["hour", "mode/line", "mode", "line", "zone", "zone:coarse"]
+    assert disc.sizes[-1] == 4 and disc.views[5][0] == 4
+    codes = disc.encode(
+        pd.DataFrame({"hour": [1], "mode": ["bus"], "line": ["2"], "zone": ["z17"]})
+    )
+    assert codes[0, 5] == 1  # z17 is in c1
+    assert disc.decode(codes, np.random.default_rng(0), None).columns.tolist() == [
+        "hour",
+        "line",
+        "mode",
+        "zone",
+    ]
+    tree = disc.chain([("zone", "line")], ["hour", "line"])
+    assert tree == [(0, 2), (2, 5)]  # hour - mode (line's coarsest view) - zone:coarse
+    syn = joint(schema=schema)
+    syn.discretiser_ = disc
+    syn.joint_prior_only_ = False
+    pairs = syn._joint_pairs(tree, disc.sizes, 1, (0.1, 1e-6))  # sigma too large for "all"
+    assert pairs == [(0, 2), (2, 5), (1, 5)]  # and mode/line x zone:coarse
+    # with public trips (groups=False) no view is made
+    assert "zone:coarse" not in Discretiser.fit(schema, ["zone"], None, groups=False).model
+
+
+def test_sube_zones_get_a_public_coarse_grid() -> None:
+    """The finest grid of multiples of 0.05 degrees with at most 32 cells over the public zones
+    (a 12 x 12 block of 0.05-degree zones: 0.15 degrees, 4 x 4 cells; "unknown" stays)."""
+    grid = [f"{-34.0 - 0.05 * i:.2f},{-58.0 - 0.05 * j:.2f}" for i in range(12) for j in range(12)]
+    public = pd.DataFrame({"line": "1", "branch": "2", "fare_type": 0, "zone": [*grid, "unknown"]})
+    zone = sube_schema(public)["zone"]
+    labels = dict(zip(zone.values, zone.coarse, strict=True))
+    assert len(set(zone.coarse)) <= 32 and labels["unknown"] == "unknown"
+    assert len(set(zone.coarse)) == 17  # 0.10 degrees would make 7 x 7 + 1 = 50 cells
+    assert labels["-34.00,-58.00"] == labels["-34.05,-58.10"] == "-34.05,-58.05"
+
+
+def test_coarse_views_only_when_the_noise_is_large() -> None:
+    """``_fit_joint`` drops the coarse views when the measurement's sigma is at most
+    AUTO_SIGMA (a public rule on the budget, ``k`` and the tables)."""
+    zone = Column("zone", "categorical", ("A", "B", "C", "D"), coarse=("n", "n", "s", "s"))
+    schema = SCHEMA.replace(zone)
+    private = riders(300, 1)
+    noisy = joint(schema=schema, epsilon=0.1).fit(private)
+    assert "zone:coarse" in noisy.discretiser_.model
+    assert noisy.measurements_[0].mechanism.sigma > AUTO_SIGMA
+    sharp = joint(schema=schema, epsilon=200.0).fit(private)
+    assert "zone:coarse" not in sharp.discretiser_.model
+    assert sharp.measurements_[0].mechanism.sigma <= AUTO_SIGMA
 
 
 def test_groups_are_checked_against_the_domains() -> None:

@@ -97,3 +97,13 @@ def test_nist_parameters(shared_data: Path) -> None:
     assert schema["fare"].kind == "numeric" and schema["fare"].maximum == 9900
     assert schema["taxi_id"].kind == "id"
     assert len(schema.values("company_id")) == 57
+
+
+def test_coarse_labels_roundtrip_and_are_checked() -> None:
+    """A column's public coarser labels (issue 28: SUBE's coarse zone grid), one per value."""
+    spec = {"zone": {"kind": "categorical", "values": ["a", "b", "c"], "coarse": ["x", "x", "y"]}}
+    schema = TripSchema.from_dict(spec)
+    assert schema["zone"].coarse == ("x", "x", "y")
+    assert TripSchema.from_dict(schema.to_dict()) == schema
+    with pytest.raises(ConfigError, match="one label per categorical value"):
+        TripSchema.from_dict({"zone": {**spec["zone"], "coarse": ["x"]}})
