@@ -1,6 +1,7 @@
 """The joint mode's ``k`` without public trips (issue 28): the median of the RELEASED
 trips-per-individual histogram, paid for in the ledger, and the measurement's sensitivity is
-computed with that released ``k``."""
+computed with that released ``k``; and that ``k`` bounds an individual's measured trips whatever
+the private frame's index."""
 
 from __future__ import annotations
 
@@ -40,3 +41,33 @@ def test_without_public_data_k_is_the_noisy_median_and_sets_the_sensitivity(
     norm = sum(w * w for w in measured.weights)
     assert measured.mechanism.sensitivity == pytest.approx(3 * np.sqrt(norm))
     assert syn.manifest()["parameters"]["joint"]["max_records_per_individual"] == 3
+
+
+def test_a_repeated_index_does_not_multiply_an_individuals_trips(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Two private frames concatenated without ``ignore_index`` (every label twice): the joint
+    measurement counts at most ``k`` trips per card, as on the same rows with a fresh index, and
+    the release is the same. The bounding (``spread_individuals``) selected rows by label, so
+    each kept label brought back every row holding it: 2,005 trips measured for 600 cards at
+    k = 2 (at most 1,200)."""
+    import pandas as pd
+
+    import archetypes.jointfit
+    from archetypes.measure import measure
+
+    counted: list[np.ndarray] = []
+
+    def spy(codes: np.ndarray, *args: object, **kwargs: object) -> object:
+        counted.append(codes)
+        return measure(codes, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(archetypes.jointfit, "measure", spy)
+    repeated = pd.concat([riders(300, 1), riders(300, 2)])
+    assert not repeated.index.is_unique
+    fresh = repeated.reset_index(drop=True)
+    a = joint(random_state=1).fit(fresh)
+    b = joint(random_state=1).fit(repeated)
+    assert a.joint_k_ == b.joint_k_
+    assert len(counted[1]) == len(counted[0]) <= a.joint_k_ * fresh["card"].nunique()
+    pd.testing.assert_frame_equal(a.sample(), b.sample())
