@@ -80,14 +80,18 @@ def bound_individuals(
     """At most ``k`` trips per individual: the first ``k`` by ``order_column`` (input order when
     None, ties by input order). Deterministic, so a retried run bounds the same way. The order is
     read value by value (:func:`archetypes.reading.order_key`: numbers, or times as
-    :mod:`synth.times` reads them; missing last), never by the column's type alone."""
+    :mod:`synth.times` reads them; missing last), never by the column's type alone. Rows are
+    kept by position (in input order), whatever the frame's index."""
     if order_column is None:
-        ranked = trips
+        position = np.arange(len(trips))
     else:
         key = order_key(trips[order_column], order_column, "trips")
-        ranked = trips.iloc[np.argsort(key, kind="stable")]
+        position = np.argsort(key, kind="stable")
+    ranked = trips.iloc[position]
     keep = ranked.groupby(id_column, sort=False).cumcount().to_numpy() < k
-    return trips.loc[ranked.index[keep].sort_values()]
+    # by position, never by index label: a frame with a repeated label (pd.concat without
+    # ignore_index) would give every row of that label back, k times over per individual
+    return trips.iloc[np.sort(position[keep])]
 
 
 class ArchetypeModel:

@@ -91,7 +91,8 @@ def read_trip_inputs(
 ) -> tuple[pd.DataFrame, pd.DataFrame | None, TripSchema]:
     """The private trips, the public trips (None without) and the public domains given: the
     layout's (plain trips: none), their columns replaced by those of ``schema`` (a
-    :class:`TripSchema` or a JSON path, read here first). What ``fit`` reads, each input once."""
+    :class:`TripSchema` or a JSON path, read here first). What ``fit`` reads, each input once;
+    a private frame whose index repeats gets a fresh one (the rows as they are)."""
     private_source, public_source = _source(data), _source(public)
     assert private_source is not None
     formats = {s.format for s in (private_source, public_source) if s is not None}
@@ -102,6 +103,8 @@ def read_trip_inputs(
         raise ConfigError(f"the private and public trips have different formats: {formats}")
     given = _given_schema(schema)
     private = _read(private_source, "private data", id_column)
+    if not private.index.is_unique:  # rows are bounded by label downstream: one label, one row
+        private = private.reset_index(drop=True)  # (a concatenated frame repeats its labels)
     trips = None if public_source is None else _read(public_source, "public data", id_column)
     fmt = private_source.format
     if fmt == "chicago-taxi":  # no public trips: the published company list (not the private)

@@ -50,6 +50,23 @@ def test_bound_individuals_keeps_first_trips_by_order() -> None:
     assert bound_individuals(trips, "card", 2)["hour"].tolist() == [9, 7, 5]
 
 
+@pytest.mark.parametrize("order", [None, "hour"])
+def test_bound_individuals_ignores_a_repeated_index(order: str | None) -> None:
+    """A frame whose index repeats (two frames concatenated without ``ignore_index``) is bounded
+    by position: each card keeps k rows, not every row sharing a kept row's label (which gave
+    the stand-in's counted trips k x the repeats per card, beyond the stated sensitivity)."""
+    part = pd.DataFrame({"card": ["a", "a", "a", "a"], "hour": [9, 7, 8, 6]})
+    trips = pd.concat([part, part.assign(card="b")])  # index 0 1 2 3 0 1 2 3
+    kept = bound_individuals(trips, "card", 1, order)
+    assert kept["card"].value_counts().to_dict() == {"a": 1, "b": 1}
+    assert kept["hour"].tolist() == ([9, 9] if order is None else [6, 6])
+    # a unique but shuffled index: input order, the same rows as a fresh index gives
+    shuffled = trips.reset_index(drop=True).set_axis([5, 3, 7, 1, 0, 6, 2, 4])
+    again = bound_individuals(shuffled, "card", 2, order)
+    fresh = bound_individuals(trips.reset_index(drop=True), "card", 2, order)
+    assert again.reset_index(drop=True).equals(fresh.reset_index(drop=True))
+
+
 def test_model_separates_the_two_kinds_of_individuals() -> None:
     public = two_kinds()
     model = ArchetypeModel(
