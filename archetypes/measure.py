@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from archetypes.reading import order_key
 from archetypes.schema import TripSchema
 from synth.errors import ConfigError, InputError
 from synth.privacy import DiscreteGaussian, LedgerBranch, SecureNoise
@@ -286,14 +287,20 @@ def spread_individuals(
 ) -> pd.DataFrame:
     """At most ``k`` trips per individual: of its ``n`` trips (by ``order_column``, ties by input
     order) the ranks ``floor((2j + 1) n / 2k)``, ``j < k`` -- spread over the day, not the first
-    ``k`` (a rule on the individual's own trips)."""
-    ranked = trips if order_column is None else trips.sort_values(order_column, kind="stable")
-    group = ranked.groupby(id_column, sort=False)
+    ``k`` (a rule on the individual's own trips). The order is read value by value
+    (:func:`archetypes.reading.order_key`) and rows are kept by position, never by index label (a
+    repeated label would give every row of that label back)."""
+    if order_column is None:
+        position = np.arange(len(trips))
+    else:
+        key = order_key(trips[order_column], order_column, "trips")
+        position = np.argsort(key, kind="stable")
+    group = trips.iloc[position].groupby(id_column, sort=False)
     r = group.cumcount().to_numpy(dtype=np.int64)
     n = group[id_column].transform("size").to_numpy(dtype=np.int64)
     j = np.maximum(-((n - 2 * r * k) // (2 * n)), 0)  # the first j whose rank is >= r
     keep = (n <= k) | ((j < k) & (((2 * j + 1) * n) // (2 * k) == r))
-    return trips.loc[ranked.index[keep].sort_values()]
+    return trips.iloc[np.sort(position[keep])]
 
 
 @functools.lru_cache(maxsize=64)

@@ -6,8 +6,10 @@ the private frame's index."""
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 
+from archetypes.measure import spread_individuals
 from tests.unit.test_archetypes_joint import joint
 from tests.unit.test_archetypes_synthesizer import riders
 
@@ -71,3 +73,15 @@ def test_a_repeated_index_does_not_multiply_an_individuals_trips(
     assert a.joint_k_ == b.joint_k_
     assert len(counted[1]) == len(counted[0]) <= a.joint_k_ * fresh["card"].nunique()
     pd.testing.assert_frame_equal(a.sample(), b.sample())
+
+
+def test_spread_individuals_keeps_rows_by_position_under_a_repeated_index() -> None:
+    """Two frames joined without ``ignore_index`` repeat every label: the spread still keeps at
+    most k rows per individual, the same rows as on a fresh index (by label it gave back every
+    row of a kept label)."""
+    one = pd.DataFrame({"card": ["x"] * 5 + ["y"] * 3, "hour": [9, 1, 5, 7, 3, 2, 8, 4]})
+    doubled = pd.concat([one, one.assign(card=one["card"] + "2")])
+    got = spread_individuals(doubled, "card", 2, "hour")
+    assert got.groupby("card").size().to_dict() == {"x": 2, "x2": 2, "y": 2, "y2": 2}
+    fresh = spread_individuals(doubled.reset_index(drop=True), "card", 2, "hour")
+    assert got.reset_index(drop=True).equals(fresh.reset_index(drop=True))
