@@ -144,11 +144,17 @@ def archetypes_facts(manifest: Mapping[str, Any]) -> SheetFacts:
     k = p.get("max_records_per_individual")
     kept = f", at most {k} of them used" if k else ""
     order = p.get("order_column")
-    bounds = (
+    bounds: tuple[str, ...] = (
         f"at most k = {p.get('max_records_per_individual')} rows per {p.get('id_column')} (the "
         "first " + (f"by {order})" if order else "as read)"),
         f"{p.get('n_archetypes')} archetypes; values binned to the public schema",
     )
+    joint = p.get("joint") if isinstance(p.get("joint"), Mapping) else None
+    if joint and joint.get("max_records_per_individual"):  # the joint tables' own bound
+        bounds += (
+            f"the joint trip tables count at most {joint['max_records_per_individual']} trips "
+            f"per {p.get('id_column')}, spread over its day (not the first ones)",
+        )
     distortions = (
         "individuals with more than k rows keep only k",
         "continuous values (times, amounts) are drawn within public bins, not measured",

@@ -217,3 +217,23 @@ def test_cli_names_option(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     assert main([*margs, "--out", str(out), "--names", str(names), "--quiet", "--seed", "1"]) == 0
     sheet = json.loads((out / "datasheet.json").read_text(encoding="utf-8"))
     assert sheet["location_names"]["names"] == {"a": "Alpha"}
+
+
+def test_joint_trips_datasheet_states_the_joint_tables_bound() -> None:
+    """The joint model counts at most its own k trips per id (spread over the day): the datasheet
+    says so beside the archetypes' bound (it said only the archetypes' k, 200 by default)."""
+    from synth.datasheet import archetypes_facts
+
+    manifest = {
+        "privacy_unit": "card",
+        "parameters": {
+            "id_column": "card_id",
+            "max_records_per_individual": 200,
+            "n_archetypes": 4,
+            "joint": {"max_records_per_individual": 2},
+        },
+    }
+    bounds = " ".join(archetypes_facts(manifest).bounds)
+    assert "at most 2 trips per card_id, spread over its day" in bounds
+    del manifest["parameters"]["joint"]
+    assert "joint" not in " ".join(archetypes_facts(manifest).bounds)
