@@ -23,7 +23,7 @@ import pandas as pd
 
 from synth.engines import SBHEvents, check_engine, get_engine
 from synth.engines.kernels import count_keys
-from synth.errors import ConfigError, InputError
+from synth.errors import ConfigError, InputError, TransitSynthWarning
 from synth.generator import Generator
 from synth.logs import private_message
 from synth.marginals.bounding import Bounding, check_bounding, expected_tables, keep_bounded
@@ -349,6 +349,14 @@ class OpalMarginals(Generator):
                         data, location_column=location_column, unit_column=self.privacy_unit
                     )
                 if scan is None:
+                    if uniform and self.engine in ("duckdb", "spark"):
+                        warnings.warn(
+                            f"{spell('bounding', 'uniform')} draws each card's taps in memory: "
+                            f"the file is loaded whole ({spell('bounding', 'earliest')} keeps "
+                            f"{spell('engine', self.engine)} out of core)",
+                            TransitSynthWarning,
+                            stacklevel=2,
+                        )
                     data = load_input(Path(data), location_column, self.timezone)
             if scan is not None:
                 grid, mode_code, day_code, loc_code = self._label_grid(

@@ -70,7 +70,7 @@ def test_cluster_release_is_the_memory_release(tmp_path: Path, command: str, lay
     else:  # taps: read by the driver, bounded and counted on the executors
         simulate_taps(2000, seed=22).to_csv(tmp_path / layout, index=False)
         args = ["--epsilon", "1", "--delta", "1e-6", "--privacy-unit", "card_id"]
-        args += ["--max-contributions", "3"]
+        args += ["--max-contributions", "3", "--bounding", "earliest"]  # the executors' rule
     common = [command, str(tmp_path / layout), *args, "--seed", "5", "--quiet"]
     assert main([*common, "--out", str(tmp_path / "memory"), "--engine", "memory"]) == 0
     run = _cli([*common, "--out", str(tmp_path / "cluster"), *CLUSTER])

@@ -99,16 +99,19 @@ def test_check_of_a_uniform_release_allows_for_its_draw(zero_noise: object) -> N
     assert not against_reference(bad, rel).set_index("table").loc["on_location", "passes"]
 
 
-def test_uniform_release_same_on_every_engine(tmp_path: object) -> None:
-    """A file read out of core by DuckDB is bounded in memory under the uniform rule: the same
-    seeded choice as the in-memory engine."""
+def test_uniform_file_with_duckdb_is_loaded_in_memory_and_says_so(tmp_path: object) -> None:
+    """A file given to DuckDB is bounded in memory under the uniform rule (the same seeded choice
+    as the in-memory engine), and the user who asked for an out-of-core engine is told."""
     from pathlib import Path
+
+    from synth.errors import TransitSynthWarning
 
     path = Path(str(tmp_path)) / "taps.parquet"
     _taps().to_parquet(path)
     settings = dict(bin=60, privacy_unit="card_id", max_contributions=2, random_state=9)
     mem = OpalMarginals(**settings, engine="memory").fit(_taps())
-    duck = OpalMarginals(**settings, engine="duckdb").fit(path)
+    with pytest.warns(TransitSynthWarning, match="loaded whole"):
+        duck = OpalMarginals(**settings, engine="duckdb").fit(path)
     for name in mem.tables_:
         pd.testing.assert_frame_equal(mem.tables_[name], duck.tables_[name])
 
