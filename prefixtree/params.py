@@ -14,7 +14,7 @@ import numpy as np
 from prefixtree.factorised import TIME_MODELS
 from prefixtree.inputs import INPUT_FORMATS
 from prefixtree.presets import PRESETS
-from synth.engines import ENGINES
+from synth.engines.params import ENGINE_ROWS
 from synth.params import (
     STRING,
     InstanceOf,
@@ -300,22 +300,7 @@ PARAMS = ParamTable(
             default=DEFAULT_MAX_NODES,
             metavar="N",
         ),
-        Param(
-            "engine",
-            (Options(ENGINES),),
-            "where the counting runs: auto (default: memory for small inputs, duckdb for large "
-            "ones, from the file's size and the machine's memory), memory, duckdb (out of core, "
-            "spills to disk) or spark (pip install 'transit-synth[spark]'; needs Java)",
-            default="auto",
-        ),
-        Param(
-            "engine_options",
-            (None, InstanceOf(Mapping, "a mapping of engine options")),
-            "the engine's options (temp_directory, memory_limit, threads; Spark: master, conf)",
-            default=None,
-            no_flag="one flag per option instead: --engine-temp-dir, --engine-memory-limit, "
-            "--spark-master, --spark-conf",
-        ),
+        *ENGINE_ROWS,
         Param(
             "input_format",
             (Options(INPUT_FORMATS),),

@@ -5,11 +5,10 @@ and the ``transit-synth marginals`` flags are generated (:mod:`synth.params`).""
 from __future__ import annotations
 
 import numbers
-from collections.abc import Mapping
 
 import pandas as pd
 
-from synth.engines import ENGINES
+from synth.engines.params import ENGINE_ROWS
 from synth.marginals.bounding import BOUNDING_RULES
 from synth.marginals.grid import DEFAULT_SPLIT
 from synth.params import (
@@ -165,22 +164,7 @@ PARAMS = ParamTable(
             api_only="the seed is the published --seed (NOT private; the command line warns), "
             "and a config takes it from `run --seed`; a noise object has no text form",
         ),
-        Param(
-            "engine",
-            (Options(ENGINES),),
-            "where the counting runs: auto (default: memory for small inputs, duckdb for large "
-            "ones, from the file's size and the machine's memory), memory, duckdb (out of core, "
-            "spills to disk) or spark (pip install 'transit-synth[spark]'; needs Java)",
-            default="auto",
-        ),
-        Param(
-            "engine_options",
-            (None, InstanceOf(Mapping, "a mapping of engine options")),
-            "the engine's options (temp_directory, memory_limit, threads; Spark: master, conf)",
-            default=None,
-            no_flag="one flag per option instead: --engine-temp-dir, --engine-memory-limit, "
-            "--spark-master, --spark-conf",
-        ),
+        *ENGINE_ROWS,
         Param(
             "on_unknown",
             (Options(("error", "drop")),),
