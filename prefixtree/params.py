@@ -25,6 +25,7 @@ from synth.params import (
     Satisfies,
 )
 from synth.taxonomy import Taxonomy
+from synth.times import TIMEZONE_PARAM
 
 __all__ = [
     "COMPLETIONS",
@@ -322,17 +323,7 @@ PARAMS = ParamTable(
             default="error",
             in_table=True,
         ),
-        Param(
-            "timezone",
-            (None, STRING),
-            "read times in this IANA time zone (e.g. Europe/Paris): values with a UTC offset are "
-            "converted to it, values without one are taken as in it, unix seconds converted from "
-            "UTC (default: each time is the wall clock as written, offsets dropped, unix seconds "
-            "as UTC)",
-            default=None,
-            metavar="TZ",
-            in_table=True,
-        ),
+        TIMEZONE_PARAM,
         Param(
             "per_day",
             (InstanceOf(bool, "true or false"),),

@@ -33,6 +33,7 @@ __all__ = [
     "archetypes_details",
     "archetypes_facts",
     "build_datasheet",
+    "check_public_names",
     "guarantee_sentence",
     "location_names",
     "opal_details",
@@ -316,6 +317,20 @@ def location_names(public_inputs: Mapping[str, str | os.PathLike[str]]) -> dict[
             "--taxonomy"
         )
     return names
+
+
+def check_public_names(
+    names: str | os.PathLike[str] | None,
+    name_column: bool,
+    taxonomy: str | os.PathLike[str] | None,
+) -> None:
+    """Before any data is read: a bad ``--names`` file fails (:func:`read_names`), and so does
+    a ``location_name`` column (``name_column``, ``--location-names``) without public names
+    (:func:`location_names`)."""
+    if names is not None:
+        read_names(names)
+    if name_column:
+        location_names({k: v for k, v in (("names", names), ("taxonomy", taxonomy)) if v})
 
 
 def with_location_names(frame: pd.DataFrame, names: Mapping[str, str]) -> pd.DataFrame:

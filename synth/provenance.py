@@ -100,6 +100,12 @@ def input_hmac(key: bytes, path: str | os.PathLike[str]) -> str:
     return f"hmac-sha256:{mac.hexdigest()}"
 
 
+def input_provenance(key: bytes | None, input: object) -> list[dict[str, Any]] | None:
+    """The holder's record of a release's one private ``input`` (:func:`private_inputs`), or
+    None without a provenance key."""
+    return None if key is None else private_inputs(key, {"input": input})
+
+
 def private_inputs(key: bytes, inputs: Mapping[str, object]) -> list[dict[str, Any]]:
     """One entry per private input (role -> path; a non-path, e.g. an in-memory frame, is listed
     as not recorded)."""

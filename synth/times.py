@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from synth.errors import ConfigError, InputError
+from synth.params import STRING, Param
 
 __all__ = [
     "CLOCK",
@@ -36,12 +37,26 @@ __all__ = [
     "NO_DAY",
     "OFFSET",
     "SECONDS",
+    "TIMEZONE_PARAM",
     "check_timezone",
     "clock_parts",
     "parse_times",
     "times_of_day",
     "wall_clock_times",
 ]
+
+#: the ``timezone`` parameter row of every generator that reads clock times (:mod:`synth.params`)
+TIMEZONE_PARAM = Param(
+    "timezone",
+    (None, STRING),
+    "read times in this IANA time zone (e.g. Europe/Paris): values with a UTC offset are "
+    "converted to it, values without one are taken as in it, unix seconds converted from "
+    "UTC (default: each time is the wall clock as written, offsets dropped, unix seconds "
+    "as UTC)",
+    default=None,
+    metavar="TZ",
+    in_table=True,
+)
 
 #: ``HH:MM[:SS[.f]]``: a clock time without a date (groups: hours, minutes, seconds)
 CLOCK = r"^\s*(\d{1,2}):(\d{2})(?::(\d{2}(?:\.\d+)?))?\s*$"

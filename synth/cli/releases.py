@@ -164,14 +164,12 @@ def default_release(
     """A release of a generator whose spec names no ``release`` function: its estimator with
     ``params`` (``random_state`` from ``seed``) fitted on ``data`` (else the ``input`` file, passed
     as a path: ``fit`` reads it), then written with ``write(out, format=...)``."""
-    from synth.provenance import private_inputs, write_provenance
+    from synth.provenance import input_provenance, write_provenance
     from synth.release import warn_if_underspent
 
     del progress  # one step: nothing to report
     source = io.get("input")
-    provenance = (
-        None if provenance_key is None else private_inputs(provenance_key, {"input": source})
-    )
+    provenance = input_provenance(provenance_key, source)
     estimator = registry.get(kind).estimator_class()(**params, random_state=seed)
     estimator.fit(source if data is None else data)
     written = estimator.write(out, format=io.get("format", "csv"))

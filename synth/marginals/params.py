@@ -23,6 +23,7 @@ from synth.params import (
     comma_list,
 )
 from synth.taxonomy import Taxonomy
+from synth.times import TIMEZONE_PARAM
 
 __all__ = ["MODES", "PARAMS", "days"]
 
@@ -173,17 +174,7 @@ PARAMS = ParamTable(
             default="error",
             in_table=True,
         ),
-        Param(
-            "timezone",
-            (None, STRING),
-            "read times in this IANA time zone (e.g. Europe/Paris): values with a UTC offset are "
-            "converted to it, values without one are taken as in it, unix seconds converted from "
-            "UTC (default: each time is the wall clock as written, offsets dropped, unix seconds "
-            "as UTC)",
-            default=None,
-            metavar="TZ",
-            in_table=True,
-        ),
+        TIMEZONE_PARAM,
         Param(
             "location_column",
             (STRING,),

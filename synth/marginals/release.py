@@ -10,14 +10,13 @@ from typing import Any, Literal
 
 import pandas as pd
 
-from synth.datasheet import location_names as public_names
-from synth.datasheet import read_names
+from synth.datasheet import check_public_names
 from synth.errors import ConfigError, TransitSynthWarning
 from synth.logs import private_message
 from synth.marginals.grid import TABLES
 from synth.marginals.opal import OpalMarginals
 from synth.progress import Progress
-from synth.provenance import private_inputs, write_provenance
+from synth.provenance import input_provenance, write_provenance
 from synth.records.mapped_source import MappedSource
 from synth.release import check_format, warn_if_underspent
 from synth.taxonomy import Taxonomy
@@ -73,14 +72,8 @@ def release_marginals(
     """
     progress = Progress(quiet=True) if progress is None else progress
     check_format(format)
-    if names is not None:
-        read_names(names)  # a bad names file fails before the data is read
-    if location_names:  # public names for a location_name column, before the data is read
-        public_names({k: v for k, v in (("names", names), ("taxonomy", taxonomy)) if v})
-    recorded = source if source is not None else input
-    provenance = (
-        None if provenance_key is None else private_inputs(provenance_key, {"input": recorded})
-    )
+    check_public_names(names, location_names, taxonomy)  # before the data is read
+    provenance = input_provenance(provenance_key, source if source is not None else input)
     with progress.steps("marginals", 3) as step:
         step("taxonomy")
         if (gtfs_stations or gtfs_route_rule is not None) and taxonomy is None:
