@@ -26,6 +26,7 @@ __all__ = [
     "make_release",
     "make_sequences",
     "make_trips",
+    "trip_inputs",
 ]
 
 
@@ -69,6 +70,11 @@ _TRIP_INPUTS = (
 )
 
 
+def trip_inputs(io: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``inputs`` of :func:`archetypes.release.release_trips` given in a ``[trips]`` table."""
+    return {key: io[source] for key, source in _TRIP_INPUTS if source in io}
+
+
 def make_trips(
     out: str | os.PathLike[str], io: Mapping[str, Any], params: Mapping[str, Any], **kw: Any
 ) -> str:
@@ -76,7 +82,7 @@ def make_trips(
     from archetypes.release import release_trips
 
     kw.pop("data", None)  # the trips are read from their files (public and private)
-    inputs = {key: io[source] for key, source in _TRIP_INPUTS if source in io}
+    inputs = trip_inputs(io)
     return release_trips(
         io["private"],
         io.get("public"),

@@ -40,6 +40,7 @@ from synth.cli.options import (
     warn_if_seeded,
 )
 from synth.cli.params import add_param_flags, params_from_args
+from synth.cli.releases import trip_inputs
 from synth.config import check_io, load_config
 from synth.errors import ConfigError
 from synth.io import check_sep
@@ -155,18 +156,7 @@ def _settings(
     params: dict[str, Any] = {}
     if args.config is not None:
         io, params, _ = _config_tables(args.config)
-    inputs = {
-        key: io[source]
-        for key, source in (
-            ("format", "input_format"),
-            ("public_years", "public_years"),
-            ("private_years", "private_years"),
-            ("metadata", "metadata"),
-            ("schema", "schema"),
-            ("sep", "sep"),
-        )
-        if source in io
-    }
+    inputs = trip_inputs(io)
     if args.input_format is not None:
         inputs["format"] = args.input_format
     if args.sep is not None:
