@@ -82,6 +82,8 @@ SUBE_MODES = ("COL", "SUB", "TRE")
 ZONE_SIZE = 0.05
 #: stages of a journey in the RED SUBE network (etapa_red_sube), 0 = first boarding
 STAGES = 10
+#: the SUBE fare type of a product the public trips never show
+UNKNOWN_FARE = -1
 
 
 CHICAGO_COLUMNS = [
@@ -226,7 +228,9 @@ def sube_schema(
 ) -> TripSchema:
     """Public SUBE domains: hours 0..23, the three modes, lines and branches of the network metadata
     (``metadata_amba_2019_m1.csv``, when given) or else of the public trips, the public zones, fare
-    products, and stages 0..9; "unknown" catches lines, branches and zones outside the domain.
+    products, and stages 0..9; "unknown" catches lines, branches and zones outside the domain, fare
+    type -1 (:data:`UNKNOWN_FARE`) a fare product the public trips never show, stage 9 every later
+    stage (a per-value rule: another day's private taps never fail on a value the public day lacks).
     With the metadata, its (mode, line, branch) rows are also a :class:`Group`: the joint model
     codes the three columns as one (issue 28)."""
     lines, branches = _public_values(public, "line"), _public_values(public, "branch")
@@ -247,6 +251,7 @@ def sube_schema(
             combos = tuple(sorted(zip(rows["m"], rows["l"], rows["b"], strict=True)))
             groups = (Group(("mode", "line", "branch"), combos),) if combos else ()
     zones = (*_public_values(public, "zone", "unknown"),)
+    fare_types = (*_public_values(public, "fare_type", UNKNOWN_FARE),)
     columns = [
         Column("card_id", "id"),
         Column("hour", "categorical", tuple(range(24))),
@@ -254,8 +259,8 @@ def sube_schema(
         Column("line", "categorical", (*lines, "unknown"), other="unknown"),
         Column("branch", "categorical", (*branches, "unknown"), other="unknown"),
         Column("zone", "categorical", zones, other="unknown", coarse=_coarse_zones(zones)),
-        Column("fare_type", "categorical", tuple(_public_values(public, "fare_type"))),
-        Column("stage", "categorical", tuple(range(STAGES))),
+        Column("fare_type", "categorical", fare_types, other=UNKNOWN_FARE),
+        Column("stage", "categorical", tuple(range(STAGES)), other=STAGES - 1),
     ]
     return TripSchema({c.name: c for c in columns}, groups)
 

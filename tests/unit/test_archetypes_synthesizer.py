@@ -285,3 +285,28 @@ def test_sube_configuration(shared_data: Path) -> None:
     assert len(out) == pytest.approx(len(private), rel=0.05)
     assert (out.groupby("card_id")["hour"].diff().dropna() >= 0).all()
     assert syn.manifest()["privacy_unit"] == "card"
+
+
+def test_sube_schema_takes_another_days_fare_products_and_stages() -> None:
+    """A fare product the public day never shows goes to -1 and a stage past 9 to 9, value by
+    value, so another day's taps never fail on them (the swapped SUBE days did: fare 14)."""
+    public = pd.DataFrame(
+        {"line": ["1"], "branch": ["2"], "zone": ["-34.60,-58.40"], "fare_type": [1], "stage": [0]}
+    )
+    schema = sube_schema(public)
+    private = pd.DataFrame(
+        {
+            "card_id": ["a", "a", "b"],
+            "hour": [7, 8, 9],
+            "mode": ["COL", "COL", "SUB"],
+            "line": ["1", "1", "1"],
+            "branch": ["2", "2", "2"],
+            "zone": ["-34.60,-58.40"] * 3,
+            "fare_type": [1, 14, 1],
+            "stage": [0, 1, 12],
+        }
+    )
+    conformed = schema.conform(private)
+    assert conformed["fare_type"].tolist() == [1, -1, 1]
+    assert conformed["stage"].tolist() == [0, 1, 9]
+    assert schema.columns["fare_type"].values == (1, -1)
