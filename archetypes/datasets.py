@@ -281,7 +281,7 @@ def _coarse_zones(zones: tuple[str, ...]) -> tuple[str, ...]:
     return ()
 
 
-def _public_values(public: pd.DataFrame, column: str, extra: str | None = None) -> list:
+def _public_values(public: pd.DataFrame, column: str, extra: str | int | None = None) -> list:
     values = sorted(set(public[column].dropna().tolist()) - {extra})
     return [*values, extra] if extra is not None else values
 
