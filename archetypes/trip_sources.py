@@ -34,6 +34,7 @@ __all__ = [
     "fit_schema",
     "one_row_per_id",
     "read_trip_inputs",
+    "sube_metadata",
 ]
 
 #: the layouts a :class:`TripSource` may declare
@@ -53,8 +54,10 @@ class TripSource:
     ``format``: ``"trips"`` (one row per trip, the columns as named), ``"chicago-taxi"`` (the
     TFX Chicago taxi sample) or ``"sube-taps"`` (SUBE taps, one trip per boarding); ``years``:
     the Chicago trips' years kept (None: all); ``sep``: the CSV delimiter (default comma);
-    ``metadata``: for public SUBE taps, the network metadata file whose lines and branches are
-    the domains. Read only by ``fit``."""
+    ``metadata``: for SUBE taps (private or public), the network metadata file whose lines
+    and branches are the domains and whose mode -> line -> branch rows are a group, with public
+    trips or without (:func:`sube_metadata`); another layout has no use for it (an error).
+    Read only by ``fit``."""
 
     data: Trips
     format: str = "trips"
@@ -102,6 +105,7 @@ def read_trip_inputs(
     if len(formats) > 1:
         raise ConfigError(f"the private and public trips have different formats: {formats}")
     given = _given_schema(schema)
+    meta = sube_metadata(private_source, public_source)  # checked before any file is read
     private = _read(private_source, "private data", id_column)
     if not private.index.is_unique:  # rows are bounded by label downstream: one label, one row
         private = private.reset_index(drop=True)  # (a concatenated frame repeats its labels)
@@ -110,12 +114,28 @@ def read_trip_inputs(
     if fmt == "chicago-taxi":  # no public trips: the published company list (not the private)
         layout = chicago_taxi_schema(private.iloc[:0] if trips is None else trips)
         return private, trips, _with_given(layout, given)
-    if fmt == "sube-taps" and trips is not None:  # without: the schema gives the domains
-        assert public_source is not None
-        meta = public_source.metadata
+    if fmt == "sube-taps" and (trips is not None or meta is not None):
+        # the metadata's lines, branches and group, with public trips or without; with neither,
+        # the schema gives every domain
         layout = sube_schema(trips, None if meta is None else Path(meta))
         return private, trips, _with_given(layout, given)
     return private, trips, given
+
+
+def sube_metadata(private: TripSource, public: TripSource | None) -> str | os.PathLike[str] | None:
+    """The SUBE network metadata the sources name (either may, the same file if both): public
+    configuration, so a layout that has no use for it is an error, not a silent no-op."""
+    given = {os.fspath(s.metadata) for s in (private, public) if s is not None and s.metadata}
+    if not given:
+        return None
+    if private.format != "sube-taps":
+        raise ConfigError(
+            f"metadata (the SUBE network metadata) is only for input format 'sube-taps', "
+            f"got {private.format!r}"
+        )
+    if len(given) > 1:
+        raise ConfigError(f"the private and public trips name different metadata: {sorted(given)}")
+    return given.pop()
 
 
 def _with_given(layout: TripSchema, given: TripSchema) -> TripSchema:
@@ -148,7 +168,9 @@ def fit_schema(
     inferred = [c for c in used if c not in schema and c != id_column]
     if inferred and public is None:
         raise ConfigError(
-            f"without public data every column needs a public domain in the schema: {inferred}"
+            f"without public data every column needs a public domain in the schema: {inferred}; "
+            f'add them to the --schema file (schema in the [trips] table): {{"schema": '
+            f'{{"{inferred[0]}": {{"kind": "categorical", "values": [...]}}, ...}}}}'
         )
     if inferred and public is not None:
         schema = schema.replace(
