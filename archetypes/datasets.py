@@ -246,6 +246,10 @@ def sube_schema(
             if isinstance(metadata, pd.DataFrame)
             else read_table(metadata, dtype={"id_linea": str, "id_ramal": str})
         )
+        missing = [c for c in ("id_linea", "id_ramal") if c not in meta.columns]
+        if missing:
+            where = "SUBE metadata" if isinstance(metadata, pd.DataFrame) else str(metadata)
+            raise InputError(f"{where}: missing column(s) {', '.join(map(repr, missing))}")
         line_ids = id_strings(meta["id_linea"], column="id_linea")
         branch_ids = id_strings(meta["id_ramal"], column="id_ramal")
         lines = sorted(set(line_ids.dropna()))

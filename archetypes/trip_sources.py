@@ -9,7 +9,9 @@ the Chicago taxi sample by :func:`~archetypes.datasets.chicago_taxi_trips` and S
 :func:`~archetypes.datasets.sube_trips`. The Chicago and SUBE layouts also give public domains
 (:func:`~archetypes.datasets.chicago_taxi_schema`, :func:`~archetypes.datasets.sube_schema`),
 built from the PUBLIC trips (or published lists), never from the private ones; a schema given to
-the estimator replaces their columns (:func:`read_trip_inputs`).
+the estimator replaces their columns (:func:`read_trip_inputs`). SUBE's network metadata (a
+source's ``metadata``) gives the line and branch domains and their group with public trips or
+without; without either, the schema gives every SUBE domain.
 """
 
 from __future__ import annotations

@@ -255,3 +255,18 @@ def test_every_shipped_trips_config_runs_without_public_trips(
         lines = sube_schema(None, datasets.path("sube_metadata"))["line"].values
         assert domain(out, "line") == list(lines)
         assert manifest["parameters"]["joint"]["public_groups"] == [["mode", "line", "branch"]]
+
+
+def test_metadata_without_its_columns_is_an_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A metadata file without id_linea/id_ramal: one line naming the file, exit 2 (it was an
+    internal error, a KeyError)."""
+    paths = write_inputs(tmp_path / "data")
+    paths["metadata"].write_text("modo,linea\nCOL,12\n")
+    out = tmp_path / "release"
+    capsys.readouterr()
+    assert main(trips_argv(paths, out, "--metadata", str(paths["metadata"]))) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "metadata.csv: missing column(s) 'id_linea', 'id_ramal'" in err
+    assert not out.exists()
