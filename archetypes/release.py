@@ -94,11 +94,11 @@ def trip_sources(
     fmt, sep = inputs.get("format", "trips"), inputs.get("sep")
     metadata = inputs.get("metadata")  # fit refuses it for a layout that has no use for it
     meta = None if metadata is None else resolve_path(metadata, base)
-    years = inputs.get("private_years") if fmt == "chicago-taxi" else None
+    years = inputs.get("private_years")  # fit refuses years for a layout without them
     private_source = TripSource(private, format=fmt, years=years, sep=sep, metadata=meta)
     if public is None:
         return private_source, None
-    years = inputs.get("public_years") if fmt == "chicago-taxi" else None
+    years = inputs.get("public_years")
     return private_source, TripSource(public, format=fmt, years=years, sep=sep, metadata=meta)
 
 

@@ -55,7 +55,8 @@ class TripSource:
 
     ``format``: ``"trips"`` (one row per trip, the columns as named), ``"chicago-taxi"`` (the
     TFX Chicago taxi sample) or ``"sube-taps"`` (SUBE taps, one trip per boarding); ``years``:
-    the Chicago trips' years kept (None: all); ``sep``: the CSV delimiter (default comma);
+    the Chicago trips' years kept (None: all; another layout: an error); ``sep``: the CSV
+    delimiter (default comma);
     ``metadata``: for SUBE taps (private or public), the network metadata file whose lines
     and branches are the domains and whose mode -> line -> branch rows are a group, with public
     trips or without (:func:`sube_metadata`); another layout has no use for it (an error).
@@ -107,7 +108,8 @@ def read_trip_inputs(
     if len(formats) > 1:
         raise ConfigError(f"the private and public trips have different formats: {formats}")
     given = _given_schema(schema)
-    meta = sube_metadata(private_source, public_source)  # checked before any file is read
+    _check_years(private_source, public_source)  # both checked before any file is read
+    meta = sube_metadata(private_source, public_source)
     private = _read(private_source, "private data", id_column)
     if not private.index.is_unique:  # rows are bounded by label downstream: one label, one row
         private = private.reset_index(drop=True)  # (a concatenated frame repeats its labels)
@@ -122,6 +124,16 @@ def read_trip_inputs(
         layout = sube_schema(trips, None if meta is None else Path(meta))
         return private, trips, _with_given(layout, given)
     return private, trips, given
+
+
+def _check_years(private: TripSource, public: TripSource | None) -> None:
+    """Years kept are a Chicago option: for another layout an error, not a silent no-op."""
+    for source, key in ((private, "private_years"), (public, "public_years")):
+        if source is not None and source.years is not None and source.format != "chicago-taxi":
+            raise ConfigError(
+                f"{key} (years of the Chicago taxi sample) is only for input format "
+                f"'chicago-taxi', got {source.format!r}"
+            )
 
 
 def sube_metadata(private: TripSource, public: TripSource | None) -> str | os.PathLike[str] | None:

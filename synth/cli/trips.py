@@ -5,10 +5,10 @@
 domains used) and ``DIR/manifest.json`` (the privacy ledger) atomically. A ``--config`` file is
 one ``[trips]`` table as in a ``transit-synth run`` config (``synth.cli.run``): ``input_format`` =
 ``trips`` | ``chicago-taxi`` | ``sube-taps``; ``public_years`` / ``private_years`` for the Chicago
-file; ``metadata`` (``--metadata``) = the SUBE network metadata, whose mode -> line -> branch
-rows give those domains with public trips or without (any other layout: an error);
-``schema`` = a schema JSON; optional ``private``,
-``public`` and ``format``; and a ``[trips.parameters]`` sub-table of
+file (another layout: an error); ``metadata`` (``--metadata``) = the SUBE network metadata,
+whose mode -> line -> branch rows give those domains with public trips or without (any other
+layout: an error); ``schema`` = a schema JSON; optional ``private``, ``public`` and
+``format``; and a ``[trips.parameters]`` sub-table of
 :class:`~archetypes.synthesizer.ArchetypeSynthesizer` parameters (``epsilon`` and ``delta``
 included). The command line overrides it. The old form (``[input]`` and ``[archetypes]`` tables)
 is still read, with a deprecation note. Relative paths in a config are resolved against the

@@ -270,3 +270,21 @@ def test_metadata_without_its_columns_is_an_error(
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and "metadata.csv: missing column(s) 'id_linea', 'id_ramal'" in err
     assert not out.exists()
+
+
+@pytest.mark.parametrize("key", ["private_years", "public_years"])
+def test_years_for_another_layout_are_an_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], key: str
+) -> None:
+    """The Chicago years with SUBE taps were silently dropped: one line, exit 2, nothing
+    written."""
+    paths = write_inputs(tmp_path / "data")
+    config = tmp_path / "trips.toml"
+    config.write_text(f'[trips]\n{key} = [2019]\nmetadata = "data/metadata.csv"\n')
+    out = tmp_path / "release"
+    argv = trips_argv(paths, out, "--config", str(config), "--public", str(paths["taps"]))
+    capsys.readouterr()
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and f"{key} (years" in err and "'chicago-taxi'" in err, err
+    assert not out.exists()
