@@ -23,6 +23,7 @@ an error naming the file, column and row; a missing one is -1 for Chicago, "unkn
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Iterable
 from pathlib import Path
@@ -33,6 +34,7 @@ import pandas as pd
 from archetypes.measure import VIEW_VALUES
 from archetypes.reading import measure
 from archetypes.schema import Column, Group, TripSchema
+from synth import datasets
 from synth.errors import InputError
 from synth.io import id_strings, read_table
 from synth.records.common import int_column
@@ -42,6 +44,7 @@ __all__ = [
     "NIST_PAYMENT_TYPES",
     "chicago_taxi_schema",
     "chicago_taxi_trips",
+    "sube_published_lists",
     "sube_schema",
     "sube_trips",
 ]
@@ -224,7 +227,7 @@ def sube_trips(
 
 
 def sube_schema(
-    public: pd.DataFrame, metadata: pd.DataFrame | str | Path | None = None
+    public: pd.DataFrame | None, metadata: pd.DataFrame | str | Path | None = None
 ) -> TripSchema:
     """Public SUBE domains: hours 0..23, the three modes, lines and branches of the network metadata
     (``metadata_amba_2019_m1.csv``, when given) or else of the public trips, the public zones, fare
@@ -232,7 +235,13 @@ def sube_schema(
     type -1 (:data:`UNKNOWN_FARE`) a fare product the public trips never show, stage 9 every later
     stage (a per-value rule: another day's private taps never fail on a value the public day lacks).
     With the metadata, its (mode, line, branch) rows are also a :class:`Group`: the joint model
-    codes the three columns as one (issue 28)."""
+    codes the three columns as one (issue 28).
+
+    ``public=None`` (no public trips): the zones and fare products are the published lists of
+    the embedded public Tuesday sample (:func:`sube_published_lists`), as the Chicago layout
+    takes its 2013 company list; never values of the private taps."""
+    if public is None:
+        public = sube_published_lists()
     lines, branches = _public_values(public, "line"), _public_values(public, "branch")
     groups: tuple[Group, ...] = ()
     if metadata is not None:
@@ -241,6 +250,10 @@ def sube_schema(
             if isinstance(metadata, pd.DataFrame)
             else read_table(metadata, dtype={"id_linea": str, "id_ramal": str})
         )
+        missing = [c for c in ("id_linea", "id_ramal") if c not in meta.columns]
+        if missing:
+            where = "SUBE metadata" if isinstance(metadata, pd.DataFrame) else str(metadata)
+            raise InputError(f"{where}: missing column(s) {', '.join(map(repr, missing))}")
         line_ids = id_strings(meta["id_linea"], column="id_linea")
         branch_ids = id_strings(meta["id_ramal"], column="id_ramal")
         lines = sorted(set(line_ids.dropna()))
@@ -263,6 +276,20 @@ def sube_schema(
         Column("stage", "categorical", tuple(range(STAGES)), other=STAGES - 1),
     ]
     return TripSchema({c.name: c for c in columns}, groups)
+
+
+#: the embedded public SUBE file whose lists stand in for absent public trips' domains
+SUBE_PUBLISHED = "sube_tuesday"
+
+
+@functools.cache
+def sube_published_lists() -> pd.DataFrame:
+    """The zones, fare products, lines and branches of the embedded PUBLIC SUBE Tuesday taps
+    (27/11/2019, ``synth.datasets`` ``sube_tuesday``): the lists :func:`sube_schema` uses when
+    no public trips are given (one row per distinct combination; a fixed public file, so the
+    lists never depend on the private taps)."""
+    trips = sube_trips(datasets.path(SUBE_PUBLISHED))
+    return trips[["line", "branch", "zone", "fare_type"]].drop_duplicates(ignore_index=True)
 
 
 def _coarse_zones(zones: tuple[str, ...]) -> tuple[str, ...]:

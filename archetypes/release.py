@@ -9,8 +9,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from archetypes.datasets import SUBE_PUBLISHED
 from archetypes.synthesizer import ArchetypeSynthesizer
 from archetypes.trip_sources import TRIP_FORMATS, TripSource
+from synth import datasets
 from synth.errors import ConfigError
 from synth.progress import Progress
 from synth.provenance import private_inputs, write_provenance
@@ -86,16 +88,17 @@ def trip_sources(
     base: Path | None,
 ) -> tuple[TripSource, TripSource | None]:
     """The private and public :class:`~archetypes.trip_sources.TripSource` of an ``[input]``
-    table (its format, years, delimiter and metadata; paths relative to ``base``): what
+    table (its format, years, delimiter and metadata, the latter on both: it gives the SUBE
+    domains with public trips or without; paths relative to ``base``): what
     :func:`release_trips` hands to ``fit``, which reads them."""
     fmt, sep = inputs.get("format", "trips"), inputs.get("sep")
-    metadata = inputs.get("metadata")
-    meta = None if metadata is None or fmt != "sube-taps" else resolve_path(metadata, base)
-    years = inputs.get("private_years") if fmt == "chicago-taxi" else None
-    private_source = TripSource(private, format=fmt, years=years, sep=sep)
+    metadata = inputs.get("metadata")  # fit refuses it for a layout that has no use for it
+    meta = None if metadata is None else resolve_path(metadata, base)
+    years = inputs.get("private_years")  # fit refuses years for a layout without them
+    private_source = TripSource(private, format=fmt, years=years, sep=sep, metadata=meta)
     if public is None:
         return private_source, None
-    years = inputs.get("public_years") if fmt == "chicago-taxi" else None
+    years = inputs.get("public_years")
     return private_source, TripSource(public, format=fmt, years=years, sep=sep, metadata=meta)
 
 
@@ -116,7 +119,8 @@ def public_inputs(
     schema: str | os.PathLike[str] | None,
 ) -> dict[str, str | os.PathLike[str]]:
     """The public files of a trips release (fingerprinted in its manifest): public trips, schema
-    and line metadata; never the private trips."""
+    and line metadata, and without public trips the embedded file whose zones and fare products
+    the SUBE layout lists (:func:`~archetypes.datasets.sube_schema`); never the private trips."""
     table = dict(inputs or {})
     out: dict[str, str | os.PathLike[str]] = {}
     if public is not None:
@@ -126,6 +130,8 @@ def public_inputs(
             out[key] = resolve_path(table[key], base)
     if schema is not None:
         out["schema"] = schema
+    if public is None and table.get("format") == "sube-taps" and "metadata" in out:
+        out["zones and fare products"] = datasets.path(SUBE_PUBLISHED)  # sube_schema(None, ...)
     return out
 
 

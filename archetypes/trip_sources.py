@@ -9,7 +9,9 @@ the Chicago taxi sample by :func:`~archetypes.datasets.chicago_taxi_trips` and S
 :func:`~archetypes.datasets.sube_trips`. The Chicago and SUBE layouts also give public domains
 (:func:`~archetypes.datasets.chicago_taxi_schema`, :func:`~archetypes.datasets.sube_schema`),
 built from the PUBLIC trips (or published lists), never from the private ones; a schema given to
-the estimator replaces their columns (:func:`read_trip_inputs`).
+the estimator replaces their columns (:func:`read_trip_inputs`). SUBE's network metadata (a
+source's ``metadata``) gives the line and branch domains and their group with public trips or
+without; without either, the schema gives every SUBE domain.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ __all__ = [
     "fit_schema",
     "one_row_per_id",
     "read_trip_inputs",
+    "sube_metadata",
 ]
 
 #: the layouts a :class:`TripSource` may declare
@@ -52,9 +55,12 @@ class TripSource:
 
     ``format``: ``"trips"`` (one row per trip, the columns as named), ``"chicago-taxi"`` (the
     TFX Chicago taxi sample) or ``"sube-taps"`` (SUBE taps, one trip per boarding); ``years``:
-    the Chicago trips' years kept (None: all); ``sep``: the CSV delimiter (default comma);
-    ``metadata``: for public SUBE taps, the network metadata file whose lines and branches are
-    the domains. Read only by ``fit``."""
+    the Chicago trips' years kept (None: all; another layout: an error); ``sep``: the CSV
+    delimiter (default comma);
+    ``metadata``: for SUBE taps (private or public), the network metadata file whose lines
+    and branches are the domains and whose mode -> line -> branch rows are a group, with public
+    trips or without (:func:`sube_metadata`); another layout has no use for it (an error).
+    Read only by ``fit``."""
 
     data: Trips
     format: str = "trips"
@@ -102,6 +108,8 @@ def read_trip_inputs(
     if len(formats) > 1:
         raise ConfigError(f"the private and public trips have different formats: {formats}")
     given = _given_schema(schema)
+    _check_years(private_source, public_source)  # both checked before any file is read
+    meta = sube_metadata(private_source, public_source)
     private = _read(private_source, "private data", id_column)
     if not private.index.is_unique:  # rows are bounded by label downstream: one label, one row
         private = private.reset_index(drop=True)  # (a concatenated frame repeats its labels)
@@ -110,12 +118,38 @@ def read_trip_inputs(
     if fmt == "chicago-taxi":  # no public trips: the published company list (not the private)
         layout = chicago_taxi_schema(private.iloc[:0] if trips is None else trips)
         return private, trips, _with_given(layout, given)
-    if fmt == "sube-taps" and trips is not None:  # without: the schema gives the domains
-        assert public_source is not None
-        meta = public_source.metadata
+    if fmt == "sube-taps" and (trips is not None or meta is not None):
+        # the metadata's lines, branches and group, with public trips or without; with neither,
+        # the schema gives every domain
         layout = sube_schema(trips, None if meta is None else Path(meta))
         return private, trips, _with_given(layout, given)
     return private, trips, given
+
+
+def _check_years(private: TripSource, public: TripSource | None) -> None:
+    """Years kept are a Chicago option: for another layout an error, not a silent no-op."""
+    for source, key in ((private, "private_years"), (public, "public_years")):
+        if source is not None and source.years is not None and source.format != "chicago-taxi":
+            raise ConfigError(
+                f"{key} (years of the Chicago taxi sample) is only for input format "
+                f"'chicago-taxi', got {source.format!r}"
+            )
+
+
+def sube_metadata(private: TripSource, public: TripSource | None) -> str | os.PathLike[str] | None:
+    """The SUBE network metadata the sources name (either may, the same file if both): public
+    configuration, so a layout that has no use for it is an error, not a silent no-op."""
+    given = {os.fspath(s.metadata) for s in (private, public) if s is not None and s.metadata}
+    if not given:
+        return None
+    if private.format != "sube-taps":
+        raise ConfigError(
+            f"metadata (the SUBE network metadata) is only for input format 'sube-taps', "
+            f"got {private.format!r}"
+        )
+    if len(given) > 1:
+        raise ConfigError(f"the private and public trips name different metadata: {sorted(given)}")
+    return given.pop()
 
 
 def _with_given(layout: TripSchema, given: TripSchema) -> TripSchema:
@@ -148,7 +182,9 @@ def fit_schema(
     inferred = [c for c in used if c not in schema and c != id_column]
     if inferred and public is None:
         raise ConfigError(
-            f"without public data every column needs a public domain in the schema: {inferred}"
+            f"without public data every column needs a public domain in the schema: {inferred}; "
+            f'add them to the --schema file (schema in the [trips] table): {{"schema": '
+            f'{{"{inferred[0]}": {{"kind": "categorical", "values": [...]}}, ...}}}}'
         )
     if inferred and public is not None:
         schema = schema.replace(

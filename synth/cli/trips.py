@@ -5,8 +5,10 @@
 domains used) and ``DIR/manifest.json`` (the privacy ledger) atomically. A ``--config`` file is
 one ``[trips]`` table as in a ``transit-synth run`` config (``synth.cli.run``): ``input_format`` =
 ``trips`` | ``chicago-taxi`` | ``sube-taps``; ``public_years`` / ``private_years`` for the Chicago
-file; ``metadata`` = SUBE line metadata; ``schema`` = a schema JSON; optional ``private``,
-``public`` and ``format``; and a ``[trips.parameters]`` sub-table of
+file (another layout: an error); ``metadata`` (``--metadata``) = the SUBE network metadata,
+whose mode -> line -> branch rows give those domains with public trips or without (any other
+layout: an error); ``schema`` = a schema JSON; optional ``private``, ``public`` and
+``format``; and a ``[trips.parameters]`` sub-table of
 :class:`~archetypes.synthesizer.ArchetypeSynthesizer` parameters (``epsilon`` and ``delta``
 included). The command line overrides it. The old form (``[input]`` and ``[archetypes]`` tables)
 is still read, with a deprecation note. Relative paths in a config are resolved against the
@@ -14,7 +16,9 @@ config's folder. Without public trips, ``--public`` is left out: the joint model
 :mod:`archetypes.jointfit`) then stands in for them, or with ``joint = false`` in the parameters
 ``--public-stand-in`` (or ``public_stand_in``) learns on an SBH release of PRIVATE
 (:mod:`archetypes.standin`); the column domains then come from the schema (``--schema``; for
-``chicago-taxi`` the challenge domains with the published 2013 company list).
+``chicago-taxi`` the challenge domains with the published 2013 company list; for ``sube-taps``
+with ``metadata`` the metadata's lines, branches and group, and the zones and fare products
+of the embedded public Tuesday sample).
 """
 
 from __future__ import annotations
@@ -83,6 +87,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         choices=INPUT_FORMATS,
         default=None,
         help="layout of PRIVATE and PUBLIC (default: the config's, else trips)",
+    )
+    p.add_argument(
+        "--metadata",
+        default=None,
+        metavar="FILE",
+        help="SUBE network metadata (metadata_amba_2019_m1.csv): the mode, line and branch "
+        "domains, with --public or without (only with --input-format sube-taps; default: "
+        "the config's metadata)",
     )
     p.add_argument(
         "--sep",
@@ -161,6 +173,8 @@ def _settings(
         inputs["format"] = args.input_format
     if args.sep is not None:
         inputs["sep"] = check_sep(args.sep)
+    if args.metadata is not None:
+        inputs["metadata"] = args.metadata
     given = params_from_args(args, PARAMS)
     if "schema" in given:  # a file, as the schema key of a [trips] table
         inputs["schema"] = given.pop("schema")
