@@ -50,7 +50,6 @@ individuals is the inverse-variance weighted mean of the unclamped noisy totals.
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
@@ -61,10 +60,9 @@ import pandas as pd
 
 from archetypes.budget import budget_shares
 from archetypes.column_completion import ColumnCompleter, Plan
-from archetypes.jointfit import JointSampling
-from archetypes.model import ArchetypeModel, bound_individuals, majority
+from archetypes.model import ArchetypeModel, bound_individuals
 from archetypes.params import PARAMS
-from archetypes.reading import source_of, trip_ids
+from archetypes.private_counts import PrivateCounts
 from archetypes.sampling import (
     PUBLIC_STREAM,
     SAMPLING_STREAM,
@@ -76,8 +74,6 @@ from archetypes.trip_sources import TripSource, fit_schema, one_row_per_id, read
 from synth.errors import ConfigError, InputError
 from synth.params import Constraint, ParamTable, spell
 from synth.privacy import (
-    DiscreteGaussian,
-    PrivacyLedger,
     SecureNoise,
     check_budget,
     noise_source,
@@ -89,7 +85,7 @@ if TYPE_CHECKING:
 __all__ = ["ArchetypeSynthesizer"]
 
 
-class ArchetypeSynthesizer(JointSampling):
+class ArchetypeSynthesizer(PrivateCounts):
     """Differentially private synthetic trips from GMM archetypes and two noisy histograms.
 
     The scikit-learn estimator contract (:class:`~synth.generator.Generator`): ``fit(data,
@@ -365,22 +361,6 @@ class ArchetypeSynthesizer(JointSampling):
         self.completer_ = ColumnCompleter(plan=plan).fit(public)
         self.marginal_edges_ = {c: self._edges(public, c) for c in self._marginal_columns()}
 
-    def _set_mechanisms(self, budgets: list[tuple[float, float]]) -> None:
-        """The discrete Gaussian of each release, from its (epsilon, delta) share."""
-        (eps1, delta1), (eps2, delta2) = budgets[:2]
-        self.archetype_mechanism_ = DiscreteGaussian(epsilon=eps1, delta=delta1, sensitivity=1)
-        self.category_mechanism_ = DiscreteGaussian(epsilon=eps2, delta=delta2, sensitivity=1)
-        self.marginal_mechanism_: DiscreteGaussian | None = None
-        marginals = self._marginal_columns()
-        if marginals:
-            eps3, delta3 = budgets[2]
-            self.marginal_mechanism_ = DiscreteGaussian(
-                epsilon=eps3,
-                delta=delta3,
-                sensitivity=math.sqrt(len(marginals)),
-                single_coordinate=len(marginals) == 1,
-            )
-
     def _fit_private(self, private: pd.DataFrame, noise: SecureNoise) -> None:
         """The private queries, their noisy release, and the strata the sampler draws from."""
         # the only other use of the private data
@@ -456,104 +436,6 @@ class ArchetypeSynthesizer(JointSampling):
                 f"archetypes={self.archetypes}; give the stand-in a larger budget share"
             )
         return public
-
-    def _query(self, private: pd.DataFrame) -> list[np.ndarray]:
-        """The exact histograms released: individuals per archetype, per category and (when
-        ``marginals``) per binned value of each marginal column, the latter concatenated. Each
-        individual (its first ``max_records_per_individual`` trips) is ONE value in each."""
-        marginals = self._marginal_columns()
-        columns = list(dict.fromkeys([*self.features_, self.category_column, *marginals]))
-        order = [] if self.order_column in (None, *columns) else [self.order_column]
-        missing = [c for c in [self.id_column, *columns, *order] if c not in private.columns]
-        if missing:
-            raise InputError(f"private data: missing column(s) {', '.join(map(repr, missing))}")
-        private = private[list(dict.fromkeys([self.id_column, *columns, *order]))]
-        source = source_of(private)  # per value (issue 25), messages name the file
-        private = trip_ids(private, self.id_column, source)
-        private = self.schema_.conform(private, source=source, columns=columns)
-        private = bound_individuals(
-            private, self.id_column, self.max_records_per_individual, self._order(private)
-        )
-        id_codes, _ = pd.factorize(private[self.id_column], sort=False)
-        ties = self.tie_breaks_  # secure: the private ties never touch a numpy generator
-        archetypes = self.model_.assign(private, ties).to_numpy()
-        n_cat = len(self.category_values_)
-        category = majority(id_codes, self._codes(private, self.category_column), n_cat, ties)
-        out = [
-            np.bincount(archetypes, minlength=self.archetypes),
-            np.bincount(category[category >= 0], minlength=n_cat),
-        ]
-        for column in marginals:
-            n_cells = self._n_cells(column)
-            value = majority(id_codes, self._bin(private, column), n_cells, ties)
-            if self.marginals_by_archetype:  # the cell (archetype, value): still one per column
-                value = np.where(value >= 0, archetypes * n_cells + value, -1)
-            out.append(np.bincount(value[value >= 0], minlength=self._n_released(column)))
-        return out if not marginals else [out[0], out[1], np.concatenate(out[2:])]
-
-    def _marginal_columns(self) -> list[str]:
-        """The per-individual one-way marginals released (none in joint mode)."""
-        return [] if self._joint_on() else list(self.marginals)
-
-    def _new_ledger(self) -> PrivacyLedger:
-        return PrivacyLedger(
-            epsilon=self.epsilon,
-            delta=self.delta,
-            unit=self.unit,
-            neighbouring=f"add or remove one {self.unit}: " + self._unit_rows(),
-        )
-
-    def _unit_rows(self) -> str:
-        """What one unit is in the input: the rows sharing one id value (the guarantee, always),
-        one row when the layout gives each row its own id (:func:`one_row_per_id`)."""
-        if getattr(self, "one_row_per_id_", False):
-            return f"one row (the input layout gives each row its own {self.id_column})"
-        k = self.max_records_per_individual
-        return f"all the rows that share one {self.id_column} value (at most {k} of them used)"
-
-    def _release(
-        self,
-        histograms: list[np.ndarray],
-        noise: SecureNoise,
-        ledger: PrivacyLedger | None = None,
-    ) -> list[np.ndarray]:
-        """Noise the histograms of :meth:`_query` and record each spend in ``ledger`` (default: a
-        new :attr:`ledger_`; the spend is recorded before the noise is drawn)."""
-        if ledger is None:
-            self.ledger_ = ledger = self._new_ledger()
-        raw = [
-            self.archetype_mechanism_.release(
-                histograms[0],
-                noise=noise,
-                ledger=ledger,
-                label="archetype histogram",
-                note=f"{self.archetypes} archetypes; each {self.unit} in exactly one (the "
-                "archetype of most of its trips), so L2 sensitivity 1",
-            ),
-            self.category_mechanism_.release(
-                histograms[1],
-                noise=noise,
-                ledger=ledger,
-                label=f"{self.category_column} histogram",
-                note=f"{len(histograms[1])} values of the public domain; each {self.unit} counted "
-                "once under its most frequent value, so L2 sensitivity 1",
-            ),
-        ]
-        if self.marginal_mechanism_ is not None:
-            m = len(self._marginal_columns())
-            per = " per archetype" if self.marginals_by_archetype else ""
-            cell = "(archetype, value) cell" if per else "(binned) value"
-            raw.append(
-                self.marginal_mechanism_.release(
-                    histograms[2],
-                    noise=noise,
-                    ledger=ledger,
-                    label=f"one-way histograms{per} of {', '.join(self.marginals)}",
-                    note=f"each {self.unit} counted once per column under its most frequent "
-                    f"{cell}: one cell in each of {m} histograms, L2 sensitivity sqrt({m})",
-                )
-            )
-        return [np.asarray(r, dtype=np.int64) for r in raw]
 
     # -- reporting ---------------------------------------------------------------------------------
     def parameters(self) -> dict[str, Any]:
