@@ -70,7 +70,13 @@ from archetypes.sampling import (
 )
 from archetypes.schema import TripSchema
 from archetypes.standin import StandIn, StandInSpec, stand_in_spec
-from archetypes.trip_sources import TripSource, fit_schema, one_row_per_id, read_trip_inputs
+from archetypes.trip_sources import (
+    TripSource,
+    domain_hint,
+    fit_schema,
+    one_row_per_id,
+    read_trip_inputs,
+)
 from synth.errors import ConfigError, InputError
 from synth.params import Constraint, ParamTable, spell
 from synth.privacy import (
@@ -242,6 +248,7 @@ class ArchetypeSynthesizer(PrivateCounts):
             used,
             id_column=self.id_column,
             category_column=self.category_column,
+            hint=self.domain_hint_,
         )
 
     # -- fitting -----------------------------------------------------------------------------------
@@ -260,14 +267,15 @@ class ArchetypeSynthesizer(PrivateCounts):
         self._validate_params()
         self.joint_public_ = public is not None  # the joint share's default depends on it
         self.one_row_per_id_ = one_row_per_id(data)  # the layout's, public: the ledger's words
+        self.domain_hint_ = domain_hint(data, public)  # the layout's: a missing domain's error
         budgets = self._budgets()
         joint_budget = budgets.pop(0) if self._joint_on() else None
         stand_in_budget = budgets.pop(0) if self._stand_in_on() and not joint_budget else None
         if public is None and stand_in_budget is None and joint_budget is None:
             raise ConfigError(
-                f"no public data: give public trips, or enable {spell('public_stand_in')} (an SBH "
-                f"release of "
-                "the private trips standing in for them, with its own budget share)"
+                f"no public data: give public trips, or keep {spell('joint')} on (the default: "
+                f"the joint model stands in for them), or enable {spell('public_stand_in')} (an "
+                "SBH release of the private trips standing in for them, with its own budget share)"
             )
         private, public_trips, self.given_schema_ = read_trip_inputs(
             data, public, id_column=self.id_column, schema=self.schema

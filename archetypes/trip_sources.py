@@ -33,6 +33,7 @@ __all__ = [
     "ONE_ROW_PER_ID",
     "TRIP_FORMATS",
     "TripSource",
+    "domain_hint",
     "fit_schema",
     "one_row_per_id",
     "read_trip_inputs",
@@ -72,6 +73,19 @@ class TripSource:
 def one_row_per_id(data: Trips | TripSource) -> bool:
     """Whether ``data``'s layout (public configuration) gives every row its own id."""
     return isinstance(data, TripSource) and data.format in ONE_ROW_PER_ID
+
+
+def domain_hint(data: Trips | TripSource, public: Trips | TripSource | None) -> str:
+    """What else gives the domains :func:`fit_schema` misses (public configuration only): for
+    SUBE taps without public trips nor network metadata, the metadata (with it the SUBE layout
+    has every domain of its columns); else nothing."""
+    sources = [s for s in (_source(data), _source(public)) if s is not None]
+    if public is not None or sources[0].format != "sube-taps" or any(s.metadata for s in sources):
+        return ""
+    return (
+        "; for SUBE taps, --metadata FILE (metadata in the [trips] table: the network metadata, "
+        "metadata_amba_2019_m1.csv) gives the SUBE columns' domains"
+    )
 
 
 def _source(data: Trips | TripSource | None) -> TripSource | None:
@@ -175,16 +189,18 @@ def fit_schema(
     *,
     id_column: str,
     category_column: str,
+    hint: str = "",
 ) -> TripSchema:
     """The public domains of a fit: the ``given`` ones (:func:`read_trip_inputs`), and the used
-    columns they lack get the values of the PUBLIC trips."""
+    columns they lack get the values of the PUBLIC trips; without public trips a column without
+    a domain is an error naming the schema entry to add (and ``hint``: :func:`domain_hint`)."""
     schema = given
     inferred = [c for c in used if c not in schema and c != id_column]
     if inferred and public is None:
         raise ConfigError(
             f"without public data every column needs a public domain in the schema: {inferred}; "
             f'add them to the --schema file (schema in the [trips] table): {{"schema": '
-            f'{{"{inferred[0]}": {{"kind": "categorical", "values": [...]}}, ...}}}}'
+            f'{{"{inferred[0]}": {{"kind": "categorical", "values": [...]}}, ...}}}}{hint}'
         )
     if inferred and public is not None:
         schema = schema.replace(

@@ -249,8 +249,9 @@ SHIPPED: tuple[GeneratorSpec, ...] = (
         "(clusters) and noisy column distributions of the real trips (NIST temporal map "
         "challenge, GooseDP team). No row is a real trip.",
         table=_TRIPS_TABLE,
+        # no required_unless: whether public trips are needed is the estimator's rule (fit:
+        # not with the joint model, the default, nor with public_stand_in), as for `trips`
         required=("private",),
-        required_unless=(("public", "public_stand_in"),),
         private_keys=("private",),
         release="synth.cli.releases:make_trips",
         command=(

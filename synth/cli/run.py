@@ -7,8 +7,9 @@ A config holds one or more releases, each a table named after the subcommand tha
   ``fanout:N``), ``on_unknown`` (``error`` | ``drop``), ``gtfs_stations`` (``true``: a GTFS zip's
   parent stations as the locations), ``format`` (``csv`` | ``parquet``), ``timezone`` (how times
   are read, as ``--timezone``; default the wall clock as written);
-* ``[trips]`` (GMM archetypes): ``private``, ``public`` (unless ``parameters.public_stand_in``),
-  optional ``input_format`` (``trips`` | ``chicago-taxi`` | ``sube-taps``), ``public_years``,
+* ``[trips]`` (GMM archetypes): ``private``, optional ``public`` (without it the joint model,
+  the default, or ``parameters.public_stand_in`` stands in for it, as in ``trips``),
+  ``input_format`` (``trips`` | ``chicago-taxi`` | ``sube-taps``), ``public_years``,
   ``private_years``, ``metadata``, ``schema``, ``format``;
 * ``[marginals]`` (SBH / Opal): ``input`` (trips or taps), optional ``taxonomy``,
   ``location_column`` (default ``stop_id``), ``on_unknown``, ``gtfs_stations``, ``format``,
