@@ -87,6 +87,12 @@ ZONE_SIZE = 0.05
 STAGES = 10
 #: the SUBE fare type of a product the public trips never show
 UNKNOWN_FARE = -1
+#: (latitude, longitude) ranges of the SUBE coordinates without public trips: a public bounding
+#: box of the Buenos Aires metropolitan region (CABA and the partidos around it, Zarate-Campana
+#: to Brandsen and La Plata, Lujan to the Rio de la Plata), rounded outwards. Not the extent of
+#: the embedded Tuesday zones: that holds GPS errors (-3.15 S, 126.85 E) that would squash the
+#: region in the mixture's scaling; 4 of Tuesday's 25,718 trips lie outside the box.
+AMBA_BOX = ((-35.5, -33.9), (-59.6, -57.7))
 
 
 CHICAGO_COLUMNS = [
@@ -239,7 +245,12 @@ def sube_schema(
 
     ``public=None`` (no public trips): the zones and fare products are the published lists of
     the embedded public Tuesday sample (:func:`sube_published_lists`), as the Chicago layout
-    takes its 2013 company list; never values of the private taps."""
+    takes its 2013 company list; never values of the private taps. ``lat`` and ``lon`` are then
+    coordinate columns (:class:`~archetypes.schema.Column`): the centre of a trip's zone cell,
+    so that the mixture clusters on them though the
+    joint model's trips carry only zones (with public trips, their own coordinates), clipped
+    to the public bounding box of the Buenos Aires metropolitan region (:data:`AMBA_BOX`)."""
+    coordinates = public is None
     if public is None:
         public = sube_published_lists()
     lines, branches = _public_values(public, "line"), _public_values(public, "branch")
@@ -275,7 +286,18 @@ def sube_schema(
         Column("fare_type", "categorical", fare_types, other=UNKNOWN_FARE),
         Column("stage", "categorical", tuple(range(STAGES)), other=STAGES - 1),
     ]
+    if coordinates:
+        columns += _zone_coordinates()
     return TripSchema({c.name: c for c in columns}, groups)
+
+
+def _zone_coordinates() -> list[Column]:
+    """``lat`` and ``lon`` read off the zone labels (the cell centres), clipped to
+    :data:`AMBA_BOX`."""
+    return [
+        Column(name, "coordinate", minimum=lo, maximum=hi, source="zone", part=i)
+        for i, (name, (lo, hi)) in enumerate(zip(("lat", "lon"), AMBA_BOX, strict=True))
+    ]
 
 
 #: the embedded public SUBE file whose lists stand in for absent public trips' domains

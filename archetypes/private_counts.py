@@ -60,6 +60,7 @@ class PrivateCounts(JointSampling):
         marginals = self._marginal_columns()
         columns = list(dict.fromkeys([*self.features_, self.category_column, *marginals]))
         order = [] if self.order_column in (None, *columns) else [self.order_column]
+        private = self.schema_.derive(private)  # coordinates read off their labels, per trip
         missing = [c for c in [self.id_column, *columns, *order] if c not in private.columns]
         if missing:
             raise InputError(f"private data: missing column(s) {', '.join(map(repr, missing))}")

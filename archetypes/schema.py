@@ -2,9 +2,11 @@
 
 A :class:`TripSchema` is a public input, never read off the private data: each categorical column
 has its full list of values (including values no record shows, so that private counts cover them),
-each numeric column a closed integer range. :meth:`TripSchema.conform` maps a table onto the schema
-(out-of-domain categories go to the column's declared ``other`` value, numbers are rounded and
-clipped) and :meth:`TripSchema.validate` checks that a table lies in the domain.
+each numeric column a closed integer range, each coordinate column a number read off another
+column's ``"x,y"`` labels (SUBE: a zone's latitude and longitude) within a public range.
+:meth:`TripSchema.conform` maps a table onto the schema (out-of-domain categories go to the
+column's declared ``other`` value, numbers are rounded and clipped, coordinates are read off their
+label column) and :meth:`TripSchema.validate` checks that a table lies in the domain.
 
 Values are matched to the domain one by one, never by a column's type (issue 25): a value and a
 domain value are the same when their texts are, both read by the identifier rule of README "Data
@@ -29,12 +31,18 @@ from synth.io import id_strings, read_json
 
 __all__ = ["Column", "Group", "TripSchema", "value_text"]
 
-Kind = Literal["categorical", "numeric", "id"]
+Kind = Literal["categorical", "numeric", "id", "coordinate"]
 
 
 @dataclass(frozen=True)
 class Column:
     """One column's public domain: categorical ``values``, numeric ``[minimum, maximum]``, or an id.
+
+    A ``coordinate`` column is a public function of another: number ``part`` (0 or 1) of the
+    ``"x,y"`` label of the categorical column ``source``, clipped to ``[minimum, maximum]``
+    (missing when the label is not two numbers, e.g. "unknown"). SUBE's ``lat``/``lon`` without
+    public trips: the centre of the trip's zone cell, so the mixture clusters on them while only
+    the zone is modelled (:meth:`TripSchema.derive`); it is never a modelled column.
 
     ``other`` (categorical only) is the value that out-of-domain entries are mapped to by
     :meth:`TripSchema.conform`; without it they are an input error. ``coarse`` (categorical
@@ -45,10 +53,12 @@ class Column:
     name: str
     kind: Kind
     values: tuple[Any, ...] = ()
-    minimum: int | None = None
-    maximum: int | None = None
+    minimum: int | float | None = None
+    maximum: int | float | None = None
     other: Any = None
     coarse: tuple[Any, ...] = ()
+    source: str | None = None
+    part: int = 0
 
     def __post_init__(self) -> None:
         if self.coarse and (self.kind != "categorical" or len(self.coarse) != len(self.values)):
@@ -74,9 +84,16 @@ class Column:
                 raise ConfigError(
                     f"schema column '{self.name}': other value {self.other!r} not in its values"
                 )
-        elif self.kind == "numeric":
+        elif self.kind in ("numeric", "coordinate"):
             if self.minimum is None or self.maximum is None or self.minimum > self.maximum:
-                raise ConfigError(f"schema column '{self.name}': numeric needs minimum <= maximum")
+                raise ConfigError(
+                    f"schema column '{self.name}': {self.kind} needs minimum <= maximum"
+                )
+            if self.kind == "coordinate" and (not self.source or self.part not in (0, 1)):
+                raise ConfigError(
+                    f"schema column '{self.name}': a coordinate needs a source column and a "
+                    "part, 0 or 1"
+                )
         elif self.kind != "id":
             raise ConfigError(f"schema column '{self.name}': unknown kind {self.kind!r}")
 
@@ -89,9 +106,20 @@ class Column:
                 out["other"] = _plain(self.other)
             if self.coarse:
                 out["coarse"] = [_plain(v) for v in self.coarse]
-        elif self.kind == "numeric":
+        elif self.kind in ("numeric", "coordinate"):
             out["min"], out["max"] = self.minimum, self.maximum
+            if self.kind == "coordinate":
+                out["source"], out["part"] = self.source, self.part
         return out
+
+    def read_off(self, labels: pd.Series) -> np.ndarray:
+        """A coordinate column's values from its source's labels, one by one: number ``part`` of
+        an ``"x,y"`` label, clipped to the range; NaN for a label that is not two numbers."""
+        parts = labels.astype(str).str.split(",", expand=True, n=1).reindex(columns=[0, 1])
+        other = parts[1 - self.part]
+        value = np.array(pd.to_numeric(parts[self.part], errors="coerce"), dtype=float)
+        value[pd.to_numeric(other, errors="coerce").isna().to_numpy()] = np.nan
+        return np.clip(value, self.minimum, self.maximum)
 
 
 def _plain(value: Any) -> Any:
@@ -125,6 +153,13 @@ class TripSchema:
     groups: tuple[Group, ...] = ()
 
     def __post_init__(self) -> None:
+        for name in self.coordinates():
+            origin = self.columns.get(str(self.columns[name].source))
+            if origin is None or origin.kind != "categorical":
+                raise ConfigError(
+                    f"schema column '{name}': its source '{self.columns[name].source}' is not a "
+                    "categorical column of the schema"
+                )
         for group in self.groups:
             names = ", ".join(group.columns)
             if len(group.columns) < 2 or len(set(group.columns)) != len(group.columns):
@@ -173,6 +208,15 @@ class TripSchema:
             elif kind == "numeric":
                 columns[name] = Column(
                     name, "numeric", minimum=col.get("min"), maximum=col.get("max")
+                )
+            elif kind == "coordinate":
+                columns[name] = Column(
+                    name,
+                    "coordinate",
+                    minimum=col.get("min"),
+                    maximum=col.get("max"),
+                    source=col.get("source"),
+                    part=col.get("part", 0),
                 )
             else:
                 columns[name] = Column(name, kind)
@@ -223,6 +267,22 @@ class TripSchema:
             lo, hi = (int(np.floor(col.min())), int(np.ceil(col.max()))) if len(col) else (0, 0)
             columns[name] = Column(name, "numeric", minimum=lo, maximum=hi)
         return cls(columns)
+
+    def coordinates(self) -> list[str]:
+        """The coordinate columns (read off another column, never modelled)."""
+        return [n for n, c in self.columns.items() if c.kind == "coordinate"]
+
+    def derive(self, df: pd.DataFrame) -> pd.DataFrame:
+        """``df`` with every coordinate column whose source it has read off that source (a
+        per-record public rule: the joint model's trips get SUBE's lat/lon from their zones)."""
+        names = [n for n in self.coordinates() if self.columns[n].source in df.columns]
+        if not names:
+            return df
+        out = df.copy()
+        for name in names:
+            col = self.columns[name]
+            out[name] = col.read_off(out[str(col.source)])
+        return out
 
     def replace(self, *columns: Column) -> TripSchema:
         """A copy with the given columns added or replaced."""
@@ -290,6 +350,11 @@ class TripSchema:
                         "is not a number"
                     )
                 out[name] = np.clip(np.rint(num), col.minimum, col.maximum).astype(np.int64)
+            elif col.kind == "coordinate":  # read off its source (derive) when df has it
+                if col.source in out.columns:
+                    out[name] = col.read_off(out[str(col.source)])
+                else:
+                    out[name] = np.clip(measure(out[name], name, source), col.minimum, col.maximum)
             else:
                 out[name] = id_strings(out[name], column=name, source=source).to_numpy()
         return out
@@ -305,6 +370,9 @@ class TripSchema:
             elif col.kind == "numeric":
                 num = pd.to_numeric(series, errors="coerce")
                 bad = num.isna() | (num < col.minimum) | (num > col.maximum) | (num != np.rint(num))
+            elif col.kind == "coordinate":  # missing allowed (a label that is not a point)
+                num = pd.to_numeric(series, errors="coerce")
+                bad = (num < col.minimum) | (num > col.maximum)
             else:
                 bad = series.isna()
             if bad.any():

@@ -292,6 +292,8 @@ class ArchetypeSynthesizer(PrivateCounts):
             self.features_ = self._joint_features(self._features(public_trips), public_trips)
             rng = sampling_generator(self.random_state, PUBLIC_STREAM + 2)
             public_trips = self._fit_joint(private, public_trips, used, joint_budget, noise, rng)
+            if self.joint_pool_ is not None:  # coordinates read off the pool's labels (public)
+                self.joint_pool_ = self.schema_.derive(self.joint_pool_)
         self._fit_public(private, public_trips, used, stand_in_budget, noise)
         self._set_mechanisms(budgets)
         self._fit_private(private, noise)
@@ -340,6 +342,7 @@ class ArchetypeSynthesizer(PrivateCounts):
         self.schema_ = self._schema(public, used)
         features = self.features_ = self._joint_features(self._features(public), public)
         if public is not None:
+            public = self.schema_.derive(public)  # coordinates from their labels, as the private's
             missing = [c for c in [self.id_column, *used, *features] if c not in public.columns]
             if missing:
                 raise InputError(f"public data: missing column(s) {', '.join(map(repr, missing))}")
@@ -351,6 +354,7 @@ class ArchetypeSynthesizer(PrivateCounts):
         if public is None:
             assert stand_in_budget is not None
             public = self._stand_in(private, used, features, stand_in_budget, noise, public_rng)
+        public = self.schema_.derive(public)  # coordinates from their labels, as the private's
         public = self.schema_.conform(public, source="public data", columns=used)
         public = bound_individuals(
             public, self.id_column, self.max_records_per_individual, self._order(public)
@@ -394,7 +398,7 @@ class ArchetypeSynthesizer(PrivateCounts):
     def _numeric_domain(self, column: str) -> bool:
         """Whether a schema column is numeric or categorical with numbers only (a feature)."""
         col = self.schema_[column]
-        if col.kind == "numeric":
+        if col.kind in ("numeric", "coordinate"):
             return True
         return col.kind == "categorical" and all(
             isinstance(v, int | float | np.integer | np.floating) and not isinstance(v, bool)
@@ -415,13 +419,14 @@ class ArchetypeSynthesizer(PrivateCounts):
         option = self.public_stand_in
         assert option is not None and option is not False
         order = [str(self.order_column)] if self.order_column in private.columns else []
+        counted = [f for f in features if f not in self.schema_.coordinates()]  # read off labels
         self.stand_in_ = stand_in_spec(
             option,
             key_columns=list(self.key_columns),
             category_column=self.category_column,
-            features=features,
+            features=counted,
             completion=self.completion,
-            needed=list(dict.fromkeys([*used, *features, *order])),
+            needed=list(dict.fromkeys([*used, *counted, *order])),
         )
         releaser = StandIn(
             self.stand_in_,

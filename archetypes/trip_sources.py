@@ -195,6 +195,13 @@ def fit_schema(
     columns they lack get the values of the PUBLIC trips; without public trips a column without
     a domain is an error naming the schema entry to add (and ``hint``: :func:`domain_hint`)."""
     schema = given
+    derived = [c for c in used if c in schema.coordinates()]
+    if derived:
+        raise ConfigError(
+            f"column '{derived[0]}' is a coordinate read off '{schema[derived[0]].source}' (a "
+            "clustering feature, never a modelled column): leave it out of key_columns, "
+            "category_column and completion"
+        )
     inferred = [c for c in used if c not in schema and c != id_column]
     if inferred and public is None:
         raise ConfigError(

@@ -212,10 +212,13 @@ def test_private_and_public_naming_different_metadata_is_an_error(tmp_path: Path
 def test_without_public_trips_the_lists_are_the_embedded_tuesday_ones() -> None:
     """No public trips: zones and fare products are those of the embedded public Tuesday taps,
     so the schema is the one the with-public layout builds from Tuesday (what
-    ``benchmarks/bench_archetypes.py`` measures as "joint, no public")."""
+    ``benchmarks/bench_archetypes.py`` measures as "joint, no public"), plus the coordinates
+    read off the zones (``lat``/``lon``, which public trips carry themselves)."""
     meta = datasets.path("sube_metadata")
     tuesday = sube_trips(datasets.path("sube_tuesday"))
-    assert sube_schema(None, meta) == sube_schema(tuesday, meta)
+    without = sube_schema(None, meta)
+    assert without.coordinates() == ["lat", "lon"]
+    assert without.replace() == sube_schema(tuesday, meta).replace(without["lat"], without["lon"])
     lists = sube_published_lists()
     assert set(lists["zone"]) == set(tuesday["zone"])
     assert set(lists["fare_type"]) == set(tuesday["fare_type"])

@@ -7,17 +7,28 @@
   commands give the same one-line error.
 - SUBE taps without ``--metadata`` nor public trips: the error naming the ``--schema`` entry also
   names ``--metadata``, which gives the SUBE domains.
+- The shipped configs with ``--public-stand-in`` warn of nothing the shipped files give: SUBE's
+  lat/lon are read off the zones (a public bounding box of the region as their range), so the
+  archetypes cluster on them.
 """
 
 from __future__ import annotations
 
 import json
+import tomllib
+import warnings
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
+from archetypes import ArchetypeSynthesizer
+from archetypes.release import normalize_params
+from archetypes.trip_sources import TripSource
+from synth import datasets
 from synth.cli import main
+from synth.errors import TransitSynthWarning
 from tests.e2e.test_trips_sube_metadata import trips_argv, write_inputs
 
 RUN_TABLE = (
@@ -100,3 +111,54 @@ def test_plain_trips_without_a_domain_do_not_name_metadata(
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and "--schema" in err and "metadata" not in err, err
     assert not out.exists()
+
+
+# ------------------------------------------------- the shipped configs without public trips
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _first_rows(table: dict, folder: Path, n: int = 4000) -> Path:
+    """The first ``n`` rows of the embedded private file a shipped config names."""
+    private = folder / "private.parquet"
+    embedded = str(table["private"]).removeprefix("embedded:")
+    pd.read_parquet(datasets.path(embedded)).iloc[:n].to_parquet(private, index=False)
+    return private
+
+
+@pytest.mark.parametrize("name", ["transit-archetypes.toml", "taxi-archetypes.toml"])
+def test_shipped_config_without_public_warns_of_nothing_the_files_give(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str
+) -> None:
+    """``trips PRIVATE --config C --public-stand-in`` (not quiet): no warning that a feature has
+    no public domain (SUBE's lat/lon had none; the shipped files give them one)."""
+    config = ROOT / "configs" / name
+    private = _first_rows(tomllib.loads(config.read_text())["trips"], tmp_path)
+    argv = ["trips", str(private), "--config", str(config), "--public-stand-in"]
+    capsys.readouterr()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", TransitSynthWarning)  # a warning fails the release
+        assert main([*argv, "--out", str(tmp_path / "release")]) == 0
+    err = capsys.readouterr().err
+    assert "no public domain" not in err and "warning" not in err.lower(), err
+
+
+def test_sube_without_public_clusters_on_the_coordinates_of_the_zones(tmp_path: Path) -> None:
+    """The shipped SUBE parameters without public trips cluster on hour, lat and lon (lat/lon
+    were dropped); the coordinates are read off each trip's zone, so private coordinates moved
+    within their zone cells give the same release (a per-record public rule, nothing else of
+    them is read)."""
+    config = ROOT / "configs" / "transit-archetypes.toml"
+    table = tomllib.loads(config.read_text())["trips"]
+    params = normalize_params(table["parameters"])
+    taps = pd.read_parquet(_first_rows(table, tmp_path, 1500))
+    moved = taps.copy()
+    for column in ("lat", "lon"):  # within the 0.05-degree cell: the same zone
+        value = pd.to_numeric(moved[column], errors="coerce")
+        moved[column] = (np.round(value / 0.05) * 0.05 + 0.01).astype(str)
+    releases = []
+    for frame in (taps, moved):
+        source = TripSource(frame, format="sube-taps", metadata=datasets.path("sube_metadata"))
+        synthesizer = ArchetypeSynthesizer(**{**params, "random_state": 4}).fit(source)
+        assert synthesizer.features_ == ["hour", "lat", "lon"]
+        releases.append(synthesizer.sample())
+    pd.testing.assert_frame_equal(releases[0], releases[1])
