@@ -12,14 +12,17 @@ stays fast.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from synth import registry
 from synth.cli.inputmap import INPUT_MAP_KEYS
 
 __all__ = [
+    "NO_OPTIONS",
+    "ReleaseOptions",
     "config_table",
     "default_release",
     "make_marginals",
@@ -156,27 +159,39 @@ def config_table(kind: str) -> dict[str, Any]:
     return {**spec.table, **gtfs, **(INPUT_MAP_KEYS if spec.input_map else {})}
 
 
+class ReleaseOptions(TypedDict, total=False):
+    """The keyword options of every release function (a spec's ``release``, :func:`make_release`,
+    :func:`default_release`), each None when not given: ``data``, the input already loaded (a
+    frame; else ``io``'s file is read); ``seed``; ``progress``; ``provenance_key``."""
+
+    data: Any
+    seed: int | None
+    progress: Any
+    provenance_key: bytes | None
+
+
+#: every option, unset
+NO_OPTIONS: ReleaseOptions = {"data": None, "seed": None, "progress": None, "provenance_key": None}
+
+
 def default_release(
     kind: str,
     out: str | os.PathLike[str],
     io: Mapping[str, Any],
     params: Mapping[str, Any],
-    *,
-    data: Any = None,
-    seed: int | None = None,
-    progress: Any = None,
-    provenance_key: bytes | None = None,
+    **options: Unpack[ReleaseOptions],
 ) -> str:
     """A release of a generator whose spec names no ``release`` function: its estimator with
     ``params`` (``random_state`` from ``seed``) fitted on ``data`` (else the ``input`` file, passed
-    as a path: ``fit`` reads it), then written with ``write(out, format=...)``."""
+    as a path: ``fit`` reads it), then written with ``write(out, format=...)``; ``progress`` is
+    not used (one step: nothing to report)."""
     from synth.provenance import input_provenance, write_provenance
     from synth.release import warn_if_underspent
 
-    del progress  # one step: nothing to report
+    data = options.get("data")
     source = io.get("input")
-    provenance = input_provenance(provenance_key, source)
-    estimator = registry.get(kind).estimator_class()(**params, random_state=seed)
+    provenance = input_provenance(options.get("provenance_key"), source)
+    estimator = registry.get(kind).estimator_class()(**params, random_state=options.get("seed"))
     estimator.fit(source if data is None else data)
     written = estimator.write(out, format=io.get("format", "csv"))
     if provenance is not None:
@@ -192,35 +207,17 @@ def make_release(
     *,
     io: Mapping[str, Any],
     params: Mapping[str, Any],
-    data: Any = None,
-    seed: int | None = None,
-    progress: Any = None,
-    provenance_key: bytes | None = None,
+    **options: Unpack[ReleaseOptions],
 ) -> str:
     """Fit the release ``kind`` on its private input and write it into ``out``; returns the
     summary line. ``io``: the keys of the kind's config table (paths, columns, format);
-    ``params``: the estimator's parameters; ``data``: the input already loaded (a frame), else
-    ``io``'s file is read."""
+    ``params``: the estimator's parameters; ``options``: :class:`ReleaseOptions` (the spec's
+    ``release`` function gets every one, None when not given)."""
     spec = registry.get(kind)
-    if spec.release is None:
-        return default_release(
-            kind,
-            out,
-            io,
-            params,
-            data=data,
-            seed=seed,
-            progress=progress,
-            provenance_key=provenance_key,
-        )
-    return str(
-        registry.load(spec.release)(
-            out,
-            io,
-            params,
-            data=data,
-            seed=seed,
-            progress=progress,
-            provenance_key=provenance_key,
-        )
+    release = (
+        functools.partial(default_release, kind)
+        if spec.release is None
+        else registry.load(spec.release)
     )
+    given: ReleaseOptions = {**NO_OPTIONS, **options}
+    return str(release(out, io, params, **given))

@@ -96,3 +96,31 @@ def test_the_demo_marginal_release_uses_the_config_values(
     assert manifest["spent"]["epsilon"] == pytest.approx(3.0)
     assert manifest["parameters"]["days"] == settings["marginals"].params["days"]
     assert release.epsilon == 3.0
+
+
+def test_make_release_gives_a_release_function_every_option(tmp_path: Path) -> None:
+    """A spec's ``release`` gets ``data``, ``seed``, ``progress`` and ``provenance_key`` (None
+    when not given), as the registry documents, through the one option signature."""
+    from synth.registry import GeneratorSpec
+
+    seen: list[dict] = []
+
+    def release(out: object, io: object, params: object, **options: object) -> str:
+        seen.append(options)
+        return "released"
+
+    spec = GeneratorSpec(
+        kind="optioned",
+        generator="test-optioned",
+        estimator="synth.marginals.opal:OpalMarginals",
+        description="test",
+        title="Test",
+        summary="Test.",
+        release=release,
+    )
+    registry.register(spec)
+    try:
+        assert make_release("optioned", tmp_path, io={}, params={}, seed=3) == "released"
+    finally:
+        registry.unregister("optioned")
+    assert seen == [{"data": None, "seed": 3, "progress": None, "provenance_key": None}]
