@@ -256,6 +256,11 @@ def _schema_meaning(name: str, spec: Any) -> str:
         return f"one of {n:,} public values (listed in schema.json){other}"
     if kind == "numeric":
         return f"a number between {spec.get('min')} and {spec.get('max')} (the public range)"
+    if kind == "coordinate":
+        return (
+            f"number {spec.get('part')} of the trip's {spec.get('source')} label, between "
+            f"{spec.get('min')} and {spec.get('max')} (the public range)"
+        )
     return "see schema.json"
 
 

@@ -85,3 +85,11 @@ def test_a_coordinate_is_never_a_modelled_column() -> None:
     )
     with pytest.raises(ConfigError, match="'lat' is a coordinate read off 'zone'"):
         synthesizer.fit(private)
+
+
+def test_the_datasheet_says_what_a_coordinate_is() -> None:
+    from synth.datasheet import _schema_meaning
+
+    meaning = _schema_meaning("lat", schema().to_dict()["lat"])
+    expected = "number 0 of the trip's zone label, between -35.0 and -34.0 (the public range)"
+    assert meaning == expected
