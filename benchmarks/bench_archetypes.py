@@ -331,11 +331,28 @@ def peer_jobs(cases: list[Case], args: argparse.Namespace) -> list[dict[str, Any
     return jobs
 
 
-def peer_rows(cases: list[Case], args: argparse.Namespace) -> list[dict[str, Any]]:
-    """MST/AIM rows measured through ``--peers-python``, scored here, with their runs."""
+def planned_peer_rows(jobs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Stand-ins of the rows ``jobs`` will give (their seeds only, no scores): merged with the
+    rows of ``--peer-rows`` before any fit, so a seed clash is refused before minutes of fits."""
+    from smartnoise_peers import SAMPLINGS
+
+    blank = {"score": 0.0, "seconds": 0.0, "wall_s": 0.0, "peak_rss_mb": 0.0, "rows": 0}
+    return [
+        {"data": job["case"], "epsilon": job["epsilon"]}
+        | {"method": f"{job['method'].upper()}, {job['unit']}, {label}"}
+        | {"per_run": [{"seed": job["seed"], **blank}]}
+        for job in jobs
+        for label in SAMPLINGS.values()
+    ]
+
+
+def peer_rows(
+    cases: list[Case], jobs: list[dict[str, Any]], args: argparse.Namespace
+) -> list[dict[str, Any]]:
+    """MST/AIM rows of ``jobs`` measured through ``--peers-python``, scored here, with their
+    runs."""
     from smartnoise_peers import SAMPLINGS, run_all
 
-    jobs = peer_jobs(cases, args)
     done = run_all(args.peers_python, [dict(j) for j in jobs], args.peer_jobs)
     by_name = {c.name: c for c in cases}
     groups: dict[tuple[str, str, str, float], list[tuple[dict[str, Any], dict[str, Any]]]] = {}
@@ -426,6 +443,14 @@ def merge_peer_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 PEER_SOURCE = "measured (smartnoise-synth)"
 
 
+def check_peer_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """:func:`merge_peer_rows`, a refusal as one line (exit status 1)."""
+    try:
+        return merge_peer_rows(rows)
+    except ValueError as exc:
+        raise SystemExit(f"--peer-rows: {exc}") from None
+
+
 def recorded_peer_rows(paths: list[Path], names: list[str]) -> list[dict[str, Any]]:
     """The smartnoise-synth rows of the ``names`` data sets in earlier results files (the peers'
     fits do not depend on transit-synth's code, so they are kept, not run again)."""
@@ -444,14 +469,13 @@ def peers_mode(args: argparse.Namespace) -> list[dict[str, Any]]:
     peers = recorded_peer_rows(args.peer_rows or [], names)
     why = available(args.peers_python) if args.peers_python else "no --peers-python given"
     if why is None and args.peer_methods:  # first: the slow part
-        peers += peer_rows(cases, args)
+        jobs = peer_jobs(cases, args)
+        check_peer_rows(peers + planned_peer_rows(jobs))
+        peers += peer_rows(cases, jobs, args)
     else:
         kept = "the rows of --peer-rows" if args.peer_rows else "the figures recorded in issue 28"
         print(f"smartnoise-synth not run ({why}): {kept} follow")
-    try:
-        rows = [emit(r) for r in merge_peer_rows(peers)]
-    except ValueError as exc:
-        raise SystemExit(f"--peer-rows: {exc}") from None
+    rows = [emit(r) for r in check_peer_rows(peers)]
     for case in cases:
         for label in case.variants:
             for eps in args.epsilons:

@@ -3,6 +3,7 @@ benchmark at its ``--smoke`` size, and the markdown tables made from the results
 
 from __future__ import annotations
 
+import argparse
 import importlib.util
 import json
 import os
@@ -204,6 +205,28 @@ def test_peer_rows_of_several_files_become_one_row_of_all_their_runs(tmp_path: P
         bench.merge_peer_rows([old[1], {**new, "data": "chicago"}])
 
 
+def test_peer_runs_that_repeat_a_recorded_seed_are_refused_before_any_fit() -> None:
+    """The jobs' planned rows (per data, unit, method, epsilon, sampling) merged with the
+    recorded ones: seed 0 again is refused at once; seeds from ``--peer-first-seed 1`` on pass."""
+    bench = _load("bench_archetypes")
+    scored = pd.DataFrame({"card": ["a", "a", "b"], "hour": [8, 9, 7], "line": ["x", "y", "x"]})
+    case = bench.Case("sube", scored, scored, scored, ["card"], 1e-5, "hour", {})
+    args = argparse.Namespace(card_k=3, peer_methods=["mst"], epsilons=[1.0, 10.0], seeds=3)
+    args.peer_runs, args.peer_first_seed = 2, 0
+    recorded = _peer("sube", "MST, tap level (weaker guarantee), i.i.d. (mbi sample)", 1)
+    recorded |= {"score_mean": 790.0}
+    planned = bench.planned_peer_rows(bench.peer_jobs([case], args))
+    assert len(planned) == 2 * 2 * 2 * 2  # units x epsilons x runs x samplings
+    with pytest.raises(SystemExit, match=r"tap level .* epsilon 1: seeds \[0, 0, 1\] repeat"):
+        bench.check_peer_rows([recorded, *planned])
+    args.peer_first_seed = 1
+    planned = bench.planned_peer_rows(bench.peer_jobs([case], args))
+    merged = bench.check_peer_rows([recorded, *planned])
+    assert len(merged) == 8 and merged[0]["per_run"][0] == {"seed": 0, "score": 790.0} | {
+        k: recorded[k] for k in ("seconds", "wall_s", "peak_rss_mb", "rows")
+    }
+
+
 def test_child_peak_rss_is_the_childs_own() -> None:
     """A small child of a large parent reports its own few MB (a child forked straight from the
     parent would report the parent's size); a child that touches 150 MB reports at least that."""
@@ -281,29 +304,22 @@ def test_readme_tables_match_their_results() -> None:
 GENERATED: dict[str, dict[str, Any]] = {
     "noise": {"columns": ["sampler", "scale", "draws", "draws_per_s=draws/s"]},
     "trips-peers": {
-        "pivot": {"on": "epsilon", "index": ["data", "method"], "values": ["score_mean"]},
+        "pivot": {
+            "on": "epsilon",
+            "index": ["data", "method"],
+            "values": ["score_mean", "score_sd"],
+        },
         "columns": [
             "data",
             "method",
             "score_mean@1=eps 1",
+            "score_sd@1=sd",
             "score_mean@10=eps 10",
+            "score_sd@10=sd",
             "runs",
             "seconds=fit+sample (s)",
             "peak_rss_mb=peak RSS (MB)",
             "source",
-        ],
-    },
-    "trips-peers-chicago": {
-        "where": ["source=measured (smartnoise-synth)"],
-        "pivot": {"on": "epsilon", "index": ["data", "method"], "values": ["score_mean"]},
-        "columns": [
-            "method",
-            "score_mean@1=eps 1",
-            "score_mean@10=eps 10",
-            "score_sd=sd",
-            "runs",
-            "seconds=fit+sample (s)",
-            "peak_rss_mb=peak RSS (MB)",
         ],
     },
 }
