@@ -36,6 +36,13 @@ Chicago sample cut to 600 trips, one variant at epsilon 1, one run. Data: the CS
 
     python benchmarks/bench_archetypes.py peers [--seeds 3] [--peers-python /venv-peers/bin/python]
         [--peer-methods mst] [--peer-runs 3] [--peer-jobs 2] [--json results/trips-peers.json]
+
+A peer row keeps its runs (``per_run``: seed, score, seconds, wall, peak RSS). ``--peer-rows
+FILE ...`` takes the peer rows of earlier results files (of the ``--cases`` run) instead of fitting
+them again; rows of the same data, method and epsilon, from those files and from new runs
+(``--peers-python`` with ``--peer-first-seed`` past the recorded seeds), become one row of all
+their runs. So runs are added to a recorded row, and ``--peer-rows`` of the merged file alone
+measures transit-synth again beside the recorded peers.
 """
 
 from __future__ import annotations
@@ -297,7 +304,7 @@ def peer_jobs(cases: list[Case], args: argparse.Namespace) -> list[dict[str, Any
     """One smartnoise job per (data, privacy unit, method, epsilon, run)."""
     from smartnoise_peers import bounded
 
-    jobs = []
+    jobs, first = [], args.peer_first_seed
     for case in cases:
         ident = case.drop[0]
         full = case.scored.drop(columns=[c for c in case.drop if c != ident])
@@ -314,7 +321,7 @@ def peer_jobs(cases: list[Case], args: argparse.Namespace) -> list[dict[str, Any
         for unit, (table, k) in units.items():
             for method in args.peer_methods:
                 for eps in args.epsilons:
-                    for seed in range(args.peer_runs or args.seeds):
+                    for seed in range(first, first + (args.peer_runs or args.seeds)):
                         name = f"{case.name}-{method}-{len(jobs)}"
                         jobs.append(
                             {"case": case.name, "unit": unit, "train": table, "k": k}
@@ -324,43 +331,133 @@ def peer_jobs(cases: list[Case], args: argparse.Namespace) -> list[dict[str, Any
     return jobs
 
 
-def peer_rows(cases: list[Case], args: argparse.Namespace) -> list[dict[str, Any]]:
-    """MST/AIM rows measured through ``--peers-python``, scored here."""
+def planned_peer_rows(jobs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Stand-ins of the rows ``jobs`` will give (their seeds only, no scores): merged with the
+    rows of ``--peer-rows`` before any fit, so a seed clash is refused before minutes of fits."""
+    from smartnoise_peers import SAMPLINGS
+
+    blank = {"score": 0.0, "seconds": 0.0, "wall_s": 0.0, "peak_rss_mb": 0.0, "rows": 0}
+    return [
+        {"data": job["case"], "epsilon": job["epsilon"]}
+        | {"method": f"{job['method'].upper()}, {job['unit']}, {label}"}
+        | {"per_run": [{"seed": job["seed"], **blank}]}
+        for job in jobs
+        for label in SAMPLINGS.values()
+    ]
+
+
+def peer_rows(
+    cases: list[Case], jobs: list[dict[str, Any]], args: argparse.Namespace
+) -> list[dict[str, Any]]:
+    """MST/AIM rows of ``jobs`` measured through ``--peers-python``, scored here, with their
+    runs."""
     from smartnoise_peers import SAMPLINGS, run_all
 
-    jobs = peer_jobs(cases, args)
     done = run_all(args.peers_python, [dict(j) for j in jobs], args.peer_jobs)
     by_name = {c.name: c for c in cases}
-    groups: dict[tuple[str, str, str, float], list[dict[str, Any]]] = {}
+    groups: dict[tuple[str, str, str, float], list[tuple[dict[str, Any], dict[str, Any]]]] = {}
     for job, got in zip(jobs, done, strict=True):
-        groups.setdefault((job["case"], job["unit"], job["method"], job["epsilon"]), []).append(got)
+        key = (job["case"], job["unit"], job["method"], job["epsilon"])
+        groups.setdefault(key, []).append((job, got))
     rows = []
     for (name, unit, method, eps), runs in groups.items():
         case = by_name[name]
         dtypes = case.scored.dtypes.to_dict()
         for way, label in SAMPLINGS.items():
-            tables = [r["tables"][way] for r in runs]
-            scores = [
-                score(case.scored, t.astype({c: dtypes[c] for c in t.columns}), case.drop)
-                for t in tables
-            ]
-            row = {"data": name, "method": f"{method.upper()}, {unit}, {label}", "epsilon": eps}
-            row |= {
-                "score_mean": round(float(np.mean(scores)), 1),
-                "score_sd": round(float(np.std(scores)), 1),
-                "runs": len(scores),
-                "seconds": round(float(np.median([r["fit_sample_s"] for r in runs])), 2),
-                "wall_s": round(float(np.median([r["wall_s"] for r in runs])), 2),
-                "peak_rss_mb": max(r["peak_rss_mb"] for r in runs),
-                "rows": len(tables[0]),
-                "source": PEER_SOURCE,
-            }
-            rows.append(emit(row))
+            each = []
+            for job, got in runs:
+                table = got["tables"][way]
+                synthetic = table.astype({c: dtypes[c] for c in table.columns})
+                each.append(
+                    {
+                        "seed": job["seed"],
+                        "score": round(score(case.scored, synthetic, case.drop), 2),
+                    }
+                    | {"seconds": round(got["fit_sample_s"], 2), "wall_s": got["wall_s"]}
+                    | {"peak_rss_mb": got["peak_rss_mb"], "rows": len(table)}
+                )
+            rows.append(peer_summary(name, f"{method.upper()}, {unit}, {label}", eps, each))
     return rows
+
+
+def peer_summary(
+    data: str, method: str, epsilon: float, runs: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """One peer row from its runs (each: seed, score, seconds, wall_s, peak_rss_mb, rows): mean
+    and sd (over the runs, ddof 0) of the scores, median seconds, max peak RSS, and the runs."""
+    seeds = sorted(r["seed"] for r in runs)
+    if len(set(seeds)) < len(seeds):
+        raise ValueError(
+            f"{data}, {method}, epsilon {epsilon:g}: seeds {seeds} repeat; runs added to "
+            "earlier ones need new seeds (--peer-first-seed)"
+        )
+    scores = [r["score"] for r in runs]
+    return {"data": data, "method": method, "epsilon": epsilon} | {
+        "score_mean": round(float(np.mean(scores)), 1),
+        "score_sd": round(float(np.std(scores)), 1),
+        "runs": len(runs),
+        "seconds": round(float(np.median([r["seconds"] for r in runs])), 2),
+        "wall_s": round(float(np.median([r["wall_s"] for r in runs])), 2),
+        "peak_rss_mb": max(r["peak_rss_mb"] for r in runs),
+        "rows": runs[0]["rows"],
+        "source": PEER_SOURCE,
+        "per_run": sorted(runs, key=lambda r: r["seed"]),
+    }
+
+
+def runs_of(row: dict[str, Any]) -> list[dict[str, Any]] | None:
+    """The runs of a recorded peer row: its ``per_run``; a row of one run written before runs
+    were kept is its own run with seed 0 (``range(--peer-runs)``); None for an older row of
+    several runs (its mean and sd only)."""
+    if "per_run" in row:
+        return list(row["per_run"])
+    if row.get("runs") != 1:
+        return None
+    keys = ("seconds", "wall_s", "peak_rss_mb", "rows")
+    return [{"seed": 0, "score": row["score_mean"]} | {k: row[k] for k in keys}]
+
+
+def merge_peer_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The peer rows of the same data, method and epsilon made into one row of all their runs
+    (first-seen order). A seed twice is an error (the same seed is not a new run); so is merging
+    an older row of several runs that does not keep them."""
+    groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+    for row in rows:
+        groups.setdefault((row["data"], row["method"], row["epsilon"]), []).append(row)
+    merged = []
+    for (data, method, eps), members in groups.items():
+        runs = [runs_of(r) for r in members]
+        if len(members) == 1 and runs[0] is None:
+            merged.append(members[0])  # kept as recorded: nothing to add to it
+            continue
+        if any(r is None for r in runs):
+            raise ValueError(
+                f"{data}, {method}, epsilon {eps:g}: a row of several runs without its "
+                "per_run scores cannot take more runs"
+            )
+        merged.append(peer_summary(data, method, eps, [x for r in runs if r for x in r]))
+    return merged
 
 
 #: the ``source`` of a row measured by running smartnoise-synth
 PEER_SOURCE = "measured (smartnoise-synth)"
+
+
+def check_peer_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """:func:`merge_peer_rows`, a refusal as one line (exit status 1)."""
+    try:
+        return merge_peer_rows(rows)
+    except ValueError as exc:
+        raise SystemExit(f"--peer-rows: {exc}") from None
+
+
+def recorded_peer_rows(paths: list[Path], names: list[str]) -> list[dict[str, Any]]:
+    """The smartnoise-synth rows of the ``names`` data sets in earlier results files (the peers'
+    fits do not depend on transit-synth's code, so they are kept, not run again)."""
+    rows = []
+    for path in paths:
+        rows += [r for r in read_rows(path) if r.get("source") == PEER_SOURCE]
+    return [r for r in rows if r["data"] in names]
 
 
 def peers_mode(args: argparse.Namespace) -> list[dict[str, Any]]:
@@ -369,14 +466,16 @@ def peers_mode(args: argparse.Namespace) -> list[dict[str, Any]]:
 
     names = ["chicago"] if args.smoke else args.cases
     cases = [CASES["peers"][name](args.data, args.smoke) for name in names]
-    rows = []
+    peers = recorded_peer_rows(args.peer_rows or [], names)
     why = available(args.peers_python) if args.peers_python else "no --peers-python given"
-    if args.peer_rows is not None:  # the peers' fits do not depend on transit-synth's code
-        rows += [emit(r) for r in read_rows(args.peer_rows) if r.get("source") == PEER_SOURCE]
-    elif why is None and args.peer_methods:  # first: the slow part
-        rows += peer_rows(cases, args)
+    if why is None and args.peer_methods:  # first: the slow part
+        jobs = peer_jobs(cases, args)
+        check_peer_rows(peers + planned_peer_rows(jobs))
+        peers += peer_rows(cases, jobs, args)
     else:
-        print(f"smartnoise-synth not run ({why}): the figures recorded in issue 28 follow")
+        kept = "the rows of --peer-rows" if args.peer_rows else "the figures recorded in issue 28"
+        print(f"smartnoise-synth not run ({why}): {kept} follow")
+    rows = [emit(r) for r in check_peer_rows(peers)]
     for case in cases:
         for label in case.variants:
             for eps in args.epsilons:
@@ -408,11 +507,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--peer-runs", type=int, default=None, help="default: --seeds")
     parser.add_argument("--card-k", type=int, default=3, help="card-level peers: rows per card")
     parser.add_argument(
+        "--peer-first-seed", type=int, default=0, help="the peers' runs: seeds from this one on"
+    )
+    parser.add_argument(
         "--peer-rows",
         type=Path,
+        nargs="+",
         default=None,
-        help="peers: take the smartnoise-synth rows of this earlier results file instead of "
-        "running it again (its fits do not depend on transit-synth's code; rows keep their runs)",
+        help="peers: the smartnoise-synth rows (of --cases) of earlier results files, kept "
+        "without running them again (their fits do not depend on transit-synth's code); rows of "
+        "the same data, method and epsilon, from these files and from new runs with "
+        "--peers-python, become one row of all their runs (new runs need new seeds: "
+        "--peer-first-seed)",
     )
     add_options(parser, f"the Chicago sample cut to {SMOKE_ROWS} trips, one variant, eps 1")
     args = parser.parse_args(argv)

@@ -3,6 +3,7 @@ benchmark at its ``--smoke`` size, and the markdown tables made from the results
 
 from __future__ import annotations
 
+import argparse
 import importlib.util
 import json
 import os
@@ -43,6 +44,7 @@ def _load(name: str) -> ModuleType:
     spec = importlib.util.spec_from_file_location(name, BENCH / f"{name}.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # a dataclass in it looks its module up
     spec.loader.exec_module(module)
     return module
 
@@ -161,6 +163,70 @@ def test_peers_bound_each_card_and_find_no_smartnoise_here() -> None:
     assert "nonexistent" in str(peers.available("/nonexistent/python"))
 
 
+def _peer(data: str, method: str, runs: int, **extra: Any) -> dict[str, Any]:
+    row = {"data": data, "method": method, "epsilon": 1.0, "runs": runs, "rows": 7}
+    row |= {"seconds": 300.0, "wall_s": 320.0, "peak_rss_mb": 1400.0}
+    return row | {"source": "measured (smartnoise-synth)"} | extra
+
+
+def test_peer_rows_of_several_files_become_one_row_of_all_their_runs(tmp_path: Path) -> None:
+    """``--peer-rows``: a one-run row written before runs were kept (seed 0) and new runs (seeds
+    1, 2) of the same data, method and epsilon become one row of 3 runs (mean, sd, median time,
+    max peak); a row of several runs without them is kept alone, refused with more; a seed twice
+    is refused; the merged file read again gives the same rows; other data sets are left out."""
+    bench = _load("bench_archetypes")
+    old = [_peer("sube", "MST", 1, score_mean=600.0, score_sd=0.0)]
+    old.append(_peer("chicago", "MST", 3, score_mean=930.0, score_sd=2.0))
+    new = bench.peer_summary(
+        "sube",
+        "MST",
+        1.0,
+        [
+            {"seed": s, "score": v, "seconds": t, "wall_s": t, "peak_rss_mb": m, "rows": 7}
+            for s, v, t, m in [(2, 660.0, 100.0, 1500.0), (1, 630.0, 200.0, 1300.0)]
+        ],
+    )
+    assert [r["seed"] for r in new["per_run"]] == [1, 2] and new["runs"] == 2
+    files = [tmp_path / "old.json", tmp_path / "new.json"]
+    files[0].write_text(json.dumps({"rows": [*old, {"data": "sube", "method": "joint"}]}))
+    files[1].write_text(json.dumps([new]))
+    kept = bench.recorded_peer_rows(files, ["chicago", "sube"])
+    assert len(kept) == 3 and bench.recorded_peer_rows(files, ["chicago"]) == [old[1]]
+    merged = bench.merge_peer_rows(kept)
+    sube = next(r for r in merged if r["data"] == "sube")
+    assert sube["runs"] == 3 and [r["seed"] for r in sube["per_run"]] == [0, 1, 2]
+    assert sube["score_mean"] == 630.0 and sube["score_sd"] == 24.5  # sd of 600, 630, 660
+    assert sube["seconds"] == 200.0 and sube["peak_rss_mb"] == 1500.0
+    assert next(r for r in merged if r["data"] == "chicago") == old[1]
+    assert bench.merge_peer_rows(merged) == merged
+    with pytest.raises(ValueError, match=r"seeds \[0, 0\] repeat"):
+        bench.merge_peer_rows([old[0], old[0]])
+    with pytest.raises(ValueError, match="without its per_run"):
+        bench.merge_peer_rows([old[1], {**new, "data": "chicago"}])
+
+
+def test_peer_runs_that_repeat_a_recorded_seed_are_refused_before_any_fit() -> None:
+    """The jobs' planned rows (per data, unit, method, epsilon, sampling) merged with the
+    recorded ones: seed 0 again is refused at once; seeds from ``--peer-first-seed 1`` on pass."""
+    bench = _load("bench_archetypes")
+    scored = pd.DataFrame({"card": ["a", "a", "b"], "hour": [8, 9, 7], "line": ["x", "y", "x"]})
+    case = bench.Case("sube", scored, scored, scored, ["card"], 1e-5, "hour", {})
+    args = argparse.Namespace(card_k=3, peer_methods=["mst"], epsilons=[1.0, 10.0], seeds=3)
+    args.peer_runs, args.peer_first_seed = 2, 0
+    recorded = _peer("sube", "MST, tap level (weaker guarantee), i.i.d. (mbi sample)", 1)
+    recorded |= {"score_mean": 790.0}
+    planned = bench.planned_peer_rows(bench.peer_jobs([case], args))
+    assert len(planned) == 2 * 2 * 2 * 2  # units x epsilons x runs x samplings
+    with pytest.raises(SystemExit, match=r"tap level .* epsilon 1: seeds \[0, 0, 1\] repeat"):
+        bench.check_peer_rows([recorded, *planned])
+    args.peer_first_seed = 1
+    planned = bench.planned_peer_rows(bench.peer_jobs([case], args))
+    merged = bench.check_peer_rows([recorded, *planned])
+    assert len(merged) == 8 and merged[0]["per_run"][0] == {"seed": 0, "score": 790.0} | {
+        k: recorded[k] for k in ("seconds", "wall_s", "peak_rss_mb", "rows")
+    }
+
+
 def test_child_peak_rss_is_the_childs_own() -> None:
     """A small child of a large parent reports its own few MB (a child forked straight from the
     parent would report the parent's size); a child that touches 150 MB reports at least that."""
@@ -238,29 +304,22 @@ def test_readme_tables_match_their_results() -> None:
 GENERATED: dict[str, dict[str, Any]] = {
     "noise": {"columns": ["sampler", "scale", "draws", "draws_per_s=draws/s"]},
     "trips-peers": {
-        "pivot": {"on": "epsilon", "index": ["data", "method"], "values": ["score_mean"]},
+        "pivot": {
+            "on": "epsilon",
+            "index": ["data", "method"],
+            "values": ["score_mean", "score_sd"],
+        },
         "columns": [
             "data",
             "method",
             "score_mean@1=eps 1",
+            "score_sd@1=sd",
             "score_mean@10=eps 10",
+            "score_sd@10=sd",
             "runs",
             "seconds=fit+sample (s)",
             "peak_rss_mb=peak RSS (MB)",
             "source",
-        ],
-    },
-    "trips-peers-chicago": {
-        "where": ["source=measured (smartnoise-synth)"],
-        "pivot": {"on": "epsilon", "index": ["data", "method"], "values": ["score_mean"]},
-        "columns": [
-            "method",
-            "score_mean@1=eps 1",
-            "score_mean@10=eps 10",
-            "score_sd=sd",
-            "runs",
-            "seconds=fit+sample (s)",
-            "peak_rss_mb=peak RSS (MB)",
         ],
     },
 }
