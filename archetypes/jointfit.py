@@ -62,6 +62,7 @@ from archetypes.measure import (
 )
 from archetypes.reading import source_of
 from archetypes.sampling import systematic_choice
+from archetypes.selection import TreeSelection
 from archetypes.standin import stand_in_spec
 from synth.errors import ConfigError, InputError, TransitSynthWarning
 from synth.privacy import DiscreteGaussian, PrivacyLedger, SecureNoise
@@ -100,7 +101,7 @@ MAX_COUNT = 16
 ONE_WAY_SHARE = 0.4
 
 
-class JointSampling(JointDrawing):
+class JointSampling(JointDrawing, TreeSelection):
     """Fitting and sampling methods of the joint mode (mixed into the synthesizer)."""
 
     joint: bool | Mapping[str, Any] | None
@@ -338,11 +339,13 @@ class JointSampling(JointDrawing):
         self.joint_prior_only_ = public_codes is not None and self._joint_options()["prior_cells"]
         k = self.joint_k_ = self._joint_k(public, per)
         tree, pairs = self._joint_design(columns, public_codes, k, budget)
+        codes = self._private_codes(private, columns, k)
+        selected = self._joint_select(codes, tree, pairs, k, budget, noise, public_c is None)
+        tree, pairs, budget = selected  # without public trips: a private tree (selection.py)
         disc = self.discretiser_
         sizes = list(disc.sizes)
         d = len(sizes)
         tables = [(i,) for i in range(d)] + [tuple(e) for e in pairs]
-        codes = self._private_codes(private, columns, k)
         self.joint_maps_: list[np.ndarray] | None = None
         if public_codes is not None or not self._joint_options()["compress"]:
             weights = [self._joint_weight(t) for t in tables]
@@ -542,6 +545,9 @@ class JointSampling(JointDrawing):
             "max_records_per_individual": self.joint_k_,
             "bins": {c: e.tolist() for c, e in disc.edges.items()},
         }
+        selection = getattr(self, "selection_", None)
+        if selection is not None:
+            out["selection"] = selection.to_dict(disc.model)
         mech = self.count_mechanism_
         if mech is not None:
             out["trips_per_individual"] = {

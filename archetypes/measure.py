@@ -179,10 +179,9 @@ class Discretiser:
         """The number of codes of a model column."""
         return self.sizes[self.model.index(column)]
 
-    def chain(self, tables: Sequence[Sequence[str]], keys: Sequence[str]) -> list[tuple[int, int]]:
-        """The (parent, child) forest over the model columns of a configuration's two-way
-        ``tables`` (key columns first, in order): a grouped column stands as its group's coarsest
-        view, and each view hangs under its group."""
+    def positions(self) -> dict[str, int]:
+        """The model column standing for each trip column in the two-way tables: itself, a
+        grouped column its group's coarsest view, a plain column with a coarse view that view."""
         position = {c: i for i, c in enumerate(self.model) if c in self.columns}
         for j, name in enumerate(self.model):  # a grouped column: its group's coarsest view
             for c in name.split("/"):
@@ -190,6 +189,13 @@ class Discretiser:
         for view, (group, _) in sorted(self.views.items(), key=lambda v: -self.sizes[v[0]]):
             for c in self.model[group].split("/"):  # a plain column: its coarse view
                 position[c] = view
+        return position
+
+    def chain(self, tables: Sequence[Sequence[str]], keys: Sequence[str]) -> list[tuple[int, int]]:
+        """The (parent, child) forest over the model columns of a configuration's two-way
+        ``tables`` (key columns first, in order): a grouped column stands as its group's coarsest
+        view, and each view hangs under its group."""
+        position = self.positions()
         edges = []
         for table in tables:
             if len(table) == 2 and table[0] in position and table[1] in position:
