@@ -255,7 +255,7 @@ class JointSampling(JointDrawing, TreeSelection):
         pairs = self._joint_pairs(tree, list(disc.sizes), k, budget)
         if disc.coarse and self._sigma(len(disc.sizes), pairs, k, budget) <= AUTO_SIGMA:
             self.discretiser_ = disc = Discretiser.fit(
-                self.schema_, columns, None, views=True, groups=True, coarse=False
+                self.schema_, columns, None, views=True, groups=True, coarse=False, fine=True
             )
             tree = self._joint_tree(columns, public_codes)
             pairs = self._joint_pairs(tree, list(disc.sizes), k, budget)
@@ -332,16 +332,17 @@ class JointSampling(JointDrawing, TreeSelection):
         # the schema's groups without public trips only (with them, the public trips in the pool
         # carry the groups' combinations already)
         compress = public is None and self._joint_options()["compress"]
+        alone = public is None  # fine numeric bins with coarse views (measure.FINE_INTEGERS)
         self.discretiser_ = disc = Discretiser.fit(
-            self.schema_, columns, public_c, views=not compress, groups=public is None
+            self.schema_, columns, public_c, views=not compress, groups=alone, fine=alone
         )
         public_codes = None if public_c is None else disc.encode(public_c)
         self.joint_prior_only_ = public_codes is not None and self._joint_options()["prior_cells"]
         k = self.joint_k_ = self._joint_k(public, per)
         tree, pairs = self._joint_design(columns, public_codes, k, budget)
         codes = self._private_codes(private, columns, k)
-        selected = self._joint_select(codes, tree, pairs, k, budget, noise, public_c is None)
-        tree, pairs, budget = selected  # without public trips: a private tree (selection.py)
+        # without public trips: a private tree (selection.py)
+        tree, pairs, budget = self._joint_select(codes, tree, pairs, k, budget, noise, alone)
         disc = self.discretiser_
         sizes = list(disc.sizes)
         d = len(sizes)
