@@ -59,10 +59,11 @@ def public_grid(lo: int, hi: int, integers: int = 9) -> np.ndarray:
     return np.concatenate([[lo], edges]).astype(np.int64)
 
 
-#: without public trips (``fine``): a numeric column's own bins hold every integer below 32 (its
-#: one-way table), its coarse view the default grid (its two-way tables). Consumers read small
-#: integers (miles, dollars) as categories: Chicago's 2014-15 trips re-binned on the default grid
-#: and drawn uniformly within their bins score 982 against themselves, on this grid 996
+#: ``fine`` (the joint option ``fine_bins``, without public trips): a numeric column's own bins
+#: hold every integer below 32 (its one-way table), its coarse view the default grid (its two-way
+#: tables). Consumers read small integers (miles, dollars) as categories: Chicago's 2013 trips
+#: re-binned on the default grid and drawn uniformly within their bins score 982 against
+#: themselves, on this grid 995 (2014-15: 982, 996)
 FINE_INTEGERS = 32
 
 #: a group column with at most this many values also gets a coarse view (its own model column,

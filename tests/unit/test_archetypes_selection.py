@@ -99,3 +99,29 @@ def test_no_selection_with_public_trips_or_every_pair_measured() -> None:
     every = fit(None, pairs="all")
     assert every.selection_ is None
     assert not any("selection" in s.label for s in every.ledger_.spends)
+
+
+def test_fine_bins_is_an_option_without_public_trips() -> None:
+    from tests.unit.test_archetypes_synthesizer import SCHEMA as RIDERS
+    from tests.unit.test_archetypes_synthesizer import riders
+
+    base: dict = {
+        "schema": RIDERS,
+        "epsilon": 0.1,  # sigma above AUTO_SIGMA: the coarse views stay
+        "delta": 1e-5,
+        "key_columns": ["hour", "zone"],
+        "category_column": "mode",
+        "id_column": "card",
+        "archetypes": 2,
+        "completion": [("fare", ["zone", "hour"])],
+        "random_state": 3,
+    }
+    private, public = riders(300, 1), riders(300, 2)
+    plain = ArchetypeSynthesizer(**base).fit(private)
+    assert "fare:coarse" not in plain.discretiser_.model
+    assert plain.discretiser_.edges["fare"].tolist() == list(range(10))  # 9 and 10 share a bin
+    fine = ArchetypeSynthesizer(**base, joint={"fine_bins": True}).fit(private)
+    assert "fare:coarse" in fine.discretiser_.model
+    assert fine.discretiser_.edges["fare"].tolist() == list(range(11))
+    given = ArchetypeSynthesizer(**base, joint={"fine_bins": True}).fit(private, public)
+    assert "fare:coarse" not in given.discretiser_.model  # with public trips: their quantiles
