@@ -3,9 +3,10 @@
 
 Which tables: the one-way table of every column and the two-way tables of a spanning tree of the
 columns. The tree is a public choice: with public trips, the maximum spanning tree of their
-pairwise mutual information (Chow and Liu 1968; MST, McKenna et al. 2021, picks it privately on
-the private data instead); without, the chain the configuration already states (key columns in
-order, the category and each completion target under its first conditioning column).
+pairwise mutual information (Chow and Liu 1968); without, a tree picked on the private trips and
+paid for in the ledger, as MST does (McKenna et al. 2021; :mod:`archetypes.selection`), or on a
+schema with public groups the chain the configuration already states (key columns in order, the
+category and each completion target under its first conditioning column).
 
 Estimation (:func:`consistent_tables`), a purpose-built stand-in for Private-PGM (McKenna, Sheldon
 and Miklau 2019) on a tree, where it is exact up to the projections:

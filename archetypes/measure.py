@@ -47,16 +47,24 @@ __all__ = [
 MAX_BINS = 32
 
 
-def public_grid(lo: int, hi: int) -> np.ndarray:
-    """Lower bin edges over ``[lo, hi]``: every integer up to 8, then half octaves (mirrored for
-    negatives); a fixed public rule."""
+def public_grid(lo: int, hi: int, integers: int = 9) -> np.ndarray:
+    """Lower bin edges over ``[lo, hi]``: every integer up to ``integers - 1`` (default 8), then
+    half octaves (mirrored for negatives); a fixed public rule. Every edge of the default grid is
+    an edge of a grid with more ``integers``."""
     top = max(abs(lo), abs(hi), 1)
     steps = np.rint(2.0 ** (np.arange(6, 2 * math.log2(top) + 2) / 2)).astype(np.int64)
-    positive = np.unique(np.concatenate([np.arange(0, 10), steps]))
+    positive = np.unique(np.concatenate([np.arange(0, integers + 1), steps]))
     edges = np.unique(np.concatenate([-positive[::-1] + 1, positive]))
     edges = edges[(edges > lo) & (edges <= hi)]
     return np.concatenate([[lo], edges]).astype(np.int64)
 
+
+#: ``fine`` (the joint option ``fine_bins``, without public trips): a numeric column's own bins
+#: hold every integer below 32 (its one-way table), its coarse view the default grid (its two-way
+#: tables). Consumers read small integers (miles, dollars) as categories: Chicago's 2013 trips
+#: re-binned on the default grid and drawn uniformly within their bins score 982 against
+#: themselves, on this grid 995 (2014-15: 982, 996)
+FINE_INTEGERS = 32
 
 #: a group column with at most this many values also gets a coarse view (its own model column,
 #: a function of the group's code: measured cheaply, never sampled apart from the group)
@@ -92,10 +100,12 @@ class Discretiser:
         views: bool = True,
         groups: bool = True,
         coarse: bool = True,
+        fine: bool = False,
     ) -> Discretiser:
         """Bins of the numeric columns: public quantiles (``public``) or the public grid; the
         model columns (``views=False``: the groups without their views; ``groups=False``: every
-        column on its own, with no view; ``coarse=False``: no coarse view of a plain column)."""
+        column on its own, with no view; ``coarse=False``: no coarse view of a plain column;
+        ``fine``: the public grid with :data:`FINE_INTEGERS`, the default grid its coarse view)."""
         edges: dict[str, np.ndarray] = {}
         for column in columns:
             if column not in schema:
@@ -116,7 +126,7 @@ class Discretiser:
                 inner = np.unique(np.floor(q).astype(np.int64) + 1)
                 edges[column] = np.concatenate([[lo], inner[(inner > lo) & (inner <= hi)]])
             else:
-                edges[column] = public_grid(lo, hi)
+                edges[column] = public_grid(lo, hi, FINE_INTEGERS if fine else 9)
         out = cls(schema, list(columns), edges)
         out._model(views, groups, coarse)
         return out
@@ -165,7 +175,18 @@ class Discretiser:
 
     def _coarse_view(self, column: str) -> None:
         """A view of a plain column over its schema's public ``coarse`` labels (at most
-        :data:`VIEW_VALUES` of them, fewer than its values), named ``"column:coarse"``."""
+        :data:`VIEW_VALUES` of them, fewer than its values), or of a numeric column over the
+        default grid when its own bins are finer, named ``"column:coarse"``."""
+        if column in self.edges:
+            col, fine = self.schema[column], self.edges[column]
+            assert col.minimum is not None and col.maximum is not None
+            grid = public_grid(int(col.minimum), int(col.maximum))
+            if len(grid) < len(fine):  # every grid edge is a fine edge
+                mapping = np.searchsorted(grid, fine, side="right") - 1
+                self.views[len(self.model)] = (len(self.model) - 1, mapping)
+                self.model.append(f"{column}:coarse")
+                self.sizes.append(len(grid))
+            return
         coarse = self.schema[column].coarse if column not in self.edges else ()
         labels = list(dict.fromkeys(coarse))
         if not coarse or len(labels) > VIEW_VALUES or len(labels) >= len(coarse):
@@ -179,10 +200,9 @@ class Discretiser:
         """The number of codes of a model column."""
         return self.sizes[self.model.index(column)]
 
-    def chain(self, tables: Sequence[Sequence[str]], keys: Sequence[str]) -> list[tuple[int, int]]:
-        """The (parent, child) forest over the model columns of a configuration's two-way
-        ``tables`` (key columns first, in order): a grouped column stands as its group's coarsest
-        view, and each view hangs under its group."""
+    def positions(self) -> dict[str, int]:
+        """The model column standing for each trip column in the two-way tables: itself, a
+        grouped column its group's coarsest view, a plain column with a coarse view that view."""
         position = {c: i for i, c in enumerate(self.model) if c in self.columns}
         for j, name in enumerate(self.model):  # a grouped column: its group's coarsest view
             for c in name.split("/"):
@@ -190,6 +210,13 @@ class Discretiser:
         for view, (group, _) in sorted(self.views.items(), key=lambda v: -self.sizes[v[0]]):
             for c in self.model[group].split("/"):  # a plain column: its coarse view
                 position[c] = view
+        return position
+
+    def chain(self, tables: Sequence[Sequence[str]], keys: Sequence[str]) -> list[tuple[int, int]]:
+        """The (parent, child) forest over the model columns of a configuration's two-way
+        ``tables`` (key columns first, in order): a grouped column stands as its group's coarsest
+        view, and each view hangs under its group."""
+        position = self.positions()
         edges = []
         for table in tables:
             if len(table) == 2 and table[0] in position and table[1] in position:

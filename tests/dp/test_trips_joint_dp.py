@@ -272,8 +272,13 @@ def test_manifests_byte_equal_on_neighbours(
     measured = manifest["parameters"]["joint"]["measurements"]
     assert measured and all(m["sigma"] > 0 and m["rho"] > 0 for m in measured)
     labels = [s["label"] for s in manifest["spends"]]
-    # without public trips the trips-per-card histogram comes first (its median sets k)
-    assert labels[int(not with_public)].startswith("joint trip marginals"), labels
+    # without public trips the trips-per-card histogram comes first (its median sets k), then
+    # on a schema without public groups the private tree selection (selection.py)
+    selected = not with_public and grouped is not True
+    assert labels[int(not with_public) + selected].startswith("joint trip marginals"), labels
+    assert ("selection" in manifest["parameters"]["joint"]) == selected
+    if selected:
+        assert labels[1].startswith("joint tree selection"), labels
     if grouped:  # the group's columns, or the size rule on the wide zone: weight 2
         groups = manifest["parameters"]["joint"]["public_groups"]
         assert groups == ([] if grouped == "wide" else [["mode", "zone"]])
