@@ -52,6 +52,7 @@ from archetypes.joint import (
     rake_table,
 )
 from archetypes.jointdraw import JointDrawing
+from archetypes.jointpublic import PublicDesign, public_table
 from archetypes.measure import (
     VIEW_VALUES,
     Discretiser,
@@ -100,7 +101,7 @@ MAX_COUNT = 16
 ONE_WAY_SHARE = 0.4
 
 
-class JointSampling(JointDrawing):
+class JointSampling(PublicDesign, JointDrawing):
     """Fitting and sampling methods of the joint mode (mixed into the synthesizer)."""
 
     joint: bool | Mapping[str, Any] | None
@@ -337,7 +338,7 @@ class JointSampling(JointDrawing):
         public_codes = None if public_c is None else disc.encode(public_c)
         self.joint_prior_only_ = public_codes is not None and self._joint_options()["prior_cells"]
         k = self.joint_k_ = self._joint_k(public, per)
-        tree, pairs = self._joint_design(columns, public_codes, k, budget)
+        k, tree, pairs, bounded = self._public_design(columns, public_c, public_codes, k, budget)
         disc = self.discretiser_
         sizes = list(disc.sizes)
         d = len(sizes)
@@ -348,10 +349,12 @@ class JointSampling(JointDrawing):
             weights = [self._joint_weight(t) for t in tables]
             m = self._count(codes, sizes, tables, k, budget, noise, "", weights)
             self.measurements_ = [m]
-            priors: list[np.ndarray | None] = [None] * len(tables)
-            if public_codes is not None:
-                priors = [_table(public_codes, t, sizes) for t in tables]
-            one, two = consistent_tables(m.estimates, tables, m.sigmas, priors, d, views=disc.views)
+            if bounded is not None and public_codes is not None:
+                one, two = self._public_tables(m, tables, public_codes, bounded)
+            else:
+                one, two = consistent_tables(
+                    m.estimates, tables, m.sigmas, [None] * len(tables), d, views=disc.views
+                )
         else:
             one, two = self._compressed(codes, sizes, tables, k, budget, noise)
         for view, (parent, mapping) in disc.views.items():  # public tables: a view's code map
@@ -362,7 +365,7 @@ class JointSampling(JointDrawing):
         for e in tree:  # tree edges left unmeasured: the public table, raked to the margins
             if public_codes is not None and tuple(sorted(e)) not in pairs:
                 i, j = sorted(e)
-                prior = _table(public_codes, (i, j), sizes) * one[i].sum()
+                prior = public_table(public_codes, (i, j), sizes) * one[i].sum()
                 two.append(rake_table(prior, one[i], one[j]))
                 pairs = [*pairs, (i, j)]
         model = self.joint_model_ = JointModel(one, two, pairs, tree)
@@ -567,11 +570,3 @@ class JointSampling(JointDrawing):
                 stacklevel=3,
             )
         return kept
-
-
-def _table(codes: np.ndarray, table: tuple[int, ...], sizes: list[int]) -> np.ndarray:
-    """Public probabilities of a table."""
-    shape = tuple(sizes[i] for i in table)
-    cell = np.ravel_multi_index(tuple(codes[:, i] for i in table), shape)
-    counts = np.bincount(cell, minlength=int(np.prod(shape))).reshape(shape).astype(float)
-    return counts / max(counts.sum(), 1.0)
