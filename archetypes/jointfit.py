@@ -52,7 +52,7 @@ from archetypes.joint import (
     rake_table,
 )
 from archetypes.jointdraw import JointDrawing
-from archetypes.jointpublic import PublicDesign, public_table
+from archetypes.jointpublic import PublicDesign, public_table, stratified_rank
 from archetypes.measure import (
     VIEW_VALUES,
     Discretiser,
@@ -415,6 +415,7 @@ class JointSampling(PublicDesign, JointDrawing):
                 [np.full(len(public_c), size / len(public_c)), np.full(size, TREE_MASS)]
             )
         self.joint_weights_ = model.weights(pool_codes, start)
+        self.joint_rank_ = None if public_codes is None else stratified_rank(pool_codes, disc.sizes)
         self.joint_pool_ = frame
 
     def _pseudo_public(

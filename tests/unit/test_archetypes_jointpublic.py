@@ -1,6 +1,7 @@
 """The joint measurements next to public trips (issue 28, archetypes/jointpublic.py): the bound on
 trips per card undone by public ratios, the public median ``k`` when the tables would be mostly
-noise, and the two-way tables left to the public trips when they would be mostly noise."""
+noise, the two-way tables left to the public trips when they would be mostly noise, and the
+synthetic trips drawn along a public code order (stratified)."""
 
 from __future__ import annotations
 
@@ -17,8 +18,10 @@ from archetypes.jointpublic import (
     informative_one_way,
     informative_pairs,
     median_k,
+    stratified_rank,
     unbound_tables,
 )
+from archetypes.sampling import systematic_choice
 
 SCHEMA = TripSchema.from_dict(
     {
@@ -124,3 +127,20 @@ def test_k_and_pairs_follow_the_public_noise_rules() -> None:
     fixed = synth(0.5, max_records_per_individual=4, pairs="tree").fit(private, public)
     assert fixed.joint_k_ == 4  # the options are kept as given
     assert any(len(t) == 2 for t in fixed.measurements_[0].tables)
+
+
+def test_a_draw_along_the_stratified_rank_meets_each_cell_within_one() -> None:
+    rng = np.random.default_rng(5)
+    codes = np.stack([rng.integers(0, 3, 5000), rng.integers(0, 40, 5000)], axis=1)
+    weights = rng.random(5000)
+    rank = stratified_rank(codes, [3, 40])
+    order = np.argsort(rank)
+    assert (np.diff(codes[order, 1]) >= 0).all()  # the 40-value column first
+    size = 997
+    expected = np.bincount(codes[:, 1], weights=weights, minlength=40) / weights.sum() * size
+    drawn = order[systematic_choice(weights[order], size, rng)]
+    assert np.abs(np.bincount(codes[drawn, 1], minlength=40) - expected).max() < 1
+    unsorted = systematic_choice(weights, size, rng)  # in pool order: not stratified
+    assert np.abs(np.bincount(codes[unsorted, 1], minlength=40) - expected).max() > 2
+    fitted = synth(1.0).fit(cards(50, 20, start=100), cards(60, 30))
+    assert fitted.joint_rank_ is not None and len(fitted.joint_rank_) == len(fitted.joint_pool_)
