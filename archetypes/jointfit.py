@@ -15,8 +15,10 @@ column, so nothing is completed afterwards.
 Options (``joint``: ``True`` or a mapping): ``share`` (default 0.8, 0.9 without public trips) of
 (epsilon, delta) for the measurements, the rest split by ``budget_split``;
 ``max_records_per_individual`` (``k``; default: the 90th percentile of the public trips per
-individual, else the median of the noisy trips-per-individual histogram, at most 3, never above
-the synthesizer's bound); ``pool`` (default 100,000) tree-sampled trips in the pool.
+individual, or their median when the tables would be mostly noise at the 90th percentile
+(:mod:`archetypes.jointpublic`), else the median of the noisy trips-per-individual histogram,
+at most 3, never above the synthesizer's bound); ``pool`` (default 100,000) tree-sampled trips in
+the pool.
 
 Without public trips the schema's public groups (:class:`~archetypes.schema.Group`: SUBE's mode,
 line and branch from the network metadata) are one model column each, with coarse views (a
