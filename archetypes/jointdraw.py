@@ -23,6 +23,7 @@ class JointDrawing(ArchetypeSampling):
     features_: list[str]
     joint_pool_: pd.DataFrame | None
     joint_weights_: np.ndarray
+    joint_rank_: np.ndarray | None
     discretiser_: Any
 
     def _joint_labels(self) -> np.ndarray:
@@ -75,6 +76,9 @@ class JointDrawing(ArchetypeSampling):
         for b in np.unique(target):
             at = np.flatnonzero(target == b)
             cand = np.flatnonzero((arche == b) & (weights > 0))
+            rank = getattr(self, "joint_rank_", None)  # None: no public trips
+            if rank is not None:  # systematic draws along a public code order: stratified
+                cand = cand[np.argsort(rank[cand], kind="stable")]
             rows[at] = rng.permutation(cand[systematic_choice(weights[cand], len(at), rng)])
         out = pool.iloc[rows].reset_index(drop=True)
         out = out[[c for c in out.columns if c in self._outputs()]]

@@ -15,10 +15,11 @@ column, so nothing is completed afterwards.
 Options (``joint``: ``True`` or a mapping): ``share`` (default 0.8, 0.9 without public trips) of
 (epsilon, delta) for the measurements, the rest split by ``budget_split``;
 ``max_records_per_individual`` (``k``; default: the 90th percentile of the public trips per
-individual, else the median of the noisy trips-per-individual histogram, at most 3, never above
-the synthesizer's bound); ``pool`` (default 100,000) tree-sampled trips in the pool;
-``fine_bins`` (default false; without public trips): numeric columns binned on every integer
-below :data:`archetypes.measure.FINE_INTEGERS` for their one-way tables, the default grid a
+individual, or their median when the tables would be mostly noise at the 90th percentile
+(:mod:`archetypes.jointpublic`), else the median of the noisy trips-per-individual histogram,
+at most 3, never above the synthesizer's bound); ``pool`` (default 100,000) tree-sampled trips in
+the pool; ``fine_bins`` (default false; without public trips): numeric columns binned on every
+integer below :data:`archetypes.measure.FINE_INTEGERS` for their one-way tables, the default grid a
 coarse view for their pairs (Chicago 2014-15, epsilon 1 / 10, 3 runs: 935.5 / 959.7 -> 940.0 /
 963.6; but on the 2013 trips as the stand-in, 6 runs: 894.1 / 938.6 -> 889.7 / 936.0, so not
 the default).
@@ -57,6 +58,7 @@ from archetypes.joint import (
     rake_table,
 )
 from archetypes.jointdraw import JointDrawing
+from archetypes.jointpublic import PublicDesign, public_table, stratified_rank
 from archetypes.measure import (
     VIEW_VALUES,
     Discretiser,
@@ -107,7 +109,7 @@ MAX_COUNT = 16
 ONE_WAY_SHARE = 0.4
 
 
-class JointSampling(JointDrawing, TreeSelection):
+class JointSampling(PublicDesign, JointDrawing, TreeSelection):
     """Fitting and sampling methods of the joint mode (mixed into the synthesizer)."""
 
     joint: bool | Mapping[str, Any] | None
@@ -347,7 +349,7 @@ class JointSampling(JointDrawing, TreeSelection):
         public_codes = None if public_c is None else disc.encode(public_c)
         self.joint_prior_only_ = public_codes is not None and self._joint_options()["prior_cells"]
         k = self.joint_k_ = self._joint_k(public, per)
-        tree, pairs = self._joint_design(columns, public_codes, k, budget)
+        k, tree, pairs, bounded = self._public_design(columns, public_c, public_codes, k, budget)
         codes = self._private_codes(private, columns, k)
         # without public trips: a private tree (selection.py)
         tree, pairs, budget = self._joint_select(codes, tree, pairs, k, budget, noise, alone)
@@ -360,10 +362,12 @@ class JointSampling(JointDrawing, TreeSelection):
             weights = [self._joint_weight(t) for t in tables]
             m = self._count(codes, sizes, tables, k, budget, noise, "", weights)
             self.measurements_ = [m]
-            priors: list[np.ndarray | None] = [None] * len(tables)
-            if public_codes is not None:
-                priors = [_table(public_codes, t, sizes) for t in tables]
-            one, two = consistent_tables(m.estimates, tables, m.sigmas, priors, d, views=disc.views)
+            if bounded is not None and public_codes is not None:
+                one, two = self._public_tables(m, tables, public_codes, bounded)
+            else:
+                one, two = consistent_tables(
+                    m.estimates, tables, m.sigmas, [None] * len(tables), d, views=disc.views
+                )
         else:
             one, two = self._compressed(codes, sizes, tables, k, budget, noise)
         for view, (parent, mapping) in disc.views.items():  # public tables: a view's code map
@@ -374,7 +378,7 @@ class JointSampling(JointDrawing, TreeSelection):
         for e in tree:  # tree edges left unmeasured: the public table, raked to the margins
             if public_codes is not None and tuple(sorted(e)) not in pairs:
                 i, j = sorted(e)
-                prior = _table(public_codes, (i, j), sizes) * one[i].sum()
+                prior = public_table(public_codes, (i, j), sizes) * one[i].sum()
                 two.append(rake_table(prior, one[i], one[j]))
                 pairs = [*pairs, (i, j)]
         model = self.joint_model_ = JointModel(one, two, pairs, tree)
@@ -424,6 +428,7 @@ class JointSampling(JointDrawing, TreeSelection):
                 [np.full(len(public_c), size / len(public_c)), np.full(size, TREE_MASS)]
             )
         self.joint_weights_ = model.weights(pool_codes, start)
+        self.joint_rank_ = None if public_codes is None else stratified_rank(pool_codes, disc.sizes)
         self.joint_pool_ = frame
 
     def _pseudo_public(
@@ -582,11 +587,3 @@ class JointSampling(JointDrawing, TreeSelection):
                 stacklevel=3,
             )
         return kept
-
-
-def _table(codes: np.ndarray, table: tuple[int, ...], sizes: list[int]) -> np.ndarray:
-    """Public probabilities of a table."""
-    shape = tuple(sizes[i] for i in table)
-    cell = np.ravel_multi_index(tuple(codes[:, i] for i in table), shape)
-    counts = np.bincount(cell, minlength=int(np.prod(shape))).reshape(shape).astype(float)
-    return counts / max(counts.sum(), 1.0)

@@ -71,7 +71,14 @@ def fitted(schema: TripSchema | None = None) -> ArchetypeSynthesizer:
         category_column="mode",
         id_column="card",
         archetypes=2,
-        joint={"share": 0.9, "max_records_per_individual": K, "prior_cells": 20_000},
+        # the tree's pair as stated ("auto" would leave it to the 120 public trips: with them
+        # it would be mostly noise, archetypes.jointpublic.informative_pairs)
+        joint={
+            "share": 0.9,
+            "max_records_per_individual": K,
+            "prior_cells": 20_000,
+            "pairs": "tree",
+        },
         order_column="hour",
         random_state=0,
     ).fit(D, PUBLIC)
