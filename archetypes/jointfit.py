@@ -50,21 +50,17 @@ from archetypes.budget import budget_shares
 from archetypes.joint import (
     JointModel,
     chow_liu_tree,
-    compression,
-    consistent_tables,
     decompress,
     maximum_spanning_tree,
     project_simplex,
-    rake_table,
 )
 from archetypes.jointdraw import JointDrawing
-from archetypes.jointpublic import PublicDesign, public_table, stratified_rank
+from archetypes.jointpublic import PublicDesign, stratified_rank
+from archetypes.jointtables import JointTables
 from archetypes.measure import (
     VIEW_VALUES,
     Discretiser,
-    Measurement,
     calibrated_gaussian,
-    measure,
     spread_individuals,
 )
 from archetypes.reading import source_of
@@ -105,11 +101,9 @@ DEFAULT_K = 3
 #: cells of that histogram (1 .. MAX_COUNT trips, the last holding more)
 COUNT_SHARE = 0.1
 MAX_COUNT = 16
-#: without public trips: the one-way round's part of the joint budget (the two-way round: the rest)
-ONE_WAY_SHARE = 0.4
 
 
-class JointSampling(PublicDesign, JointDrawing, TreeSelection):
+class JointSampling(PublicDesign, JointTables, JointDrawing, TreeSelection):
     """Fitting and sampling methods of the joint mode (mixed into the synthesizer)."""
 
     joint: bool | Mapping[str, Any] | None
@@ -353,34 +347,9 @@ class JointSampling(PublicDesign, JointDrawing, TreeSelection):
         codes = self._private_codes(private, columns, k)
         # without public trips: a private tree (selection.py)
         tree, pairs, budget = self._joint_select(codes, tree, pairs, k, budget, noise, alone)
-        disc = self.discretiser_
-        sizes = list(disc.sizes)
-        d = len(sizes)
-        tables = [(i,) for i in range(d)] + [tuple(e) for e in pairs]
-        self.joint_maps_: list[np.ndarray] | None = None
-        if public_codes is not None or not self._joint_options()["compress"]:
-            weights = [self._joint_weight(t) for t in tables]
-            m = self._count(codes, sizes, tables, k, budget, noise, "", weights)
-            self.measurements_ = [m]
-            if bounded is not None and public_codes is not None:
-                one, two = self._public_tables(m, tables, public_codes, bounded)
-            else:
-                one, two = consistent_tables(
-                    m.estimates, tables, m.sigmas, [None] * len(tables), d, views=disc.views
-                )
-        else:
-            one, two = self._compressed(codes, sizes, tables, k, budget, noise)
-        for view, (parent, mapping) in disc.views.items():  # public tables: a view's code map
-            fixed = np.zeros((sizes[parent], sizes[view]))
-            fixed[np.arange(sizes[parent]), mapping] = one[parent]
-            two.append(fixed)
-            pairs = [*pairs, (parent, view)]
-        for e in tree:  # tree edges left unmeasured: the public table, raked to the margins
-            if public_codes is not None and tuple(sorted(e)) not in pairs:
-                i, j = sorted(e)
-                prior = public_table(public_codes, (i, j), sizes) * one[i].sum()
-                two.append(rake_table(prior, one[i], one[j]))
-                pairs = [*pairs, (i, j)]
+        one, two, pairs = self._joint_tables(
+            codes, tree, pairs, k, budget, noise, public_codes, bounded
+        )
         model = self.joint_model_ = JointModel(one, two, pairs, tree)
         if public_codes is None:  # the sampling tree: the strongest measured dependencies
             mi = model.mutual_information()
@@ -485,67 +454,6 @@ class JointSampling(PublicDesign, JointDrawing, TreeSelection):
         trips = self.schema_.conform(private[need], source=source, columns=columns)
         trips = spread_individuals(trips, self.id_column, k, order)
         return self.discretiser_.encode(trips)
-
-    def _count(
-        self,
-        codes: np.ndarray,
-        sizes: list[int],
-        tables: list[tuple[int, ...]],
-        k: int,
-        budget: tuple[float, float],
-        noise: SecureNoise,
-        what: str,
-        weights: list[int] | None = None,
-    ) -> Measurement:
-        return measure(
-            codes,
-            sizes,
-            tables,
-            k=k,
-            epsilon=budget[0],
-            delta=budget[1],
-            noise=noise,
-            ledger=self.ledger_,
-            unit=self.unit,
-            names=self.discretiser_.model,
-            what=what,
-            weights=weights,
-        )
-
-    def _compressed(
-        self,
-        codes: np.ndarray,
-        sizes: list[int],
-        tables: list[tuple[int, ...]],
-        k: int,
-        budget: tuple[float, float],
-        noise: SecureNoise,
-    ) -> tuple[list[np.ndarray], list[np.ndarray]]:
-        """Two rounds (MST's): the one-way tables with ``ONE_WAY_SHARE`` of the budget, then the
-        two-way tables over domains compressed by them (values under 3 sigma share a code)."""
-        d = len(sizes)
-        one_way, pairs = tables[:d], tables[d:]
-        shares = [ONE_WAY_SHARE, 1 - ONE_WAY_SHARE]
-        b1, b2 = zip(
-            budget_shares(budget[0], shares), budget_shares(budget[1], shares), strict=True
-        )
-        m1 = self._count(codes, sizes, one_way, k, b1, noise, "one-way")
-        views = self.discretiser_.views
-        self.joint_one_ = consistent_tables(
-            m1.estimates, one_way, m1.sigmas, [None] * d, d, views=views
-        )[0]
-        maps = self.joint_maps_ = [compression(y, 3 * m1.mechanism.sigma) for y in m1.estimates]
-        csizes = [int(m.max()) + 1 for m in maps]
-        ccodes = np.stack([maps[i][codes[:, i]] for i in range(d)], axis=1)
-        m2 = self._count(ccodes, csizes, pairs, k, b2, noise, "two-way, compressed domains, ")
-        self.measurements_ = [m1, m2]
-        cone = [
-            np.bincount(maps[i], weights=self.joint_one_[i], minlength=csizes[i]) for i in range(d)
-        ]
-        sigmas = [*m1.sigmas, *m2.sigmas]
-        return consistent_tables(
-            [*cone, *m2.estimates], tables, sigmas, [None] * len(tables), d, views=views
-        )
 
     def joint_manifest(self) -> dict[str, Any]:
         """The joint measurements for the manifest (each: tables, cells, k, L2 sensitivity, sigma,

@@ -24,6 +24,7 @@ import pandas as pd
 import pytest
 
 import archetypes.jointfit
+import archetypes.jointtables
 import archetypes.measure
 from archetypes import ArchetypeSynthesizer, TripSchema
 from archetypes.measure import Measurement, measure
@@ -255,7 +256,7 @@ def release(
         return result
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(archetypes.jointfit, "measure", spy)
+        patch.setattr(archetypes.jointtables, "measure", spy)
         assert main(argv) == 0
     return out, seen
 

@@ -22,6 +22,7 @@ import pandas as pd
 import pytest
 
 import archetypes.jointfit
+import archetypes.jointtables
 from archetypes import ArchetypeSynthesizer, TripSchema
 from synth.privacy import SecureNoise
 from synth.privacy.harness import EpsilonAudit, audit_epsilon, tail_events
@@ -83,13 +84,13 @@ def test_the_design_is_public() -> None:
 
 def test_fit_counts_each_card_at_most_the_switched_k(monkeypatch: pytest.MonkeyPatch) -> None:
     counted: list[tuple[int, int]] = []
-    real = archetypes.jointfit.measure
+    real = archetypes.jointtables.measure
 
     def spy(codes: np.ndarray, *args: object, **kwargs: object) -> object:
         counted.append((len(codes), int(kwargs["k"])))  # type: ignore[call-overload]
         return real(codes, *args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(archetypes.jointfit, "measure", spy)
+    monkeypatch.setattr(archetypes.jointtables, "measure", spy)
     fitted(D_PRIME)
     assert counted == [(D_PRIME["card"].nunique(), 1)]  # one trip per card, k = 1
 

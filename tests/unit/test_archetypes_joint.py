@@ -302,3 +302,23 @@ def test_bad_joint_options_are_config_errors() -> None:
     ]:
         with pytest.raises(ConfigError, match=message):
             joint(joint=option).fit(riders(50, 1), riders(50, 0))
+
+
+def test_spread_individuals_breaks_ties_by_the_trips_own_values_not_row_order() -> None:
+    """Trips of one card at the same hour: the kept ones are the same whatever the input order
+    (the generator contract's shuffled input changed a seeded release when k bound)."""
+    trips = pd.DataFrame(
+        {"card": ["a"] * 5 + ["b"], "hour": [7, 7, 7, 9, 9, 8], "zone": list("CABEDA")}
+    )
+    kept = []
+    for seed in range(4):
+        shuffled = trips.sample(frac=1.0, random_state=seed).reset_index(drop=True)
+        out = spread_individuals(shuffled, "card", 2, "hour")
+        kept.append(sorted(map(tuple, out.to_numpy().tolist())))
+    assert all(k == kept[0] for k in kept)
+    assert len(kept[0]) == 3
+    unordered = [
+        sorted(map(tuple, spread_individuals(trips.iloc[::s], "card", 2, None).to_numpy().tolist()))
+        for s in (1, -1)
+    ]
+    assert unordered[0] == unordered[1]

@@ -55,7 +55,7 @@ def test_a_repeated_index_does_not_multiply_an_individuals_trips(
     k = 2 (at most 1,200)."""
     import pandas as pd
 
-    import archetypes.jointfit
+    import archetypes.jointtables
     from archetypes.measure import measure
 
     counted: list[np.ndarray] = []
@@ -64,7 +64,7 @@ def test_a_repeated_index_does_not_multiply_an_individuals_trips(
         counted.append(codes)
         return measure(codes, *args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(archetypes.jointfit, "measure", spy)
+    monkeypatch.setattr(archetypes.jointtables, "measure", spy)
     repeated = pd.concat([riders(300, 1), riders(300, 2)])
     assert not repeated.index.is_unique
     fresh = repeated.reset_index(drop=True)
