@@ -88,7 +88,8 @@ PARAMS = ParamTable(
         Param(
             "key_columns",
             (COLUMNS,),
-            "comma-separated key columns, drawn jointly per archetype",
+            "comma-separated key columns: modelled by the joint model (joint = false: drawn "
+            "jointly per archetype)",
             metavar="COLS",
             parse=comma_list,
         ),
@@ -145,7 +146,9 @@ PARAMS = ParamTable(
             "budget_split",
             (Satisfies(_is_shares, "a list of shares"),),
             "shares of (epsilon, delta) for the archetype and the category histograms, a third "
-            "for --marginals, and a first one for the stand-in; they may sum to less than 1",
+            "for --marginals, and a first one for the stand-in; they may sum to less than 1 (in "
+            "the joint mode they split what the joint tables leave, and the stand-in's and "
+            "marginals' shares go to the tables)",
             default=(0.1, 0.9),
             metavar="S",
             nargs="+",
@@ -156,7 +159,8 @@ PARAMS = ParamTable(
         Param(
             "marginals",
             (COLUMNS,),
-            "comma-separated extra columns whose one-way histograms are released",
+            "comma-separated extra columns whose one-way histograms are released (joint = false; "
+            "the joint model measures every column)",
             default=(),
             metavar="COLS",
             parse=comma_list,
@@ -179,17 +183,18 @@ PARAMS = ParamTable(
         Param(
             "public_stand_in",
             (None, SWITCH_OR_OPTIONS),
-            "without --public: learn on an SBH release of PRIVATE instead (with joint = false; "
-            "spends the first budget_split share; public_stand_in in the --config parameters sets "
-            "its options; in the joint mode that share goes to the joint measurements)",
+            "no public trips, even if the --config names some: the joint model stands in for "
+            "them; with joint = false an SBH release of PRIVATE does, on the first budget_split "
+            "share (public_stand_in in the --config parameters sets its options)",
             default=None,
             switch=True,
         ),
         Param(
             "joint",
             (None, SWITCH_OR_OPTIONS),
-            "the joint model (archetypes.jointfit): true, false, or its options as a TOML table, "
-            "e.g. '{ rounds = 2 }'",
+            "the joint model (archetypes.jointfit): true, false (the paper's algorithm), or its "
+            "options as a TOML table, e.g. '{ pairs = \"all\" }' (keys: share, "
+            "max_records_per_individual, pool, pairs, max_cells, compress, prior_cells, fine_bins)",
             default=True,
             metavar="TOML",
             parse=toml_value,
@@ -197,7 +202,8 @@ PARAMS = ParamTable(
         Param(
             "max_records_per_individual",
             (Interval("integer", 1),),
-            "contribution bound: an individual's first N trips (by --order-column) are kept",
+            "contribution bound: an individual's first N trips (by --order-column) are kept; the "
+            "joint tables count at most this many of them",
             default=200,
             metavar="N",
         ),
@@ -211,7 +217,8 @@ PARAMS = ParamTable(
         Param(
             "n_records",
             (None, Interval("integer", 0)),
-            "number of synthetic trips (default: as many individuals as the noisy counts say)",
+            "number of synthetic trips (default: the trips of as many individuals as the noisy "
+            "counts say)",
             default=None,
             metavar="N",
         ),

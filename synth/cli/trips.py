@@ -63,16 +63,22 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "trips",
         help="synthetic trips from GMM archetypes (GooseDP, NIST 2020 challenge)",
-        description="Differentially private synthetic trips: archetypes learnt on PUBLIC trips, "
-        "two noisy histograms of the PRIVATE trips (discrete Gaussian, analytic calibration).",
+        description="Differentially private synthetic trips, (epsilon, delta) per individual: "
+        "noisy one- and two-way tables of the PRIVATE trips over public domains make one joint "
+        "model (McKenna, Miklau and Sheldon 2021), and two noisy counts (individuals per GMM "
+        "archetype and per category) say how many individuals of which kind (discrete "
+        "Gaussian). With --public the archetypes are learnt on the public trips, which also "
+        "guide the model; without, the model stands in for them. --joint false: the paper's "
+        "algorithm (archetypes learnt on PUBLIC trips, two noisy histograms of the PRIVATE "
+        "trips).",
     )
     p.add_argument("private", metavar="PRIVATE", help="private trips (CSV or Parquet)")
     p.add_argument(
         "--public",
         default=None,
         metavar="PUBLIC",
-        help="public trips of the same kind (optional: without them the joint model measures "
-        "PRIVATE alone over the --schema domains)",
+        help="public trips of the same kind (default: the config's public; without any, the "
+        "joint model measures PRIVATE alone over the layout's or the --schema domains)",
     )
     p.add_argument("--out", required=True, metavar="DIR", help="release directory")
     p.add_argument(
