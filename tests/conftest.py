@@ -69,6 +69,13 @@ def timed_sequences(n: int, seed: int, *, n_locations: int = 6) -> pd.DataFrame:
     return pd.DataFrame({"seq_id": seq, "pos": pos, "location": loc, "time": time})
 
 
+def card_trips(cards: list[tuple[str, list[int], str]]) -> pd.DataFrame:
+    """Trips ``(card, hour, mode)`` of cards given as ``(card, hours, mode)``: one trip per hour
+    listed (a card's trips share its mode). The trips tables of the joint-mode DP tests."""
+    rows = [(card, hour, mode) for card, hours, mode in cards for hour in hours]
+    return pd.DataFrame(rows, columns=["card", "hour", "mode"])
+
+
 class ZeroNoise:
     """A noise source with SecureNoise's methods that adds nothing: every noisy count is exact,
     no empty cell passes a threshold, and index draws are the first ones. With it a release is a

@@ -30,26 +30,21 @@ from archetypes.measure import Measurement, measure
 from synth.cli import main
 from synth.privacy import SecureNoise
 from synth.privacy.harness import EpsilonAudit, audit_epsilon, tail_events
-from tests.conftest import scale_noise
+from tests.conftest import card_trips, scale_noise
 
 EPS, DELTA = 1.0, 0.05
 TRIALS = 2000
 K = 1
 
 
-def trips(individuals: list[tuple[str, list[int], str]]) -> pd.DataFrame:
-    rows = [(card, hour, mode) for card, hours, mode in individuals for hour in hours]
-    return pd.DataFrame(rows, columns=["card", "hour", "mode"])
-
-
-PUBLIC = trips(
+PUBLIC = card_trips(
     [(f"m{i}", [6, 7, 8], "bus") for i in range(20)]
     + [(f"n{i}", [21, 22, 23], "rail") for i in range(20)]
 )
-D = trips(
+D = card_trips(
     [(f"a{i}", [7, 8], "bus") for i in range(4)] + [(f"b{i}", [22], "rail") for i in range(3)]
 )
-D_PRIME = pd.concat([D, trips([("z", [22, 22, 22], "rail")])], ignore_index=True)
+D_PRIME = pd.concat([D, card_trips([("z", [22, 22, 22], "rail")])], ignore_index=True)
 
 
 #: mode over 600 public values (``_joint_weight``'s size rule: weight round(cbrt(600 / 32)) = 3)

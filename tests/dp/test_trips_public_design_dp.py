@@ -25,7 +25,7 @@ import archetypes.jointfit
 from archetypes import ArchetypeSynthesizer, TripSchema
 from synth.privacy import SecureNoise
 from synth.privacy.harness import EpsilonAudit, audit_epsilon, tail_events
-from tests.conftest import scale_noise
+from tests.conftest import card_trips, scale_noise
 
 EPS, DELTA = 1.0, 0.05
 TRIALS = 2000
@@ -38,21 +38,16 @@ SCHEMA = TripSchema.from_dict(
 )
 
 
-def trips(individuals: list[tuple[str, list[int], str]]) -> pd.DataFrame:
-    rows = [(card, hour, mode) for card, hours, mode in individuals for hour in hours]
-    return pd.DataFrame(rows, columns=["card", "hour", "mode"])
-
-
 #: 30 one-trip cards and 10 six-trip cards: median 1, 90th percentile 6
-PUBLIC = trips(
+PUBLIC = card_trips(
     [(f"p{i}", [8], "bus") for i in range(30)]
     + [(f"q{i}", [6, 8, 10, 14, 17, 19], "rail") for i in range(10)]
 )
-D = trips(
+D = card_trips(
     [(f"a{i}", [7, 8], "bus") for i in range(4)] + [(f"b{i}", [22], "rail") for i in range(3)]
 )
-D_PRIME = pd.concat([D, trips([("z", [22, 22, 22], "rail")])], ignore_index=True)
-OTHER = trips([(f"c{i}", list(range(5, 23, 2)), "rail") for i in range(30)])
+D_PRIME = pd.concat([D, card_trips([("z", [22, 22, 22], "rail")])], ignore_index=True)
+OTHER = card_trips([(f"c{i}", list(range(5, 23, 2)), "rail") for i in range(30)])
 
 
 def fitted(private: pd.DataFrame = D) -> ArchetypeSynthesizer:
