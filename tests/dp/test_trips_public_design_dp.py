@@ -50,10 +50,10 @@ D_PRIME = pd.concat([D, card_trips([("z", [22, 22, 22], "rail")])], ignore_index
 OTHER = card_trips([(f"c{i}", list(range(5, 23, 2)), "rail") for i in range(30)])
 
 
-def fitted(private: pd.DataFrame = D) -> ArchetypeSynthesizer:
+def fitted(private: pd.DataFrame = D, epsilon: float = EPS) -> ArchetypeSynthesizer:
     return ArchetypeSynthesizer(
         schema=SCHEMA,
-        epsilon=EPS,
+        epsilon=epsilon,
         delta=DELTA,
         key_columns=["hour"],
         category_column="mode",
@@ -74,6 +74,15 @@ def test_the_design_is_public() -> None:
     a, b = fitted(D), fitted(OTHER)
     assert design(a) == design(b) == (1, [["hour"], ["mode"]], pytest.approx(np.sqrt(2)))
     assert a.joint_k_ == b.joint_k_ == 1
+
+
+def test_the_design_is_public_without_the_switch() -> None:
+    """At epsilon 10 the one-way tables are informative at the public 90th percentile, so ``k``
+    stays 6 with no switch to hide it: a ``k`` read off the private trips' 90th percentile (2
+    on D, 9 on OTHER) fails here, while the switched case above passes it."""
+    a, b = fitted(D, 10.0), fitted(OTHER, 10.0)
+    assert a.joint_k_ == b.joint_k_ == 6
+    assert design(a) == design(b) == (6, [["hour"], ["mode"]], pytest.approx(6 * np.sqrt(2)))
 
 
 def test_fit_counts_each_card_at_most_the_switched_k(monkeypatch: pytest.MonkeyPatch) -> None:
