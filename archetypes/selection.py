@@ -6,8 +6,8 @@ leave out the strongest dependencies (Chicago: payment type x tips, company x mi
 tree of two-way tables is chosen on the private trips, paid for in the ledger:
 
 - Candidates (public): every pair of the chain's nodes (a plain column, a plain column's coarse
-  view, a group's coarsest view; :meth:`~archetypes.measure.Discretiser.nodes`) whose table has
-  at most ``max_cells`` cells.
+  view, a group's coarsest view; :meth:`~archetypes.measure.Discretiser.positions`) whose table
+  has at most ``max_cells`` cells.
 - Score of a pair ``(i, j)`` (:func:`dependence_scores`): the L1 distance between the two-way
   table of the bounded trips and the independent table of its own margins,
   ``floor(sum |n_ab - n_a n_b / n|)`` (MST's score, with the exact margins instead of noisy
