@@ -76,6 +76,78 @@ def card_trips(cards: list[tuple[str, list[int], str]]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["card", "hour", "mode"])
 
 
+# ------------------------------------------------ SUBE taps (tests of issue 28, no public trips)
+#: the network metadata: (mode, line, branch) rows; a line the private taps use ("999") is NOT
+#: in it, and one of its lines ("7") no tap uses
+SUBE_METADATA = [
+    ("COL", "12", "60"),
+    ("COL", "12", "61"),
+    ("COL", "7", "70"),
+    ("TRE", "16", "380"),
+    ("TRE", "16", "283"),
+    ("SUB", "32", "32"),
+]
+SUBE_TAP_COLUMNS = "id_tarjeta,modo,lat,lon,id_linea,id_ramal,id_tarifa,hora,etapa_red_sube"
+SUBE_PARAMS = ["--id-column", "card_id", "--key-columns", "hour,line,zone"]
+SUBE_PARAMS += [
+    "--category-column",
+    "mode",
+    "--archetypes",
+    "2",
+    "--epsilon",
+    "2",
+    "--delta",
+    "1e-5",
+]
+SUBE_PARAMS += ["--completion", '[["branch", ["line"]]]']
+
+
+def sube_taps(n_cards: int = 60, extra_card: bool = False) -> str:
+    """SUBE taps: day cards on bus line 12, night cards on train line 16, every fifth card on
+    line 999 (absent from the metadata); ``extra_card`` adds one card on a line (555) that
+    neither the metadata nor D has."""
+    rows = []
+    for i in range(n_cards):
+        night = i % 3 == 0
+        line, branch, mode = ("16", "380", "TRE") if night else ("12", "60", "COL")
+        if i % 5 == 4:
+            line, branch = "999", "999"
+        for hour in (21, 22) if night else (7, 8, 17):
+            rows.append(f"{i + 100},{mode},-34.6,-58.4,{line},{branch},1,{hour},0")
+    if extra_card:
+        rows += [f"9999,COL,-34.6,-58.4,555,555,1,{h},0" for h in (5, 6, 7)]
+    return "\n".join([SUBE_TAP_COLUMNS, *rows]) + "\n"
+
+
+def write_sube_inputs(folder: Path, *, extra_card: bool = False) -> dict[str, Path]:
+    """``folder/taps.csv`` (:func:`sube_taps`) and ``folder/metadata.csv``
+    (:data:`SUBE_METADATA`)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = {"taps": folder / "taps.csv", "metadata": folder / "metadata.csv"}
+    paths["taps"].write_text(sube_taps(extra_card=extra_card))
+    meta = pd.DataFrame(SUBE_METADATA, columns=["modo", "id_linea", "id_ramal"])
+    meta.to_csv(paths["metadata"], index=False)
+    return paths
+
+
+def sube_trips_argv(paths: dict[str, Path], out: Path, *extra: str) -> list[str]:
+    """``transit-synth trips`` on ``paths["taps"]`` as SUBE taps into ``out`` (seed 3), then
+    ``extra``."""
+    return [
+        "trips",
+        str(paths["taps"]),
+        "--input-format",
+        "sube-taps",
+        "--out",
+        str(out),
+        *SUBE_PARAMS,
+        "--quiet",
+        "--seed",
+        "3",
+        *extra,
+    ]
+
+
 class ZeroNoise:
     """A noise source with SecureNoise's methods that adds nothing: every noisy count is exact,
     no empty cell passes a threshold, and index draws are the first ones. With it a release is a
