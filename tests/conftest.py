@@ -148,6 +148,29 @@ def sube_trips_argv(paths: dict[str, Path], out: Path, *extra: str) -> list[str]
     ]
 
 
+def spy_trips_counts(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[object]]:
+    """Record what the trips release counts: each discrete Gaussian histogram (by label) and the
+    number of individuals in each stand-in SBH table."""
+    import archetypes.standin
+    from synth.privacy import DiscreteGaussian
+
+    seen: dict[str, list[object]] = {}
+    release, sbh = DiscreteGaussian.release, archetypes.standin.stability_histogram
+
+    def released(self: DiscreteGaussian, counts: np.ndarray, **kwargs: object) -> np.ndarray:
+        seen.setdefault(str(kwargs["label"]), []).append(np.asarray(counts, dtype=np.int64))
+        return release(self, counts, **kwargs)  # type: ignore[arg-type]
+
+    def histogram(frame: pd.DataFrame, columns: list[str], **kwargs: object) -> pd.DataFrame:
+        unit = str(kwargs["privacy_unit"])
+        seen.setdefault(f"stand-in {columns}", []).append(frame[unit].nunique())
+        return sbh(frame, columns, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(DiscreteGaussian, "release", released)
+    monkeypatch.setattr(archetypes.standin, "stability_histogram", histogram)
+    return seen
+
+
 class ZeroNoise:
     """A noise source with SecureNoise's methods that adds nothing: every noisy count is exact,
     no empty cell passes a threshold, and index draws are the first ones. With it a release is a

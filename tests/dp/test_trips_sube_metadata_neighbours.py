@@ -18,9 +18,8 @@ import pandas as pd
 import pytest
 
 from synth.cli import main
-from tests.conftest import sube_trips_argv, write_sube_inputs
+from tests.conftest import spy_trips_counts, sube_trips_argv, write_sube_inputs
 from tests.dp.test_release_neighbours import assert_public_bytes_equal
-from tests.dp.test_trips_neighbours import _spy_trips_counts
 
 N_CARDS = 60  # the cards of D (tests.conftest.sube_taps)
 
@@ -39,7 +38,7 @@ def releases(root: Path) -> tuple[Path, Path]:
 def test_manifests_byte_equal_and_one_card_more(
     tmp_path: Path, zero_noise: object, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    seen = _spy_trips_counts(monkeypatch)
+    seen = spy_trips_counts(monkeypatch)
     d, d_prime = releases(tmp_path)
     assert_public_bytes_equal(d, d_prime)
     joint = json.loads((d / "manifest.json").read_text())["parameters"]["joint"]
