@@ -46,7 +46,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from archetypes.budget import budget_shares
+from archetypes.budget import split_budget
 from archetypes.joint import (
     JointModel,
     chow_liu_tree,
@@ -179,7 +179,7 @@ class JointSampling(PublicDesign, JointDrawing, TreeSelection):
         self, eps: float, delta: float, split: tuple[float, ...], names: list[str]
     ) -> list[tuple[float, float]]:
         shares = self._joint_shares(split, names)
-        return list(zip(budget_shares(eps, shares), budget_shares(delta, shares), strict=True))
+        return split_budget((eps, delta), shares)
 
     # -- fitting -----------------------------------------------------------------------------------
     def _joint_columns(self, used: list[str]) -> list[str]:
@@ -392,9 +392,8 @@ class JointSampling(PublicDesign, JointDrawing, TreeSelection):
         measurements' budget and that share (None when there is no such release)."""
         if not alone or self.max_records_per_individual <= 1:
             return budget, None
-        shares = [1 - COUNT_SHARE, COUNT_SHARE]
-        eps, delta = budget_shares(budget[0], shares), budget_shares(budget[1], shares)
-        return (eps[0], delta[0]), (eps[1], delta[1])
+        measured, counts = split_budget(budget, [1 - COUNT_SHARE, COUNT_SHARE])
+        return measured, counts
 
     def _joint_pool(
         self,
@@ -528,10 +527,7 @@ class JointSampling(PublicDesign, JointDrawing, TreeSelection):
         two-way tables over domains compressed by them (values under 3 sigma share a code)."""
         d = len(sizes)
         one_way, pairs = tables[:d], tables[d:]
-        shares = [ONE_WAY_SHARE, 1 - ONE_WAY_SHARE]
-        b1, b2 = zip(
-            budget_shares(budget[0], shares), budget_shares(budget[1], shares), strict=True
-        )
+        b1, b2 = split_budget(budget, [ONE_WAY_SHARE, 1 - ONE_WAY_SHARE])
         m1 = self._count(codes, sizes, one_way, k, b1, noise, "one-way")
         views = self.discretiser_.views
         self.joint_one_ = consistent_tables(

@@ -17,7 +17,7 @@ from archetypes import (
     sube_schema,
     sube_trips,
 )
-from archetypes.budget import budget_shares
+from archetypes.budget import budget_shares, split_budget
 from archetypes.sampling import balanced_choice, rake, systematic_choice
 from synth.errors import ConfigError, InputError
 from synth.privacy import DiscreteGaussian, analytic_gaussian_sigma
@@ -106,6 +106,18 @@ def test_budget_shares_never_exceed_the_total() -> None:
     for total, split in ((1.0, (1 / 3, 2 / 3)), (0.3, (0.1, 0.3, 0.6)), (1.0, (1 / 3,) * 3)):
         assert sum(Fraction(repr(p)) for p in budget_shares(total, split)) == Fraction(str(total))
     assert budget_shares(1.0, [0.5, 0.25, 0.0]) == [0.5, 0.25, 0.0]  # not summing to 1: as given
+
+
+def test_split_budget_pairs_the_shares_of_epsilon_and_delta() -> None:
+    from fractions import Fraction
+
+    shares = [0.1, 0.9]
+    parts = split_budget((0.3, 1e-5), shares)
+    eps, delta = budget_shares(0.3, shares), budget_shares(1e-5, shares)
+    assert parts == list(zip(eps, delta, strict=True))
+    assert sum(Fraction(repr(e)) for e, _ in parts) == Fraction("0.3")  # whole, never past
+    assert sum(Fraction(repr(d)) for _, d in parts) <= Fraction("1e-5")
+    assert parts[0][0] < parts[1][0] and parts[0][1] < parts[1][1]  # the order of the shares
 
 
 def test_fit_and_sample_are_reproducible_under_random_state() -> None:
