@@ -168,6 +168,8 @@ def test_without_public_trips_the_lists_are_the_embedded_tuesday_ones() -> None:
     lists = sube_published_lists()
     assert set(lists["zone"]) == set(tuesday["zone"])
     assert set(lists["fare_type"]) == set(tuesday["fare_type"])
+    lists["zone"] = "tampered"  # the caller's copy: the lists read once stay as published
+    assert sube_schema(None, meta) == without
 
 
 # ------------------------------------------------------------------ the shipped trips configs
