@@ -8,7 +8,7 @@ import os
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -16,6 +16,9 @@ import pytest
 
 from synth.privacy import SecureNoise
 from synth.taxonomy import Taxonomy
+
+if TYPE_CHECKING:  # the generator is imported by the tests that use it (a slow import)
+    from archetypes import ArchetypeSynthesizer, TripSchema
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
@@ -169,6 +172,63 @@ def spy_trips_counts(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[object]]
     monkeypatch.setattr(DiscreteGaussian, "release", released)
     monkeypatch.setattr(archetypes.standin, "stability_histogram", histogram)
     return seen
+
+
+# ---------------------------------------------- riders: the trips of the archetype unit tests
+def riders(n: int, seed: int, night_share: float = 0.5) -> pd.DataFrame:
+    """Morning bus riders (hours 6-8) and night rail riders (21-23), 1-3 trips each, with fares."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for i in range(n):
+        night = rng.random() < night_share
+        for _ in range(rng.integers(1, 4)):
+            hour = int(rng.integers(21, 24) if night else rng.integers(6, 9))
+            rows.append(
+                {
+                    "card": f"s{seed}-{i}",
+                    "hour": hour,
+                    "zone": str(rng.choice(["B", "C"]) if night else "A"),
+                    "mode": "rail" if night else "bus",
+                    "fare": (3 if night else 1) + int(rng.integers(0, 2)),
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def riders_schema() -> TripSchema:
+    """The public domains of :func:`riders`."""
+    from archetypes import TripSchema
+
+    return TripSchema.from_dict(
+        {
+            "card": {"kind": "id"},
+            "hour": {"kind": "categorical", "values": list(range(24))},
+            "zone": {"kind": "categorical", "values": ["A", "B", "C", "D"]},
+            "mode": {"kind": "categorical", "values": ["bus", "rail", "ferry"]},
+            "fare": {"kind": "numeric", "min": 0, "max": 10},
+        }
+    )
+
+
+def riders_synthesizer(**kwargs: object) -> ArchetypeSynthesizer:
+    """The write-up's synthesizer (not joint) on :func:`riders`, ``kwargs`` overriding."""
+    from archetypes import ArchetypeSynthesizer
+
+    params: dict = {
+        "epsilon": 1.0,
+        "delta": 1e-5,
+        "key_columns": ["hour", "zone"],
+        "category_column": "mode",
+        "id_column": "card",
+        "archetypes": 2,
+        "completion": [("fare", ["zone", "hour"])],
+        "schema": riders_schema(),
+        "order_column": "hour",
+        "random_state": 7,
+        "joint": False,  # the write-up's algorithm (the joint mode: test_archetypes_joint.py)
+    }
+    params.update(kwargs)
+    return ArchetypeSynthesizer(**params)
 
 
 class ZeroNoise:

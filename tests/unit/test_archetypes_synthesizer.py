@@ -11,7 +11,6 @@ import pytest
 
 from archetypes import (
     ArchetypeSynthesizer,
-    TripSchema,
     chicago_taxi_schema,
     chicago_taxi_trips,
     sube_schema,
@@ -21,57 +20,12 @@ from archetypes.budget import budget_shares, split_budget
 from archetypes.sampling import balanced_choice, rake, systematic_choice
 from synth.errors import ConfigError, InputError
 from synth.privacy import DiscreteGaussian, analytic_gaussian_sigma
+from tests.conftest import riders, riders_schema
+from tests.conftest import riders_synthesizer as synthesizer
+
+SCHEMA = riders_schema()
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
-
-
-def riders(n: int, seed: int, night_share: float = 0.5) -> pd.DataFrame:
-    """Morning bus riders (hours 6-8) and night rail riders (21-23), 1-3 trips each, with fares."""
-    rng = np.random.default_rng(seed)
-    rows = []
-    for i in range(n):
-        night = rng.random() < night_share
-        for _ in range(rng.integers(1, 4)):
-            hour = int(rng.integers(21, 24) if night else rng.integers(6, 9))
-            rows.append(
-                {
-                    "card": f"s{seed}-{i}",
-                    "hour": hour,
-                    "zone": str(rng.choice(["B", "C"]) if night else "A"),
-                    "mode": "rail" if night else "bus",
-                    "fare": (3 if night else 1) + int(rng.integers(0, 2)),
-                }
-            )
-    return pd.DataFrame(rows)
-
-
-SCHEMA = TripSchema.from_dict(
-    {
-        "card": {"kind": "id"},
-        "hour": {"kind": "categorical", "values": list(range(24))},
-        "zone": {"kind": "categorical", "values": ["A", "B", "C", "D"]},
-        "mode": {"kind": "categorical", "values": ["bus", "rail", "ferry"]},
-        "fare": {"kind": "numeric", "min": 0, "max": 10},
-    }
-)
-
-
-def synthesizer(**kwargs: object) -> ArchetypeSynthesizer:
-    params: dict = {
-        "epsilon": 1.0,
-        "delta": 1e-5,
-        "key_columns": ["hour", "zone"],
-        "category_column": "mode",
-        "id_column": "card",
-        "archetypes": 2,
-        "completion": [("fare", ["zone", "hour"])],
-        "schema": SCHEMA,
-        "order_column": "hour",
-        "random_state": 7,
-        "joint": False,  # the write-up's algorithm (the joint mode: test_archetypes_joint.py)
-    }
-    params.update(kwargs)
-    return ArchetypeSynthesizer(**params)
 
 
 def test_sigma_and_budget_split_match_the_calibration() -> None:
