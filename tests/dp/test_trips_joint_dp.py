@@ -34,6 +34,7 @@ from synth.cli import main
 from synth.privacy import SecureNoise
 from synth.privacy.harness import EpsilonAudit, audit_epsilon, tail_events
 from tests.conftest import card_trips, scale_noise
+from tests.dp.test_release_neighbours import assert_public_bytes_equal
 
 EPS, DELTA = 1.0, 0.05
 TRIALS = 2000
@@ -273,6 +274,7 @@ def test_manifests_byte_equal_on_neighbours(
     d_prime, _ = release(tmp_path, True, with_public, grouped)
     for name in ("manifest.json", "schema.json"):
         assert (d / name).read_bytes() == (d_prime / name).read_bytes(), name
+    assert_public_bytes_equal(d, d_prime)  # every other published file too (datasheet, ...)
     manifest = json.loads((d / "manifest.json").read_text())
     measured = manifest["parameters"]["joint"]["measurements"]
     assert measured and all(m["sigma"] > 0 and m["rho"] > 0 for m in measured)
