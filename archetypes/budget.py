@@ -7,7 +7,7 @@ from fractions import Fraction
 
 import numpy as np
 
-__all__ = ["SHARE_ROUNDING", "budget_shares"]
+__all__ = ["SHARE_ROUNDING", "budget_shares", "split_budget"]
 
 #: Shares that sum to 1 up to this much are taken as summing to exactly 1 (float shares such as
 #: ``[1/3, 2/3]`` or ``w / sum(w)`` miss 1 by a few units in their 16th digit).
@@ -41,3 +41,10 @@ def budget_shares(total: float, shares: Sequence[float]) -> list[float]:
         spent += Fraction(repr(value))
         out.append(value)
     return out
+
+
+def split_budget(budget: tuple[float, float], shares: Sequence[float]) -> list[tuple[float, float]]:
+    """An (epsilon, delta) ``budget`` split by ``shares``: :func:`budget_shares` on each of the
+    two, paired share by share."""
+    eps, delta = budget_shares(budget[0], shares), budget_shares(budget[1], shares)
+    return list(zip(eps, delta, strict=True))

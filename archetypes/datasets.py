@@ -304,12 +304,16 @@ def _zone_coordinates() -> list[Column]:
 SUBE_PUBLISHED = "sube_tuesday"
 
 
-@functools.cache
 def sube_published_lists() -> pd.DataFrame:
     """The zones, fare products, lines and branches of the embedded PUBLIC SUBE Tuesday taps
     (27/11/2019, ``synth.datasets`` ``sube_tuesday``): the lists :func:`sube_schema` uses when
     no public trips are given (one row per distinct combination; a fixed public file, so the
-    lists never depend on the private taps)."""
+    lists never depend on the private taps). A copy: the file is read once per process."""
+    return _published_lists().copy()
+
+
+@functools.cache
+def _published_lists() -> pd.DataFrame:
     trips = sube_trips(datasets.path(SUBE_PUBLISHED))
     return trips[["line", "branch", "zone", "fare_type"]].drop_duplicates(ignore_index=True)
 

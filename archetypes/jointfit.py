@@ -46,7 +46,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from archetypes.budget import budget_shares
+from archetypes.budget import split_budget
 from archetypes.joint import (
     JointModel,
     chow_liu_tree,
@@ -173,7 +173,7 @@ class JointSampling(PublicDesign, JointTables, JointDrawing, TreeSelection):
         self, eps: float, delta: float, split: tuple[float, ...], names: list[str]
     ) -> list[tuple[float, float]]:
         shares = self._joint_shares(split, names)
-        return list(zip(budget_shares(eps, shares), budget_shares(delta, shares), strict=True))
+        return split_budget((eps, delta), shares)
 
     # -- fitting -----------------------------------------------------------------------------------
     def _joint_columns(self, used: list[str]) -> list[str]:
@@ -317,16 +317,7 @@ class JointSampling(PublicDesign, JointTables, JointDrawing, TreeSelection):
         learnt on (the public trips, or the pool's trips as one-trip pseudo-individuals)."""
         columns = self._joint_columns(used)
         self.count_mechanism_: DiscreteGaussian | None = None
-        counts_budget = None
-        if public is None and self.max_records_per_individual > 1:
-            # a share of the joint budget measures the trips per individual
-            shares = [1 - COUNT_SHARE, COUNT_SHARE]
-            eps_parts, delta_parts = (
-                budget_shares(budget[0], shares),
-                budget_shares(budget[1], shares),
-            )
-            parts = zip(eps_parts, delta_parts, strict=True)
-            budget, counts_budget = parts
+        budget, counts_budget = self._counts_budget(budget, public is None)
         per = (
             None
             if counts_budget is None
@@ -361,6 +352,17 @@ class JointSampling(PublicDesign, JointTables, JointDrawing, TreeSelection):
         if public is not None:
             return public
         return self._pseudo_public(float(one[0].sum()), per, rng)
+
+    def _counts_budget(
+        self, budget: tuple[float, float], alone: bool
+    ) -> tuple[tuple[float, float], tuple[float, float] | None]:
+        """Without public trips (``alone``) and more than one trip per individual allowed,
+        :data:`COUNT_SHARE` of the joint ``budget`` measures the trips per individual: the
+        measurements' budget and that share (None when there is no such release)."""
+        if not alone or self.max_records_per_individual <= 1:
+            return budget, None
+        measured, counts = split_budget(budget, [1 - COUNT_SHARE, COUNT_SHARE])
+        return measured, counts
 
     def _joint_pool(
         self,

@@ -15,7 +15,7 @@ them (a per-individual rule) and:
    tables. Post-processing of the released tables and public data.
 
 Because the bound's distortion is corrected from public data, ``k`` can be small, which divides the
-noise (sigma grows as ``k``): :func:`public_k` takes the median of the public trips per
+noise (sigma grows as ``k``): :func:`median_k` takes the median of the public trips per
 individual, the rule used without public trips on the noisy histogram. On Tuesday's SUBE cards
 (half of the cards public, half private, two splits, one-way tables at epsilon 1) the mean TV of
 the seven columns' tables was 49.6 at k = 2 with the correction against 52.7-53.0 at k = 5 (the

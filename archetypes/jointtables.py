@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from archetypes.budget import budget_shares
+from archetypes.budget import split_budget
 from archetypes.joint import compression, consistent_tables, rake_table
 from archetypes.jointpublic import public_table
 from archetypes.measure import Discretiser, Measurement, measure
@@ -132,10 +132,7 @@ class JointTables:
         two-way tables over domains compressed by them (values under 3 sigma share a code)."""
         d = len(sizes)
         one_way, pairs = tables[:d], tables[d:]
-        shares = [ONE_WAY_SHARE, 1 - ONE_WAY_SHARE]
-        b1, b2 = zip(
-            budget_shares(budget[0], shares), budget_shares(budget[1], shares), strict=True
-        )
+        b1, b2 = split_budget(budget, [ONE_WAY_SHARE, 1 - ONE_WAY_SHARE])
         m1 = self._count(codes, sizes, one_way, k, b1, noise, "one-way")
         views = self.discretiser_.views
         self.joint_one_ = consistent_tables(

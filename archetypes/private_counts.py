@@ -102,7 +102,8 @@ class PrivateCounts(JointSampling):
 
     def _unit_rows(self) -> str:
         """What one unit is in the input: the rows sharing one id value (the guarantee, always),
-        one row when the layout gives each row its own id (:func:`one_row_per_id`)."""
+        one row when the layout gives each row its own id
+        (:func:`~archetypes.trip_sources.one_row_per_id`)."""
         if getattr(self, "one_row_per_id_", False):
             return f"one row (the input layout gives each row its own {self.id_column})"
         k = self.max_records_per_individual

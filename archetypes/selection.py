@@ -6,8 +6,8 @@ leave out the strongest dependencies (Chicago: payment type x tips, company x mi
 tree of two-way tables is chosen on the private trips, paid for in the ledger:
 
 - Candidates (public): every pair of the chain's nodes (a plain column, a plain column's coarse
-  view, a group's coarsest view; :meth:`~archetypes.measure.Discretiser.nodes`) whose table has
-  at most ``max_cells`` cells.
+  view, a group's coarsest view; :meth:`~archetypes.measure.Discretiser.positions`) whose table
+  has at most ``max_cells`` cells.
 - Score of a pair ``(i, j)`` (:func:`dependence_scores`): the L1 distance between the two-way
   table of the bounded trips and the independent table of its own margins,
   ``floor(sum |n_ab - n_a n_b / n|)`` (MST's score, with the exact margins instead of noisy
@@ -43,7 +43,7 @@ from typing import Any
 
 import numpy as np
 
-from archetypes.budget import budget_shares
+from archetypes.budget import split_budget
 from archetypes.measure import calibrated_gaussian
 from synth.privacy import DiscreteGaussian, LedgerBranch, SecureNoise
 
@@ -207,9 +207,11 @@ class TreeSelection:
         noise: SecureNoise,
         private_tree: bool,
     ) -> tuple[list[tuple[int, int]], list[tuple[int, int]], tuple[float, float]]:
-        """Without public trips (``private_tree``), when the measurement would not hold every
-        candidate pair: :data:`SELECT_SHARE` of ``budget`` chooses the tree (:func:`select_tree`)
-        and the pairs are those of that tree; returns the tree, pairs and the budget left."""
+        """Without public trips (``private_tree``), on a schema without public groups, when the
+        candidates can span the nodes and the measurement would not hold every candidate pair
+        (public rules): :data:`SELECT_SHARE` of ``budget`` chooses the tree (:func:`select_tree`)
+        and the pairs are those of that tree; returns the tree, pairs and the budget left (else
+        the given ones, untouched)."""
         self.selection_ = None
         disc = self.discretiser_
         nodes = sorted({disc.positions()[c] for c in disc.columns})
@@ -228,8 +230,7 @@ class TreeSelection:
             or set(candidates) <= measured
         ):
             return tree, pairs, budget
-        shares = [SELECT_SHARE, 1 - SELECT_SHARE]
-        eps, delta = budget_shares(budget[0], shares), budget_shares(budget[1], shares)
+        (eps, delta), rest = split_budget(budget, [SELECT_SHARE, 1 - SELECT_SHARE])
         fixed = [(p, v) for v, (p, _) in disc.views.items()]
         self.selection_ = select_tree(
             codes,
@@ -237,13 +238,12 @@ class TreeSelection:
             candidates,
             fixed,
             k=k,
-            epsilon=eps[0],
-            delta=delta[0],
+            epsilon=eps,
+            delta=delta,
             noise=noise,
             ledger=self.ledger_,
             unit=self.unit,
             names=disc.model,
         )
-        rest = (eps[1], delta[1])
         tree = forest(len(disc.sizes), [*self.selection_.chosen, *fixed])
         return tree, self._joint_pairs(tree, list(disc.sizes), k, rest), rest

@@ -8,7 +8,7 @@ import os
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -16,6 +16,9 @@ import pytest
 
 from synth.privacy import SecureNoise
 from synth.taxonomy import Taxonomy
+
+if TYPE_CHECKING:  # the generator is imported by the tests that use it (a slow import)
+    from archetypes import ArchetypeSynthesizer, TripSchema
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
@@ -67,6 +70,165 @@ def timed_sequences(n: int, seed: int, *, n_locations: int = 6) -> pd.DataFrame:
     minutes = np.minimum(start + steps, 1439)
     time = [f"{m // 60:02d}:{m % 60:02d}" for m in minutes]
     return pd.DataFrame({"seq_id": seq, "pos": pos, "location": loc, "time": time})
+
+
+def card_trips(cards: list[tuple[str, list[int], str]]) -> pd.DataFrame:
+    """Trips ``(card, hour, mode)`` of cards given as ``(card, hours, mode)``: one trip per hour
+    listed (a card's trips share its mode). The trips tables of the joint-mode DP tests."""
+    rows = [(card, hour, mode) for card, hours, mode in cards for hour in hours]
+    return pd.DataFrame(rows, columns=["card", "hour", "mode"])
+
+
+# ------------------------------------------------ SUBE taps (tests of issue 28, no public trips)
+#: the network metadata: (mode, line, branch) rows; a line the private taps use ("999") is NOT
+#: in it, and one of its lines ("7") no tap uses
+SUBE_METADATA = [
+    ("COL", "12", "60"),
+    ("COL", "12", "61"),
+    ("COL", "7", "70"),
+    ("TRE", "16", "380"),
+    ("TRE", "16", "283"),
+    ("SUB", "32", "32"),
+]
+SUBE_TAP_COLUMNS = "id_tarjeta,modo,lat,lon,id_linea,id_ramal,id_tarifa,hora,etapa_red_sube"
+SUBE_PARAMS = ["--id-column", "card_id", "--key-columns", "hour,line,zone"]
+SUBE_PARAMS += [
+    "--category-column",
+    "mode",
+    "--archetypes",
+    "2",
+    "--epsilon",
+    "2",
+    "--delta",
+    "1e-5",
+]
+SUBE_PARAMS += ["--completion", '[["branch", ["line"]]]']
+
+
+def sube_taps(n_cards: int = 60, extra_card: bool = False) -> str:
+    """SUBE taps: day cards on bus line 12, night cards on train line 16, every fifth card on
+    line 999 (absent from the metadata); ``extra_card`` adds one card on a line (555) that
+    neither the metadata nor D has."""
+    rows = []
+    for i in range(n_cards):
+        night = i % 3 == 0
+        line, branch, mode = ("16", "380", "TRE") if night else ("12", "60", "COL")
+        if i % 5 == 4:
+            line, branch = "999", "999"
+        for hour in (21, 22) if night else (7, 8, 17):
+            rows.append(f"{i + 100},{mode},-34.6,-58.4,{line},{branch},1,{hour},0")
+    if extra_card:
+        rows += [f"9999,COL,-34.6,-58.4,555,555,1,{h},0" for h in (5, 6, 7)]
+    return "\n".join([SUBE_TAP_COLUMNS, *rows]) + "\n"
+
+
+def write_sube_inputs(folder: Path, *, extra_card: bool = False) -> dict[str, Path]:
+    """``folder/taps.csv`` (:func:`sube_taps`) and ``folder/metadata.csv``
+    (:data:`SUBE_METADATA`)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = {"taps": folder / "taps.csv", "metadata": folder / "metadata.csv"}
+    paths["taps"].write_text(sube_taps(extra_card=extra_card))
+    meta = pd.DataFrame(SUBE_METADATA, columns=["modo", "id_linea", "id_ramal"])
+    meta.to_csv(paths["metadata"], index=False)
+    return paths
+
+
+def sube_trips_argv(paths: dict[str, Path], out: Path, *extra: str) -> list[str]:
+    """``transit-synth trips`` on ``paths["taps"]`` as SUBE taps into ``out`` (seed 3), then
+    ``extra``."""
+    return [
+        "trips",
+        str(paths["taps"]),
+        "--input-format",
+        "sube-taps",
+        "--out",
+        str(out),
+        *SUBE_PARAMS,
+        "--quiet",
+        "--seed",
+        "3",
+        *extra,
+    ]
+
+
+def spy_trips_counts(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[object]]:
+    """Record what the trips release counts: each discrete Gaussian histogram (by label) and the
+    number of individuals in each stand-in SBH table."""
+    import archetypes.standin
+    from synth.privacy import DiscreteGaussian
+
+    seen: dict[str, list[object]] = {}
+    release, sbh = DiscreteGaussian.release, archetypes.standin.stability_histogram
+
+    def released(self: DiscreteGaussian, counts: np.ndarray, **kwargs: object) -> np.ndarray:
+        seen.setdefault(str(kwargs["label"]), []).append(np.asarray(counts, dtype=np.int64))
+        return release(self, counts, **kwargs)  # type: ignore[arg-type]
+
+    def histogram(frame: pd.DataFrame, columns: list[str], **kwargs: object) -> pd.DataFrame:
+        unit = str(kwargs["privacy_unit"])
+        seen.setdefault(f"stand-in {columns}", []).append(frame[unit].nunique())
+        return sbh(frame, columns, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(DiscreteGaussian, "release", released)
+    monkeypatch.setattr(archetypes.standin, "stability_histogram", histogram)
+    return seen
+
+
+# ---------------------------------------------- riders: the trips of the archetype unit tests
+def riders(n: int, seed: int, night_share: float = 0.5) -> pd.DataFrame:
+    """Morning bus riders (hours 6-8) and night rail riders (21-23), 1-3 trips each, with fares."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for i in range(n):
+        night = rng.random() < night_share
+        for _ in range(rng.integers(1, 4)):
+            hour = int(rng.integers(21, 24) if night else rng.integers(6, 9))
+            rows.append(
+                {
+                    "card": f"s{seed}-{i}",
+                    "hour": hour,
+                    "zone": str(rng.choice(["B", "C"]) if night else "A"),
+                    "mode": "rail" if night else "bus",
+                    "fare": (3 if night else 1) + int(rng.integers(0, 2)),
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def riders_schema() -> TripSchema:
+    """The public domains of :func:`riders`."""
+    from archetypes import TripSchema
+
+    return TripSchema.from_dict(
+        {
+            "card": {"kind": "id"},
+            "hour": {"kind": "categorical", "values": list(range(24))},
+            "zone": {"kind": "categorical", "values": ["A", "B", "C", "D"]},
+            "mode": {"kind": "categorical", "values": ["bus", "rail", "ferry"]},
+            "fare": {"kind": "numeric", "min": 0, "max": 10},
+        }
+    )
+
+
+def riders_synthesizer(**kwargs: object) -> ArchetypeSynthesizer:
+    """The write-up's synthesizer (not joint) on :func:`riders`, ``kwargs`` overriding."""
+    from archetypes import ArchetypeSynthesizer
+
+    params: dict = {
+        "epsilon": 1.0,
+        "delta": 1e-5,
+        "key_columns": ["hour", "zone"],
+        "category_column": "mode",
+        "id_column": "card",
+        "archetypes": 2,
+        "completion": [("fare", ["zone", "hour"])],
+        "schema": riders_schema(),
+        "order_column": "hour",
+        "random_state": 7,
+        "joint": False,  # the write-up's algorithm (the joint mode: test_archetypes_joint.py)
+    }
+    params.update(kwargs)
+    return ArchetypeSynthesizer(**params)
 
 
 class ZeroNoise:

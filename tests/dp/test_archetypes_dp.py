@@ -21,32 +21,22 @@ from archetypes import ArchetypeSynthesizer
 from archetypes.model import majority
 from synth.privacy import SecureNoise
 from synth.privacy.harness import EpsilonAudit, audit_epsilon, tail_events
-from tests.conftest import scale_noise
+from tests.conftest import card_trips, scale_noise
 
 EPS, DELTA = 1.0, 0.05
 SPLIT = (0.9, 0.1)
 TRIALS = 2000
 
 
-def trips(individuals: list[tuple[str, list[int], str]]) -> pd.DataFrame:
-    return pd.DataFrame(
-        [
-            {"card": card, "hour": hour, "mode": mode}
-            for card, hours, mode in individuals
-            for hour in hours
-        ]
-    )
-
-
-PUBLIC = trips(
+PUBLIC = card_trips(
     [(f"m{i}", [6, 7, 8], "bus") for i in range(20)]
     + [(f"n{i}", [21, 22, 23], "rail") for i in range(20)]
 )
-D = trips(
+D = card_trips(
     [(f"a{i}", [7, 8], "bus") for i in range(4)] + [(f"b{i}", [22], "rail") for i in range(3)]
 )
 # the neighbour: one more card, two night trips (the cap is 2, so both count towards its majority)
-D_PRIME = pd.concat([D, trips([("z", [21, 23, 22], "rail")])], ignore_index=True)
+D_PRIME = pd.concat([D, card_trips([("z", [21, 23, 22], "rail")])], ignore_index=True)
 
 
 class PerTripCounts(ArchetypeSynthesizer):

@@ -20,7 +20,9 @@ import pytest
 from archetypes.standin import StandIn, stand_in_spec
 from synth.privacy import PrivacyLedger, SecureNoise
 from synth.privacy.harness import EpsilonAudit, audit_epsilon, tail_events
-from tests.unit.test_archetypes_synthesizer import SCHEMA
+from tests.conftest import riders_schema
+
+SCHEMA = riders_schema()
 
 EPS, DELTA = 1.0, 0.05
 TRIALS = 1000

@@ -11,7 +11,8 @@ bound ignored (all three trips counted).
 
 Neighbour tests through the command line (``transit-synth trips``, with and without public data):
 byte-equal manifests and schema on D and D' with the same seed, and with zero noise every measured
-table moves by exactly the added card's counted trips (at most ``k``) in one cell.
+table moves by exactly the added card's counted trips (at most ``k``) in one cell, and (without
+public trips) the private tree selection's scores by at most 4 per counted trip, the same tree.
 """
 
 from __future__ import annotations
@@ -26,31 +27,29 @@ import pytest
 import archetypes.jointfit
 import archetypes.jointtables
 import archetypes.measure
+import archetypes.selection
 from archetypes import ArchetypeSynthesizer, TripSchema
 from archetypes.measure import Measurement, measure
+from archetypes.selection import SCORE_SENSITIVITY, Selection
 from synth.cli import main
 from synth.privacy import SecureNoise
 from synth.privacy.harness import EpsilonAudit, audit_epsilon, tail_events
-from tests.conftest import scale_noise
+from tests.conftest import card_trips, scale_noise
+from tests.dp.test_release_neighbours import assert_public_bytes_equal
 
 EPS, DELTA = 1.0, 0.05
 TRIALS = 2000
 K = 1
 
 
-def trips(individuals: list[tuple[str, list[int], str]]) -> pd.DataFrame:
-    rows = [(card, hour, mode) for card, hours, mode in individuals for hour in hours]
-    return pd.DataFrame(rows, columns=["card", "hour", "mode"])
-
-
-PUBLIC = trips(
+PUBLIC = card_trips(
     [(f"m{i}", [6, 7, 8], "bus") for i in range(20)]
     + [(f"n{i}", [21, 22, 23], "rail") for i in range(20)]
 )
-D = trips(
+D = card_trips(
     [(f"a{i}", [7, 8], "bus") for i in range(4)] + [(f"b{i}", [22], "rail") for i in range(3)]
 )
-D_PRIME = pd.concat([D, trips([("z", [22, 22, 22], "rail")])], ignore_index=True)
+D_PRIME = pd.concat([D, card_trips([("z", [22, 22, 22], "rail")])], ignore_index=True)
 
 
 #: mode over 600 public values (``_joint_weight``'s size rule: weight round(cbrt(600 / 32)) = 3)
@@ -276,6 +275,7 @@ def test_manifests_byte_equal_on_neighbours(
     d_prime, _ = release(tmp_path, True, with_public, grouped)
     for name in ("manifest.json", "schema.json"):
         assert (d / name).read_bytes() == (d_prime / name).read_bytes(), name
+    assert_public_bytes_equal(d, d_prime)  # every other published file too (datasheet, ...)
     manifest = json.loads((d / "manifest.json").read_text())
     measured = manifest["parameters"]["joint"]["measurements"]
     assert measured and all(m["sigma"] > 0 and m["rho"] > 0 for m in measured)
@@ -314,3 +314,34 @@ def test_zero_noise_measurements_move_by_one_card(
         squares += float((diff**2).sum())
     # the whole released vector moves by at most the stated L2 sensitivity, k sqrt(sum w^2)
     assert np.sqrt(squares) <= a[0].mechanism.sensitivity + 1e-9
+
+
+@pytest.mark.parametrize("grouped", [False, "wide"], ids=["no-public", "no-public-wide"])
+def test_zero_noise_selection_scores_move_by_one_card(
+    tmp_path: Path, grouped: bool | str, zero_noise: object
+) -> None:
+    """The release's selection (archetypes/selection.py) on D and D' with zero noise: the same
+    public candidates and mechanism, each score moved by at most ``SCORE_SENSITIVITY`` per
+    counted trip of the added card, the whole vector within the stated L2 sensitivity."""
+    selections: list[Selection] = []
+    real = archetypes.selection.select_tree
+
+    def spy(*args: object, **kwargs: object) -> Selection:
+        selection = real(*args, **kwargs)  # type: ignore[arg-type]
+        selections.append(selection)
+        return selection
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(archetypes.selection, "select_tree", spy)
+        release(tmp_path, False, False, grouped)
+        release(tmp_path, True, False, grouped)
+    a, b = selections
+    assert a.candidates == b.candidates and a.k == b.k and a.chosen == b.chosen
+    assert a.mechanism.sensitivity == b.mechanism.sensitivity
+    assert a.mechanism.sensitivity == pytest.approx(
+        SCORE_SENSITIVITY * a.k * np.sqrt(len(a.candidates))
+    )
+    moved = b.noisy - a.noisy  # zero noise: the exact scores
+    assert np.abs(moved).max() > 0, "nothing moved: nothing compared"
+    assert (np.abs(moved) <= SCORE_SENSITIVITY * min(3, a.k)).all(), moved
+    assert np.sqrt(float((moved**2).sum())) <= a.mechanism.sensitivity

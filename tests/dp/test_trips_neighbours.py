@@ -17,10 +17,10 @@ import re
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import pytest
 
 from synth.cli import main
+from tests.conftest import spy_trips_counts
 from tests.dp.test_release_neighbours import (
     COMMANDS,
     SEED,
@@ -38,29 +38,6 @@ def public(tmp_path: Path) -> Path:
 
 
 TRIPS_CASES = [n for n in COMMANDS if n.startswith("trips")]
-
-
-def _spy_trips_counts(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[object]]:
-    """Record what the trips release counts: each discrete Gaussian histogram (by label) and the
-    number of individuals in each stand-in SBH table."""
-    import archetypes.standin
-    from synth.privacy import DiscreteGaussian
-
-    seen: dict[str, list[object]] = {}
-    release, sbh = DiscreteGaussian.release, archetypes.standin.stability_histogram
-
-    def released(self: DiscreteGaussian, counts: np.ndarray, **kwargs: object) -> np.ndarray:
-        seen.setdefault(str(kwargs["label"]), []).append(np.asarray(counts, dtype=np.int64))
-        return release(self, counts, **kwargs)  # type: ignore[arg-type]
-
-    def histogram(frame: pd.DataFrame, columns: list[str], **kwargs: object) -> pd.DataFrame:
-        unit = str(kwargs["privacy_unit"])
-        seen.setdefault(f"stand-in {columns}", []).append(frame[unit].nunique())
-        return sbh(frame, columns, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(DiscreteGaussian, "release", released)
-    monkeypatch.setattr(archetypes.standin, "stability_histogram", histogram)
-    return seen
 
 
 @pytest.mark.parametrize("quirk", ["plain", "ids"])
@@ -86,7 +63,7 @@ def assert_one_individual_more(
     name: str, quirk: str, root: Path, public: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The checks of :func:`test_zero_noise_trips_count_one_individual_more`."""
-    seen = _spy_trips_counts(monkeypatch)
+    seen = spy_trips_counts(monkeypatch)
     d = _release(name, root, public, added=False, quirk=quirk)
     d_prime = _release(name, root, public, added=True, quirk=quirk)
     assert_public_bytes_equal(d, d_prime)
@@ -100,7 +77,7 @@ def assert_one_individual_more(
 def assert_counts_one_more(
     seen: dict[str, list[object]], n: int, category: str, *, same_model: bool
 ) -> None:
-    """What :func:`_spy_trips_counts` saw on D then D' (``n`` individuals in D): the category
+    """What :func:`spy_trips_counts` saw on D then D' (``n`` individuals in D): the category
     histogram moved by exactly one individual, the archetype histogram's total by one (its
     cells by L1 = 1 when the archetypes are learnt on the same public data), every other
     count (stand-in tables) by one; ``seen`` is emptied."""
@@ -196,7 +173,7 @@ def test_zero_noise_input_formats_count_one_individual_more(
     """``--input-format chicago-taxi`` (each trip its own individual) and ``sube-taps``: D's
     public file is D itself; D' adds one trip (Chicago) or card (SUBE) with the odd value."""
     write, flags, n, category = FORMATS[fmt]
-    seen = _spy_trips_counts(monkeypatch)
+    seen = spy_trips_counts(monkeypatch)
     outs = []
     for added in (False, True):
         folder = tmp_path / ("d-prime" if added else "d")

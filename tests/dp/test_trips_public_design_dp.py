@@ -26,7 +26,7 @@ import archetypes.jointtables
 from archetypes import ArchetypeSynthesizer, TripSchema
 from synth.privacy import SecureNoise
 from synth.privacy.harness import EpsilonAudit, audit_epsilon, tail_events
-from tests.conftest import scale_noise
+from tests.conftest import card_trips, scale_noise
 
 EPS, DELTA = 1.0, 0.05
 TRIALS = 2000
@@ -39,27 +39,22 @@ SCHEMA = TripSchema.from_dict(
 )
 
 
-def trips(individuals: list[tuple[str, list[int], str]]) -> pd.DataFrame:
-    rows = [(card, hour, mode) for card, hours, mode in individuals for hour in hours]
-    return pd.DataFrame(rows, columns=["card", "hour", "mode"])
-
-
 #: 30 one-trip cards and 10 six-trip cards: median 1, 90th percentile 6
-PUBLIC = trips(
+PUBLIC = card_trips(
     [(f"p{i}", [8], "bus") for i in range(30)]
     + [(f"q{i}", [6, 8, 10, 14, 17, 19], "rail") for i in range(10)]
 )
-D = trips(
+D = card_trips(
     [(f"a{i}", [7, 8], "bus") for i in range(4)] + [(f"b{i}", [22], "rail") for i in range(3)]
 )
-D_PRIME = pd.concat([D, trips([("z", [22, 22, 22], "rail")])], ignore_index=True)
-OTHER = trips([(f"c{i}", list(range(5, 23, 2)), "rail") for i in range(30)])
+D_PRIME = pd.concat([D, card_trips([("z", [22, 22, 22], "rail")])], ignore_index=True)
+OTHER = card_trips([(f"c{i}", list(range(5, 23, 2)), "rail") for i in range(30)])
 
 
-def fitted(private: pd.DataFrame = D) -> ArchetypeSynthesizer:
+def fitted(private: pd.DataFrame = D, epsilon: float = EPS) -> ArchetypeSynthesizer:
     return ArchetypeSynthesizer(
         schema=SCHEMA,
-        epsilon=EPS,
+        epsilon=epsilon,
         delta=DELTA,
         key_columns=["hour"],
         category_column="mode",
@@ -80,6 +75,15 @@ def test_the_design_is_public() -> None:
     a, b = fitted(D), fitted(OTHER)
     assert design(a) == design(b) == (1, [["hour"], ["mode"]], pytest.approx(np.sqrt(2)))
     assert a.joint_k_ == b.joint_k_ == 1
+
+
+def test_the_design_is_public_without_the_switch() -> None:
+    """At epsilon 10 the one-way tables are informative at the public 90th percentile, so ``k``
+    stays 6 with no switch to hide it: a ``k`` read off the private trips' 90th percentile (2
+    on D, 9 on OTHER) fails here, while the switched case above passes it."""
+    a, b = fitted(D, 10.0), fitted(OTHER, 10.0)
+    assert a.joint_k_ == b.joint_k_ == 6
+    assert design(a) == design(b) == (6, [["hour"], ["mode"]], pytest.approx(6 * np.sqrt(2)))
 
 
 def test_fit_counts_each_card_at_most_the_switched_k(monkeypatch: pytest.MonkeyPatch) -> None:

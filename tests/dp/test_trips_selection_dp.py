@@ -88,6 +88,21 @@ def test_one_trip_moves_a_score_by_at_most_the_sensitivity() -> None:
     assert (dependence_scores(three, sizes, pairs) == 11).all()  # floor(4 * 500 * 3 / 503)
 
 
+def test_one_trip_can_move_a_score_by_the_full_sensitivity() -> None:
+    """Adversarial: the bound of 4 per trip is reached, so a claim of 3 is a real slip (the
+    random search above never finds it). Table ``[[0, 1, 1], [0, 58, 8]]`` scores floor(2.94) =
+    2; one trip in the empty cell (0, 0) adds 1 to the table and moves the independent table by
+    ``1 + 2 (n - n_a)(n - n_b) / (n (n + 1))``, about 2.9: the score becomes floor(6.26) = 6, a
+    real change of 3.32 that the floors turn into 4."""
+    table = np.array([[0, 1, 1], [0, 58, 8]])
+    rows, cols = np.nonzero(table)
+    codes = np.repeat(np.stack([rows, cols], axis=1), table[rows, cols], axis=0)
+    added = np.vstack([codes, [[0, 0]]])
+    before, after = (dependence_scores(c, [2, 3], [(0, 1)])[0] for c in (codes, added))
+    assert (before, after) == (2, 6)
+    assert after - before == SCORE_SENSITIVITY
+
+
 def audit(trials: int) -> EpsilonAudit:
     syn = fitted()
     disc = syn.discretiser_

@@ -1,6 +1,6 @@
 """``trips --input-format sube-taps --metadata M`` without public trips, on neighbours.
 
-D: the SUBE taps of :mod:`tests.e2e.test_trips_sube_metadata`; D' = D plus one card on a line
+D: the SUBE taps of :func:`tests.conftest.sube_taps`; D' = D plus one card on a line
 (555) that neither the metadata nor D has. With zero noise (:func:`tests.conftest.zero_noise`):
 every published file but the trips is byte-equal (the line domain is the metadata's, whatever
 the taps), the category histogram moves by one card, and the joint tables by that card's trips.
@@ -18,28 +18,27 @@ import pandas as pd
 import pytest
 
 from synth.cli import main
+from tests.conftest import spy_trips_counts, sube_trips_argv, write_sube_inputs
 from tests.dp.test_release_neighbours import assert_public_bytes_equal
-from tests.dp.test_trips_neighbours import _spy_trips_counts
-from tests.e2e.test_trips_sube_metadata import trips_argv, write_inputs
 
-N_CARDS = 60  # the cards of D (tests.e2e.test_trips_sube_metadata.sube_taps)
+N_CARDS = 60  # the cards of D (tests.conftest.sube_taps)
 
 
 def releases(root: Path) -> tuple[Path, Path]:
     outs = []
     for added in (False, True):
         folder = root / ("d-prime" if added else "d")
-        paths = write_inputs(folder, extra_card=added)
+        paths = write_sube_inputs(folder, extra_card=added)
         outs.append(folder / "release")
         flags = ["--metadata", str(paths["metadata"]), "--public-stand-in"]
-        assert main(trips_argv(paths, outs[-1], *flags)) == 0
+        assert main(sube_trips_argv(paths, outs[-1], *flags)) == 0
     return outs[0], outs[1]
 
 
 def test_manifests_byte_equal_and_one_card_more(
     tmp_path: Path, zero_noise: object, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    seen = _spy_trips_counts(monkeypatch)
+    seen = spy_trips_counts(monkeypatch)
     d, d_prime = releases(tmp_path)
     assert_public_bytes_equal(d, d_prime)
     joint = json.loads((d / "manifest.json").read_text())["parameters"]["joint"]

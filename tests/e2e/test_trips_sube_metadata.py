@@ -26,79 +26,25 @@ from archetypes.trip_sources import TripSource
 from synth import datasets
 from synth.cli import main
 from synth.errors import ConfigError
-
-#: the network metadata: (mode, line, branch) rows; a line the private taps use ("999") is NOT
-#: in it, and one of its lines ("7") no tap uses
-METADATA = [
-    ("COL", "12", "60"),
-    ("COL", "12", "61"),
-    ("COL", "7", "70"),
-    ("TRE", "16", "380"),
-    ("TRE", "16", "283"),
-    ("SUB", "32", "32"),
-]
-TAP_COLUMNS = "id_tarjeta,modo,lat,lon,id_linea,id_ramal,id_tarifa,hora,etapa_red_sube"
-PARAMS = ["--id-column", "card_id", "--key-columns", "hour,line,zone"]
-PARAMS += ["--category-column", "mode", "--archetypes", "2", "--epsilon", "2", "--delta", "1e-5"]
-PARAMS += ["--completion", '[["branch", ["line"]]]']
-
-
-def sube_taps(n_cards: int = 60, extra_card: bool = False) -> str:
-    """SUBE taps: day cards on bus line 12, night cards on train line 16, every fifth card on
-    line 999 (absent from the metadata); ``extra_card`` adds one card on a line (555) that
-    neither the metadata nor D has."""
-    rows = []
-    for i in range(n_cards):
-        night = i % 3 == 0
-        line, branch, mode = ("16", "380", "TRE") if night else ("12", "60", "COL")
-        if i % 5 == 4:
-            line, branch = "999", "999"
-        for hour in (21, 22) if night else (7, 8, 17):
-            rows.append(f"{i + 100},{mode},-34.6,-58.4,{line},{branch},1,{hour},0")
-    if extra_card:
-        rows += [f"9999,COL,-34.6,-58.4,555,555,1,{h},0" for h in (5, 6, 7)]
-    return "\n".join([TAP_COLUMNS, *rows]) + "\n"
-
-
-def write_inputs(folder: Path, *, extra_card: bool = False) -> dict[str, Path]:
-    folder.mkdir(parents=True, exist_ok=True)
-    paths = {"taps": folder / "taps.csv", "metadata": folder / "metadata.csv"}
-    paths["taps"].write_text(sube_taps(extra_card=extra_card))
-    meta = pd.DataFrame(METADATA, columns=["modo", "id_linea", "id_ramal"])
-    meta.to_csv(paths["metadata"], index=False)
-    return paths
-
-
-def trips_argv(paths: dict[str, Path], out: Path, *extra: str) -> list[str]:
-    return [
-        "trips",
-        str(paths["taps"]),
-        "--input-format",
-        "sube-taps",
-        "--out",
-        str(out),
-        *PARAMS,
-        "--quiet",
-        "--seed",
-        "3",
-        *extra,
-    ]
+from tests.conftest import SUBE_METADATA, sube_trips_argv, write_sube_inputs
 
 
 def domain(release: Path, column: str) -> list[str]:
     return json.loads((release / "schema.json").read_text())[column]["values"]
 
 
-META_LINES = [*sorted({line for _, line, _ in METADATA}), "unknown"]
-META_BRANCHES = [*sorted({branch for _, _, branch in METADATA}), "unknown"]
+META_LINES = [*sorted({line for _, line, _ in SUBE_METADATA}), "unknown"]
+META_BRANCHES = [*sorted({branch for _, _, branch in SUBE_METADATA}), "unknown"]
 
 
 @pytest.mark.parametrize("stand_in", [True, False], ids=["public-stand-in", "joint-default"])
 def test_metadata_gives_the_domains_without_public_trips(tmp_path: Path, stand_in: bool) -> None:
-    paths = write_inputs(tmp_path / "data")
+    paths = write_sube_inputs(tmp_path / "data")
     out = tmp_path / "release"
     flags = ["--metadata", str(paths["metadata"])]
-    assert main(trips_argv(paths, out, *flags, *(["--public-stand-in"] if stand_in else []))) == 0
+    assert (
+        main(sube_trips_argv(paths, out, *flags, *(["--public-stand-in"] if stand_in else []))) == 0
+    )
     assert domain(out, "line") == META_LINES  # the private line 999 is not in it
     assert domain(out, "branch") == META_BRANCHES
     manifest = json.loads((out / "manifest.json").read_text())
@@ -115,10 +61,10 @@ def test_without_metadata_the_schema_gives_every_domain(
 ) -> None:
     """The previous behaviour: no domain without a schema (one clear error naming the flag and
     the schema entry), the schema's domains with one."""
-    paths = write_inputs(tmp_path / "data")
+    paths = write_sube_inputs(tmp_path / "data")
     out = tmp_path / "release"
     capsys.readouterr()
-    assert main(trips_argv(paths, out)) == 2
+    assert main(sube_trips_argv(paths, out)) == 2
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and "--schema" in err and '"schema"' in err, err
     assert "public domain in the schema" in err and "'line'" in err, err
@@ -132,7 +78,7 @@ def test_without_metadata_the_schema_gives_every_domain(
         "zone": {"kind": "categorical", "values": ["-34.60,-58.40", "unknown"]},
     }
     (tmp_path / "schema.json").write_text(json.dumps(spec))
-    assert main(trips_argv(paths, out, "--schema", str(tmp_path / "schema.json"))) == 0
+    assert main(sube_trips_argv(paths, out, "--schema", str(tmp_path / "schema.json"))) == 0
     assert domain(out, "line") == lines
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["parameters"]["joint"]["public_groups"] == []
@@ -142,9 +88,9 @@ def test_without_metadata_the_schema_gives_every_domain(
 def test_metadata_for_another_layout_is_an_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], how: str
 ) -> None:
-    paths = write_inputs(tmp_path / "data")
+    paths = write_sube_inputs(tmp_path / "data")
     out = tmp_path / "release"
-    argv = trips_argv(paths, out, "--input-format", "trips", "--public-stand-in")
+    argv = sube_trips_argv(paths, out, "--input-format", "trips", "--public-stand-in")
     if how == "flag":
         argv += ["--metadata", str(paths["metadata"])]
     else:
@@ -161,10 +107,10 @@ def test_metadata_for_another_layout_is_an_error(
 def test_run_config_and_fit_reach_the_same_domains(tmp_path: Path) -> None:
     """One code path: ``trips --metadata``, a ``run`` config's ``metadata`` key without
     ``public`` and ``fit(TripSource(..., metadata=M))`` give the same schema."""
-    paths = write_inputs(tmp_path / "data")
+    paths = write_sube_inputs(tmp_path / "data")
     by_flag = tmp_path / "by-flag"
     flags = ["--metadata", str(paths["metadata"]), "--public-stand-in"]
-    assert main(trips_argv(paths, by_flag, *flags)) == 0
+    assert main(sube_trips_argv(paths, by_flag, *flags)) == 0
     config = tmp_path / "run.toml"
     config.write_text(
         '[trips]\nprivate = "data/taps.csv"\ninput_format = "sube-taps"\n'
@@ -196,7 +142,7 @@ def test_run_config_and_fit_reach_the_same_domains(tmp_path: Path) -> None:
 
 
 def test_private_and_public_naming_different_metadata_is_an_error(tmp_path: Path) -> None:
-    paths = write_inputs(tmp_path / "data")
+    paths = write_sube_inputs(tmp_path / "data")
     other = tmp_path / "other.csv"
     other.write_text(paths["metadata"].read_text())
     synthesizer = ArchetypeSynthesizer(
@@ -222,6 +168,8 @@ def test_without_public_trips_the_lists_are_the_embedded_tuesday_ones() -> None:
     lists = sube_published_lists()
     assert set(lists["zone"]) == set(tuesday["zone"])
     assert set(lists["fare_type"]) == set(tuesday["fare_type"])
+    lists["zone"] = "tampered"  # the caller's copy: the lists read once stay as published
+    assert sube_schema(None, meta) == without
 
 
 # ------------------------------------------------------------------ the shipped trips configs
@@ -265,11 +213,11 @@ def test_metadata_without_its_columns_is_an_error(
 ) -> None:
     """A metadata file without id_linea/id_ramal: one line naming the file, exit 2 (it was an
     internal error, a KeyError)."""
-    paths = write_inputs(tmp_path / "data")
+    paths = write_sube_inputs(tmp_path / "data")
     paths["metadata"].write_text("modo,linea\nCOL,12\n")
     out = tmp_path / "release"
     capsys.readouterr()
-    assert main(trips_argv(paths, out, "--metadata", str(paths["metadata"]))) == 2
+    assert main(sube_trips_argv(paths, out, "--metadata", str(paths["metadata"]))) == 2
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and "metadata.csv: missing column(s) 'id_linea', 'id_ramal'" in err
     assert not out.exists()
@@ -281,11 +229,11 @@ def test_years_for_another_layout_are_an_error(
 ) -> None:
     """The Chicago years with SUBE taps were silently dropped: one line, exit 2, nothing
     written."""
-    paths = write_inputs(tmp_path / "data")
+    paths = write_sube_inputs(tmp_path / "data")
     config = tmp_path / "trips.toml"
     config.write_text(f'[trips]\n{key} = [2019]\nmetadata = "data/metadata.csv"\n')
     out = tmp_path / "release"
-    argv = trips_argv(paths, out, "--config", str(config), "--public", str(paths["taps"]))
+    argv = sube_trips_argv(paths, out, "--config", str(config), "--public", str(paths["taps"]))
     capsys.readouterr()
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()

@@ -29,7 +29,7 @@ from archetypes.trip_sources import TripSource
 from synth import datasets
 from synth.cli import main
 from synth.errors import TransitSynthWarning
-from tests.e2e.test_trips_sube_metadata import trips_argv, write_inputs
+from tests.conftest import sube_trips_argv, write_sube_inputs
 
 RUN_TABLE = (
     '[trips]\nprivate = "data/taps.csv"\ninput_format = "sube-taps"\n'
@@ -42,9 +42,9 @@ RUN_TABLE = (
 def test_run_config_without_public_runs_as_trips_does(tmp_path: Path) -> None:
     """No ``public`` and no ``public_stand_in``: ``run`` writes the release ``trips`` writes
     (it was "missing key 'public'", exit 2)."""
-    paths = write_inputs(tmp_path / "data")
+    paths = write_sube_inputs(tmp_path / "data")
     by_flag = tmp_path / "by-flag"
-    assert main(trips_argv(paths, by_flag, "--metadata", str(paths["metadata"]))) == 0
+    assert main(sube_trips_argv(paths, by_flag, "--metadata", str(paths["metadata"]))) == 0
     config = tmp_path / "run.toml"
     config.write_text(RUN_TABLE)
     by_run = tmp_path / "by-run"
@@ -64,14 +64,14 @@ def test_without_public_nor_stand_in_both_commands_give_the_one_error(
 ) -> None:
     """``joint = false`` without public trips nor a stand-in: one line naming both ways out,
     exit 2, nothing written, from ``run`` as from ``trips``."""
-    paths = write_inputs(tmp_path / "data")
+    paths = write_sube_inputs(tmp_path / "data")
     out = tmp_path / "release"
     if command == "run":
         config = tmp_path / "run.toml"
         config.write_text(RUN_TABLE + "joint = false\n")
         argv = ["run", str(config), "--out", str(out), "--quiet"]
     else:
-        argv = trips_argv(paths, out, "--metadata", str(paths["metadata"]), "--joint", "false")
+        argv = sube_trips_argv(paths, out, "--metadata", str(paths["metadata"]), "--joint", "false")
     capsys.readouterr()
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()
@@ -87,10 +87,10 @@ def test_sube_without_metadata_nor_public_names_metadata(
 ) -> None:
     """SUBE taps, no public trips, no metadata: the one-line error names ``--metadata`` beside
     the ``--schema`` entry (it named ``--schema`` alone); exit 2, nothing written."""
-    paths = write_inputs(tmp_path / "data")
+    paths = write_sube_inputs(tmp_path / "data")
     out = tmp_path / "release"
     capsys.readouterr()
-    assert main(trips_argv(paths, out)) == 2
+    assert main(sube_trips_argv(paths, out)) == 2
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and "--schema" in err and "--metadata FILE" in err, err
     assert not out.exists()
@@ -105,7 +105,7 @@ def test_plain_trips_without_a_domain_do_not_name_metadata(
     columns = ["card_id", "hour", "line", "zone", "mode", "branch"]
     pd.DataFrame(rows, columns=columns).to_csv(trips, index=False)
     out = tmp_path / "release"
-    argv = trips_argv({"taps": trips}, out, "--input-format", "trips")
+    argv = sube_trips_argv({"taps": trips}, out, "--input-format", "trips")
     capsys.readouterr()
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()

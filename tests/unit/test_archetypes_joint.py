@@ -23,7 +23,9 @@ from archetypes.jointfit import AUTO_SIGMA
 from archetypes.measure import Discretiser, public_grid, spread_individuals
 from archetypes.schema import Column
 from synth.errors import ConfigError
-from tests.unit.test_archetypes_synthesizer import SCHEMA, riders
+from tests.conftest import riders, riders_schema
+
+SCHEMA = riders_schema()
 
 
 def joint(**kwargs: object) -> ArchetypeSynthesizer:

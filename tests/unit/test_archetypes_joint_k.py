@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 
 from archetypes.measure import spread_individuals
+from tests.conftest import riders
 from tests.unit.test_archetypes_joint import joint
-from tests.unit.test_archetypes_synthesizer import riders
 
 
 def test_without_public_data_k_is_the_noisy_median_and_sets_the_sensitivity(

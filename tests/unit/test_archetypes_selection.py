@@ -9,6 +9,7 @@ import pandas as pd
 from archetypes import ArchetypeSynthesizer, TripSchema
 from archetypes.measure import FINE_INTEGERS, Discretiser, public_grid
 from archetypes.selection import forest
+from tests.conftest import riders, riders_schema
 
 SCHEMA = TripSchema.from_dict(
     {
@@ -102,11 +103,8 @@ def test_no_selection_with_public_trips_or_every_pair_measured() -> None:
 
 
 def test_fine_bins_is_an_option_without_public_trips() -> None:
-    from tests.unit.test_archetypes_synthesizer import SCHEMA as RIDERS
-    from tests.unit.test_archetypes_synthesizer import riders
-
     base: dict = {
-        "schema": RIDERS,
+        "schema": riders_schema(),
         "epsilon": 0.1,  # sigma above AUTO_SIGMA: the coarse views stay
         "delta": 1e-5,
         "key_columns": ["hour", "zone"],

@@ -14,7 +14,10 @@ from archetypes import ArchetypeSynthesizer, TripSchema, chicago_taxi_schema, ch
 from archetypes.standin import StandIn, stand_in_spec
 from synth.errors import ConfigError
 from synth.privacy import PrivacyLedger, SecureNoise
-from tests.unit.test_archetypes_synthesizer import SCHEMA, riders, synthesizer
+from tests.conftest import riders, riders_schema
+from tests.conftest import riders_synthesizer as synthesizer
+
+SCHEMA = riders_schema()
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 SPLIT = (0.5, 0.1, 0.4)

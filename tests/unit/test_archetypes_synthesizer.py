@@ -11,67 +11,21 @@ import pytest
 
 from archetypes import (
     ArchetypeSynthesizer,
-    TripSchema,
     chicago_taxi_schema,
     chicago_taxi_trips,
     sube_schema,
     sube_trips,
 )
-from archetypes.budget import budget_shares
+from archetypes.budget import budget_shares, split_budget
 from archetypes.sampling import balanced_choice, rake, systematic_choice
 from synth.errors import ConfigError, InputError
 from synth.privacy import DiscreteGaussian, analytic_gaussian_sigma
+from tests.conftest import riders, riders_schema
+from tests.conftest import riders_synthesizer as synthesizer
+
+SCHEMA = riders_schema()
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
-
-
-def riders(n: int, seed: int, night_share: float = 0.5) -> pd.DataFrame:
-    """Morning bus riders (hours 6-8) and night rail riders (21-23), 1-3 trips each, with fares."""
-    rng = np.random.default_rng(seed)
-    rows = []
-    for i in range(n):
-        night = rng.random() < night_share
-        for _ in range(rng.integers(1, 4)):
-            hour = int(rng.integers(21, 24) if night else rng.integers(6, 9))
-            rows.append(
-                {
-                    "card": f"s{seed}-{i}",
-                    "hour": hour,
-                    "zone": str(rng.choice(["B", "C"]) if night else "A"),
-                    "mode": "rail" if night else "bus",
-                    "fare": (3 if night else 1) + int(rng.integers(0, 2)),
-                }
-            )
-    return pd.DataFrame(rows)
-
-
-SCHEMA = TripSchema.from_dict(
-    {
-        "card": {"kind": "id"},
-        "hour": {"kind": "categorical", "values": list(range(24))},
-        "zone": {"kind": "categorical", "values": ["A", "B", "C", "D"]},
-        "mode": {"kind": "categorical", "values": ["bus", "rail", "ferry"]},
-        "fare": {"kind": "numeric", "min": 0, "max": 10},
-    }
-)
-
-
-def synthesizer(**kwargs: object) -> ArchetypeSynthesizer:
-    params: dict = {
-        "epsilon": 1.0,
-        "delta": 1e-5,
-        "key_columns": ["hour", "zone"],
-        "category_column": "mode",
-        "id_column": "card",
-        "archetypes": 2,
-        "completion": [("fare", ["zone", "hour"])],
-        "schema": SCHEMA,
-        "order_column": "hour",
-        "random_state": 7,
-        "joint": False,  # the write-up's algorithm (the joint mode: test_archetypes_joint.py)
-    }
-    params.update(kwargs)
-    return ArchetypeSynthesizer(**params)
 
 
 def test_sigma_and_budget_split_match_the_calibration() -> None:
@@ -106,6 +60,18 @@ def test_budget_shares_never_exceed_the_total() -> None:
     for total, split in ((1.0, (1 / 3, 2 / 3)), (0.3, (0.1, 0.3, 0.6)), (1.0, (1 / 3,) * 3)):
         assert sum(Fraction(repr(p)) for p in budget_shares(total, split)) == Fraction(str(total))
     assert budget_shares(1.0, [0.5, 0.25, 0.0]) == [0.5, 0.25, 0.0]  # not summing to 1: as given
+
+
+def test_split_budget_pairs_the_shares_of_epsilon_and_delta() -> None:
+    from fractions import Fraction
+
+    shares = [0.1, 0.9]
+    parts = split_budget((0.3, 1e-5), shares)
+    eps, delta = budget_shares(0.3, shares), budget_shares(1e-5, shares)
+    assert parts == list(zip(eps, delta, strict=True))
+    assert sum(Fraction(repr(e)) for e, _ in parts) == Fraction("0.3")  # whole, never past
+    assert sum(Fraction(repr(d)) for _, d in parts) <= Fraction("1e-5")
+    assert parts[0][0] < parts[1][0] and parts[0][1] < parts[1][1]  # the order of the shares
 
 
 def test_fit_and_sample_are_reproducible_under_random_state() -> None:
