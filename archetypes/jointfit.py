@@ -428,7 +428,8 @@ class JointSampling(PublicDesign, JointDrawing, TreeSelection):
                 [np.full(len(public_c), size / len(public_c)), np.full(size, TREE_MASS)]
             )
         self.joint_weights_ = model.weights(pool_codes, start)
-        self.joint_rank_ = None if public_codes is None else stratified_rank(pool_codes, disc.sizes)
+        # the draw's public order: the codes over the public domains (``full``, never compressed)
+        self.joint_rank_ = stratified_rank(full if public_codes is None else pool_codes, disc.sizes)
         self.joint_pool_ = frame
 
     def _pseudo_public(
