@@ -323,6 +323,7 @@ GENERATED: dict[str, dict[str, Any]] = {
         ],
     },
 }
+GENERATED["trips-heldout"] = GENERATED["trips-peers"]  # the held-out splits, the same columns
 
 
 def test_tables_pivot_one_column_per_epsilon() -> None:
