@@ -76,7 +76,7 @@ class JointDrawing(ArchetypeSampling):
         for b in np.unique(target):
             at = np.flatnonzero(target == b)
             cand = np.flatnonzero((arche == b) & (weights > 0))
-            rank = getattr(self, "joint_rank_", None)  # None: no public trips
+            rank = getattr(self, "joint_rank_", None)  # None: a model fitted before the rank
             if rank is not None:  # systematic draws along a public code order: stratified
                 cand = cand[np.argsort(rank[cand], kind="stable")]
             rows[at] = rng.permutation(cand[systematic_choice(weights[cand], len(at), rng)])

@@ -245,7 +245,10 @@ def stratified_rank(codes: np.ndarray, sizes: Sequence[int]) -> np.ndarray:
     (systematic sampling from an ordered list, implicit stratification: Cochran 1977, ch. 8): each
     cell's count is within one of its expected count, so the sample's own noise in the largest
     tables shrinks. On Tuesday's SUBE cards (half public, half private, 3 splits x 3 runs):
-    888.5 -> 889.8 at epsilon 1, 906.9 -> 908.9 at epsilon 10. A public rule on the domains."""
+    888.5 -> 889.8 at epsilon 1, 906.9 -> 908.9 at epsilon 10. Without public trips (the codes of
+    the model's own pool over the public domains), 3 runs at epsilon 1 / 10: Tuesday's SUBE taps
+    as the private data 798.4 / 843.4 -> 800.4 / 845.1, Chicago 2013 903.1 / 939.5 -> 904.9 /
+    941.9. A public rule on the domains: never the values' frequencies."""
     keys = sorted(range(len(sizes)), key=lambda j: (-sizes[j], j))
     order = np.lexsort(tuple(codes[:, j] for j in reversed(keys)))
     rank = np.empty(len(order), dtype=np.int64)

@@ -26,7 +26,15 @@ tables, the conformed private columns the scorer reads, at the same epsilon and 
 (one trip per taxi, so a row is an individual) and SUBE at card level (each card's first
 ``--card-k`` taps by hour, default 3 as transit-synth without public data, with smartnoise's own
 ``max_contrib=k`` rho) and at tap level (every tap a unit: a weaker guarantee). Without it, the
-figures recorded in issue 28 are printed and written (``source``: recorded).
+figures recorded in issue 28 are printed and written (``source``: recorded). Each data set also
+has a ``public as is`` row: its public trips scored as the release (no noise, no model).
+Without public data SUBE runs on the command's layout (``sube_schema(None, metadata)``: the
+metadata's lines and branches, the published zones and fare products, lat/lon from the zones).
+
+Held-out splits (``--cases chicago-2015 sube-swap``, peers mode, the ``joint`` rows with and
+without public data and ``public as is``): Chicago private 2015, public 2014; SUBE private
+Tuesday, public Wednesday (its no-public layout still takes the published zones and fare
+products of the Tuesday sample). They check rules chosen on the other splits, never choose them.
 
 Every row: mean and sd of the scores, median fit+sample seconds, and the peak RSS of one more run
 in a child process (``harness.child``: the process that reads the data, fits and samples once;
@@ -109,6 +117,7 @@ class Case:
     delta: float
     order: str
     variants: dict[str, tuple[dict[str, Any], bool]]
+    as_is: pd.DataFrame | None = None  # the public trips conformed like ``scored`` (peers mode)
 
 
 def config(name: str) -> dict[str, Any]:
@@ -120,25 +129,34 @@ def config(name: str) -> dict[str, Any]:
     return params
 
 
-def chicago_tables(data: Path | None, smoke: bool) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Private (2014-15) and public (2013) Chicago trips (``smoke``: the first 600 of each)."""
+def chicago_tables(
+    data: Path | None, smoke: bool, years: tuple[list[int], list[int]] = ([2014, 2015], [2013])
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Private (2014-15) and public (2013) Chicago trips, or other ``years`` (private, public);
+    ``smoke``: the first 600 of each."""
     source = data / "chicago-taxi" / "chicago_taxi_simple.csv" if data else embedded("chicago_taxi")
-    private = chicago_taxi_trips(source, years=[2014, 2015])
-    public = chicago_taxi_trips(source, years=[2013])
+    private = chicago_taxi_trips(source, years=years[0])
+    public = chicago_taxi_trips(source, years=years[1])
     if smoke:
         private, public = private.head(SMOKE_ROWS), public.head(SMOKE_ROWS)
     return private.reset_index(drop=True), public.reset_index(drop=True)
 
 
-def sube_tables(data: Path | None) -> tuple[pd.DataFrame, pd.DataFrame, Any]:
-    """Private (Wednesday) and public (Tuesday) SUBE trips and the public schema."""
-    files = (embedded("sube_wednesday"), embedded("sube_tuesday"), embedded("sube_metadata"))
+def sube_tables(
+    data: Path | None, swap: bool = False
+) -> tuple[pd.DataFrame, pd.DataFrame, Any, Any]:
+    """Private (Wednesday) and public (Tuesday) SUBE trips (``swap``: Tuesday private, Wednesday
+    public), the schema of the public trips, and the layout without them (what the command
+    builds: the metadata's lines and branches, the published zones and fare products)."""
+    files = [embedded("sube_wednesday"), embedded("sube_tuesday"), embedded("sube_metadata")]
     if data:
         folder = data / "sube-buenos-aires"
         names = ("miercoles_trx.csv", "martes_trx.csv", "metadata_amba_2019_m1.csv")
-        files = tuple(folder / n for n in names)
+        files = [folder / n for n in names]
+    if swap:
+        files[:2] = files[1::-1]
     private, public = sube_trips(files[0]), sube_trips(files[1])
-    return private, public, sube_schema(public, files[2])
+    return private, public, sube_schema(public, files[2]), sube_schema(None, files[2])
 
 
 def issue6_chicago(data: Path | None, smoke: bool) -> Case:
@@ -167,15 +185,17 @@ def issue6_chicago(data: Path | None, smoke: bool) -> Case:
 
 
 def issue6_sube(data: Path | None, smoke: bool) -> Case:
-    private, public, schema = sube_tables(data)
+    private, public, schema, _ = sube_tables(data)
     params = {**config("transit-archetypes.toml"), "schema": schema, "joint": False}
     scored = schema.conform(private, columns=["line", "branch", "zone"])
     drop = ["card_id", "lat", "lon"]
     return Case("sube", private, scored, public, drop, 1e-5, "hour", {"configured": (params, True)})
 
 
-def peers_chicago(data: Path | None, smoke: bool) -> Case:
-    private, public = chicago_tables(data, smoke)
+def peers_chicago(data: Path | None, smoke: bool, held_out: bool = False) -> Case:
+    """Chicago; ``held_out``: private 2015, public 2014, the joint rows only."""
+    years = ([2015], [2014]) if held_out else ([2014, 2015], [2013])
+    private, public = chicago_tables(data, smoke, years)
     with_public = chicago_taxi_schema(public)
     without = chicago_taxi_schema(private.iloc[:0])  # the published company list
     shipped = config("taxi-archetypes.toml")
@@ -187,35 +207,54 @@ def peers_chicago(data: Path | None, smoke: bool) -> Case:
         "previous, public": ({**old, "schema": with_public}, True),
         "previous stand-in, no public": ({**old_stand_in, "schema": without}, False),
     }
-    if smoke:
-        variants = {"joint, public": variants["joint, public"]}
-    scored = with_public.conform(private)
-    return Case("chicago", private, scored, public, ["taxi_id"], 2.5e-5, "shift", variants)
+    if smoke or held_out:
+        variants = {k: variants[k] for k in list(variants)[: 1 if smoke else 2]}
+    scored, name = with_public.conform(private), "chicago-2015" if held_out else "chicago"
+    case = Case(name, private, scored, public, ["taxi_id"], 2.5e-5, "shift", variants)
+    case.as_is = with_public.conform(public)
+    return case
 
 
-def peers_sube(data: Path | None, smoke: bool) -> Case:
-    private, public, schema = sube_tables(data)
-    shipped = {**config("transit-archetypes.toml"), "schema": schema}
+def peers_sube(data: Path | None, smoke: bool, held_out: bool = False) -> Case:
+    """SUBE; ``held_out``: Tuesday private, Wednesday public, the joint rows only. Without public
+    trips the layout is the command's (``sube_schema(None, metadata)``)."""
+    private, public, schema, alone = sube_tables(data, swap=held_out)
+    shipped = config("transit-archetypes.toml")
     old = {**shipped, "joint": False}
     variants = {
-        "joint, public": (shipped, True),
-        "joint, no public": (shipped, False),
-        "previous, public": (old, True),
+        "joint, public": ({**shipped, "schema": schema}, True),
+        "joint, no public": ({**shipped, "schema": alone}, False),
+        "previous, public": ({**old, "schema": schema}, True),
         "previous stand-in, no public": (
-            {**old, "public_stand_in": True, "budget_split": (0.7, 0.03, 0.27)},
+            {**old, "schema": alone, "public_stand_in": True, "budget_split": (0.7, 0.03, 0.27)},
             False,
         ),
     }
+    if held_out:
+        variants = {k: variants[k] for k in list(variants)[:2]}
     scored = schema.conform(private, columns=["line", "branch", "zone"])
     drop = ["card_id", "lat", "lon"]
-    return Case("sube", private, scored, public, drop, 1e-5, "hour", variants)
+    name = "sube-swap" if held_out else "sube"
+    case = Case(name, private, scored, public, drop, 1e-5, "hour", variants)
+    case.as_is = schema.conform(public, columns=["line", "branch", "zone"])
+    return case
 
 
 #: mode -> data set -> its builder (data folder or None, smoke)
 CASES: dict[str, dict[str, Callable[[Path | None, bool], Case]]] = {
     "archetypes": {"chicago": issue6_chicago, "sube": issue6_sube},
-    "peers": {"chicago": peers_chicago, "sube": peers_sube},
+    "peers": {
+        "chicago": peers_chicago,
+        "sube": peers_sube,
+        "chicago-2015": lambda data, smoke: peers_chicago(data, smoke, held_out=True),
+        "sube-swap": lambda data, smoke: peers_sube(data, smoke, held_out=True),
+    },
 }
+MEASURED = {"source": "measured"}
+#: the source of a public file scored as it is (no fit, no run to time)
+AS_IS = {"source": "measured (the public file)"}
+#: the held-out splits (``--cases``): for checking rules, never for choosing them
+HELD_OUT = ("chicago-2015", "sube-swap")
 
 
 def score(scored: pd.DataFrame, synthetic: pd.DataFrame, drop: list[str]) -> float:
@@ -256,8 +295,7 @@ def measure(case: Case, label: str, epsilon: float, args: argparse.Namespace) ->
         "seconds": round(float(np.median(seconds)), 2),
         "peak_rss_mb": memory["peak_rss_mb"],
         "rows": len(synthetic),
-        "source": "measured",
-    }
+    } | MEASURED
 
 
 def child_run(spec: dict[str, Any]) -> None:
@@ -279,6 +317,8 @@ def baseline(case: Case, public: pd.DataFrame, seeds: int) -> dict[str, Any]:
 def archetypes_mode(args: argparse.Namespace) -> list[dict[str, Any]]:
     """Issue 6's rows (see the module docstring)."""
     names = ["chicago"] if args.smoke else args.cases
+    if set(names) & set(HELD_OUT):
+        raise SystemExit(f"--cases {' '.join(HELD_OUT)}: the peers mode only")
     rows = []
     for name in names:
         case = CASES["archetypes"][name](args.data, args.smoke)
@@ -480,10 +520,18 @@ def peers_mode(args: argparse.Namespace) -> list[dict[str, Any]]:
         for label in case.variants:
             for eps in args.epsilons:
                 rows.append(emit(measure(case, label, eps, args)))
-    for name, method, eps, value in RECORDED_PEERS:
+        if case.as_is is not None:  # the public file itself as the release, at every epsilon
+            value = round(score(case.scored, case.as_is, case.drop), 1)
+            row = {"data": case.name, "method": "public as is", "score_mean": value, "runs": 1}
+            for eps in args.epsilons:
+                rows.append(emit({**row, "epsilon": eps, "rows": len(case.as_is)} | AS_IS))
+    recorded = [r for r in RECORDED_PEERS if r[0] in names]
+    for name, method, eps, value in recorded:
         row = {"data": name, "method": method, "epsilon": eps, "score_mean": value}
         rows.append(emit({**row, "source": "recorded in issue 28"}))
-    rows.append(emit({"data": "all", "method": RECORDED_COST, "source": "recorded in issue 28"}))
+    if recorded:
+        row = {"data": "all", "method": RECORDED_COST, "source": "recorded in issue 28"}
+        rows.append(emit(row))
     return rows
 
 
@@ -496,7 +544,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("mode", nargs="?", choices=["archetypes", "peers"], default="archetypes")
     parser.add_argument("--data", type=Path, default=None, help="default: the embedded copies")
     parser.add_argument(
-        "--cases", nargs="+", choices=["chicago", "sube"], default=["chicago", "sube"]
+        "--cases",
+        nargs="+",
+        choices=list(CASES["peers"]),
+        default=["chicago", "sube"],
+        help=f"peers only: the held-out splits {', '.join(HELD_OUT)}",
     )
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--epsilons", type=float, nargs="+", default=[1.0, 10.0])

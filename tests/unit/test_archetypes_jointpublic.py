@@ -144,3 +144,16 @@ def test_a_draw_along_the_stratified_rank_meets_each_cell_within_one() -> None:
     assert np.abs(np.bincount(codes[unsorted, 1], minlength=40) - expected).max() > 2
     fitted = synth(1.0).fit(cards(50, 20, start=100), cards(60, 30))
     assert fitted.joint_rank_ is not None and len(fitted.joint_rank_) == len(fitted.joint_pool_)
+
+
+def test_without_public_trips_the_draw_is_stratified_along_the_public_domains() -> None:
+    fitted = synth(1.0).fit(cards(50, 20, start=100))  # no public trips: the pool is the model's
+    rank, pool = fitted.joint_rank_, fitted.joint_pool_
+    assert rank is not None and pool is not None and len(rank) == len(pool)
+    assert sorted(rank.tolist()) == list(range(len(pool)))
+    disc = fitted.discretiser_
+    codes = disc.encode(fitted.schema_.conform(pool, columns=disc.model))[np.argsort(rank)]
+    keys = [disc.model.index(c) for c in ("hour", "zone", "mode")]  # most values first
+    flat = np.ravel_multi_index(tuple(codes[:, j] for j in keys), (24, 3, 2))
+    assert (np.diff(flat) >= 0).all()  # the domains' order, never the values' frequencies
+    assert len(np.unique(codes[:, keys[0]])) > 1

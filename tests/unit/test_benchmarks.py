@@ -323,6 +323,7 @@ GENERATED: dict[str, dict[str, Any]] = {
         ],
     },
 }
+GENERATED["trips-heldout"] = GENERATED["trips-peers"]  # the held-out splits, the same columns
 
 
 def test_tables_pivot_one_column_per_epsilon() -> None:
@@ -343,3 +344,27 @@ def test_tables_pivot_one_column_per_epsilon() -> None:
     assert text.splitlines()[2:] == ["| a | 900 | 950 | 2.1-5.66 |", "| b | 800 | - | 3 |"]
     assert tables.where(rows, ["src=m", "epsilon=10.0"]) == [rows[1]]
     assert tables.where(rows, []) == rows
+
+
+def test_peers_sube_without_public_runs_the_commands_layout_and_held_out_splits() -> None:
+    """SUBE without public trips is benchmarked on what a user gets (``sube_schema(None,
+    metadata)``: lat/lon read off the zones), not on the public day's schema; the held-out
+    splits swap the days (and take Chicago 2015 against 2014) with the joint rows and the
+    public file as it is."""
+    bench = _load("bench_archetypes")
+    sube = bench.CASES["peers"]["sube"](None, False)
+    alone = sube.variants["joint, no public"][0]["schema"]
+    given = sube.variants["joint, public"][0]["schema"]
+    assert alone.columns["lat"].kind == "coordinate" and "lat" not in given.columns
+    assert sube.variants["previous stand-in, no public"][0]["schema"] is alone
+    swap = bench.CASES["peers"]["sube-swap"](None, False)
+    assert swap.name == "sube-swap" and list(swap.variants) == ["joint, public", "joint, no public"]
+    assert len(swap.private) == len(sube.public) and len(swap.public) == len(sube.private)
+    assert swap.as_is is not None and list(swap.as_is.columns) == list(swap.scored.columns)
+    late = bench.CASES["peers"]["chicago-2015"](None, False)
+    assert late.name == "chicago-2015" and list(late.variants) == list(swap.variants)
+    years = [
+        len(bench.chicago_taxi_trips(bench.embedded("chicago_taxi"), years=[y]))
+        for y in (2014, 2015)
+    ]
+    assert (len(late.public), len(late.private)) == tuple(years)
