@@ -145,6 +145,12 @@ class JointSampling(PublicDesign, JointTables, JointDrawing, TreeSelection):
                 raise ConfigError(f"joint: {key} must be a positive integer, got {value!r}")
             if value is not None and value < 1:
                 raise ConfigError(f"joint: {key} must be a positive integer, got {value!r}")
+        for key in ("compress", "fine_bins"):
+            if not isinstance(option.get(key, False), bool):
+                raise ConfigError(f"joint: {key} must be true or false, got {option[key]!r}")
+        prior = option.get("prior_cells", 5000)
+        if isinstance(prior, bool) or not isinstance(prior, int) or prior < 0:
+            raise ConfigError(f"joint: prior_cells must be an integer >= 0 (0: off), got {prior!r}")
         pairs = option.get("pairs", "auto")
         if pairs not in ("auto", "all", "tree"):
             raise ConfigError(f"joint: pairs must be 'auto', 'all' or 'tree', got {pairs!r}")
@@ -154,9 +160,9 @@ class JointSampling(PublicDesign, JointTables, JointDrawing, TreeSelection):
             "pool": option.get("pool"),
             "pairs": pairs,
             "max_cells": option.get("max_cells") or 100_000,
-            "compress": bool(option.get("compress", False)),
-            "prior_cells": option.get("prior_cells", 5000),
-            "fine_bins": bool(option.get("fine_bins", False)),
+            "compress": option.get("compress", False),
+            "prior_cells": prior,
+            "fine_bins": option.get("fine_bins", False),
         }
 
     def _joint_shares(self, split: tuple[float, ...], names: list[str]) -> list[float]:

@@ -301,6 +301,10 @@ def test_bad_joint_options_are_config_errors() -> None:
         ({"pairs": "some"}, "pairs must be"),
         ({"nope": 1}, "unknown key"),
         ({"max_records_per_individual": 0}, "positive integer"),
+        ({"fine_bins": "no"}, "fine_bins must be true or false"),
+        ({"compress": 1}, "compress must be true or false"),
+        ({"prior_cells": "many"}, r"prior_cells must be an integer >= 0"),
+        ({"prior_cells": -1}, r"prior_cells must be an integer >= 0"),
     ]:
         with pytest.raises(ConfigError, match=message):
             joint(joint=option).fit(riders(50, 1), riders(50, 0))
