@@ -312,19 +312,19 @@ class Discretiser:
 def spread_individuals(
     trips: pd.DataFrame, id_column: str, k: int, order_column: str | None
 ) -> pd.DataFrame:
-    """At most ``k`` trips per individual: of its ``n`` trips (by ``order_column``, ties by the
-    trips' own values as text, never the input's row order) the ranks ``floor((2j + 1) n / 2k)``,
+    """At most ``k`` trips per individual: of its ``n`` trips (by ``order_column``, ties by a hash
+    of each trip's own values, never the input's row order) the ranks ``floor((2j + 1) n / 2k)``,
     ``j < k`` -- spread over the day, not the first ``k`` (a rule on the individual's own trips).
     The order is read value by value (:func:`archetypes.reading.order_key`) and rows are kept by
     position, never by index label (a repeated label would give every row of that label back)."""
-    # ties (and every trip without an order column) by the trip's own values, so the kept trips
-    # never depend on the input's row order
-    keys = [
-        pd.factorize(trips[c].astype(str), sort=True)[0] for c in trips.columns if c != id_column
-    ]
+    # ties (and every trip without an order column) by a hash of the trip's own values: never the
+    # input's row order, and no bias towards any value (a lexical order of the values would keep
+    # the same-hour trips of the smallest line ids)
+    own = [c for c in trips.columns if c != id_column]
+    keys = [pd.util.hash_pandas_object(trips[own].astype(str), index=False).to_numpy()]
     if order_column is not None:
         keys.insert(0, order_key(trips[order_column], order_column, "trips"))
-    position = np.lexsort(tuple(reversed(keys))) if keys else np.arange(len(trips))
+    position = np.lexsort(tuple(reversed(keys)))
     group = trips.iloc[position].groupby(id_column, sort=False)
     r = group.cumcount().to_numpy(dtype=np.int64)
     n = group[id_column].transform("size").to_numpy(dtype=np.int64)
