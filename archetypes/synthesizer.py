@@ -477,7 +477,11 @@ class ArchetypeSynthesizer(PrivateCounts):
             params["marginals_by_archetype"] = self.marginals_by_archetype
             params["sigma_marginals"] = self.marginal_mechanism_.sigma
         if self._joint_on():
-            params["joint"] = self.joint_manifest()
+            joint = self.joint_manifest()
+            applied = self._joint_shares(tuple(self.budget_split), self._budget_names())[0]
+            # beside the configured share, the share the joint model really got (the stand-in's
+            # and marginals' budget_split shares go to it): a function of the configuration
+            params["joint"] = {"share": joint.pop("share"), "share_applied": applied, **joint}
         if self.stand_in_ is not None:
             params["public_stand_in"] = {
                 **self.stand_in_.to_dict(),

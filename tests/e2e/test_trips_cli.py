@@ -325,3 +325,25 @@ def test_without_public_data_with_the_stand_in(
         "archetype histogram",
         "mode histogram",
     ]
+
+
+def test_private_may_be_an_embedded_file_as_the_configs_name_it(tmp_path: Path, capsys) -> None:
+    """The shipped configs say ``private = "embedded:chicago_taxi"``; PRIVATE and --public take
+    that name too (it was "unsupported file type"); an unknown one is a one-line error naming
+    the embedded files, nothing written."""
+    config = ["--config", str(CONFIGS / "taxi-archetypes.toml"), "--seed", "0", "--quiet"]
+    out = tmp_path / "taxi"
+    assert (
+        main(["trips", "embedded:chicago_taxi", "--public-stand-in", "--out", str(out), *config])
+        == 0
+    )
+    assert len(pd.read_csv(out / "trips.csv")) > 1000
+    for argv in (
+        ["embedded:chicago_taxis", "--public-stand-in"],
+        ["embedded:chicago_taxi", "--public", "embedded:nope"],
+    ):
+        never = tmp_path / "never"
+        assert main(["trips", *argv, "--out", str(never), *config]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "unknown embedded file" in err[0] and "chicago_taxi," in err[0]
+        assert not never.exists()
