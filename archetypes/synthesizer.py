@@ -280,7 +280,7 @@ class ArchetypeSynthesizer(PrivateCounts):
         private, public_trips, self.given_schema_ = read_trip_inputs(
             data, public, id_column=self.id_column, schema=self.schema
         )
-        used = self._used_columns(public_trips)
+        used = self.used_columns_ = self._used_columns(public_trips)
         if len(private) == 0:
             raise InputError("private data: no trips")
         for name in ("strata_", "ledger_"):  # a failed re-fit leaves no half-fitted model

@@ -347,3 +347,35 @@ def test_private_may_be_an_embedded_file_as_the_configs_name_it(tmp_path: Path, 
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and "unknown embedded file" in err[0] and "chicago_taxi," in err[0]
         assert not never.exists()
+
+
+def test_schema_columns_left_out_are_named_and_the_summary_states_both_budgets(
+    files: tuple[Path, Path], tmp_path: Path, capsys
+) -> None:
+    """A schema column that is neither key, category nor completion column was dropped from the
+    release without a word (an agency's fare column); now a warning names it. The summary line
+    gives delta against its budget, as it does epsilon."""
+    domains = {
+        "card": {"kind": "id"},
+        "hour": {"kind": "categorical", "values": list(range(24))},
+        "zone": {"kind": "categorical", "values": ["A", "B", "C"]},
+        "mode": {"kind": "categorical", "values": ["bus", "rail"]},
+        "fare": {"kind": "numeric", "min": 0, "max": 10},
+    }
+    schema = tmp_path / "schema.json"
+    schema.write_text(json.dumps(domains))
+    argv = ["trips", str(files[0]), "--epsilon", "2", "--delta", "1e-5", "--schema", str(schema)]
+    argv += ["--id-column", "card", "--key-columns", "hour,zone", "--category-column", "mode"]
+    argv += ["--archetypes", "2"]
+    assert main([*argv, "--out", str(tmp_path / "a")]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert err[0] == (
+        "warning: schema column(s) 'fare' are not in the release: neither key, category nor "
+        "completion columns (add them to --key-columns or --completion)"
+    )
+    assert err[-1].startswith("transit-synth trips: ") and err[-1].endswith(" of 1e-05")
+    assert "fare" not in pd.read_csv(tmp_path / "a" / "trips.csv").columns
+    # modelled as a completion column: no warning, the column is released
+    assert main([*argv, "--completion", '[["fare", ["zone"]]]', "--out", str(tmp_path / "b")]) == 0
+    assert "warning" not in capsys.readouterr().err
+    assert "fare" in pd.read_csv(tmp_path / "b" / "trips.csv").columns
