@@ -255,7 +255,10 @@ def _schema_meaning(name: str, spec: Any) -> str:
         other = f"; values outside it become {spec['other']!r}" if spec.get("other") else ""
         return f"one of {n:,} public values (listed in schema.json){other}"
     if kind == "numeric":
-        return f"a number between {spec.get('min')} and {spec.get('max')} (the public range)"
+        return (  # the schema rounds every number to an integer (archetypes.schema.conform)
+            f"a whole number between {spec.get('min')} and {spec.get('max')} (the public range; "
+            "input values were rounded to whole numbers)"
+        )
     if kind == "coordinate":
         return (
             f"number {spec.get('part')} of the trip's {spec.get('source')} label, between "

@@ -379,3 +379,7 @@ def test_schema_columns_left_out_are_named_and_the_summary_states_both_budgets(
     assert main([*argv, "--completion", '[["fare", ["zone"]]]', "--out", str(tmp_path / "b")]) == 0
     assert "warning" not in capsys.readouterr().err
     assert "fare" in pd.read_csv(tmp_path / "b" / "trips.csv").columns
+    # the datasheet says what the numbers are: whole numbers (the schema rounds every value)
+    sheet = json.loads((tmp_path / "b" / "datasheet.json").read_text())
+    meanings = {c["name"]: c["meaning"] for c in sheet["files"][0]["columns"]}
+    assert meanings["fare"].startswith("a whole number between 0 and 10 (the public range")
