@@ -344,6 +344,13 @@ class ArchetypeSynthesizer(PrivateCounts):
         if public is not None:
             public = self.schema_.derive(public)  # coordinates from their labels, as the private's
             missing = [c for c in [self.id_column, *used, *features] if c not in public.columns]
+            if missing and self._joint_on() and not self.joint_public_:  # the pool stands in
+                raise ConfigError(
+                    "without public trips the archetypes cluster the joint model's trips, which "
+                    "hold the key, category and completion columns only: "
+                    f"{', '.join(map(repr, missing))} (add them to {spell('key_columns')} or "
+                    f"{spell('completion')}, or leave them out of {spell('features')})"
+                )
             if missing:
                 raise InputError(f"public data: missing column(s) {', '.join(map(repr, missing))}")
         # public randomness (the mixture, the stand-in's expansion): its own stream

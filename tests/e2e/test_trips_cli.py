@@ -383,3 +383,9 @@ def test_schema_columns_left_out_are_named_and_the_summary_states_both_budgets(
     sheet = json.loads((tmp_path / "b" / "datasheet.json").read_text())
     meanings = {c["name"]: c["meaning"] for c in sheet["files"][0]["columns"]}
     assert meanings["fare"].startswith("a whole number between 0 and 10 (the public range")
+    # without public trips a feature must be modelled: it said "public data: missing column"
+    never = tmp_path / "never"
+    assert main([*argv, "--features", "hour,fare", "--out", str(never)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "without public trips the archetypes cluster" in err[0]
+    assert "'fare' (add them to --key-columns or --completion" in err[0] and not never.exists()
