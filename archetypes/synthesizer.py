@@ -63,6 +63,7 @@ from archetypes.column_completion import ColumnCompleter, Plan
 from archetypes.model import ArchetypeModel, bound_individuals
 from archetypes.params import PARAMS
 from archetypes.private_counts import PrivateCounts
+from archetypes.reading import source_of
 from archetypes.sampling import (
     PUBLIC_STREAM,
     SAMPLING_STREAM,
@@ -283,6 +284,13 @@ class ArchetypeSynthesizer(PrivateCounts):
         used = self.used_columns_ = self._used_columns(public_trips)
         if len(private) == 0:
             raise InputError("private data: no trips")
+        # the joint model counts every used column of the private trips: a misspelt one is
+        # named as missing there, before a schema entry is asked for it
+        absent = [c for c in used if c not in private.columns] if self._joint_on() else []
+        if absent:
+            raise InputError(
+                f"{source_of(private)}: missing column(s) {', '.join(map(repr, absent))}"
+            )
         for name in ("strata_", "ledger_"):  # a failed re-fit leaves no half-fitted model
             self.__dict__.pop(name, None)
         noise = noise_source(self.random_state, methods=("discrete_gaussian",))

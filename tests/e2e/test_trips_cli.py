@@ -389,3 +389,9 @@ def test_schema_columns_left_out_are_named_and_the_summary_states_both_budgets(
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "without public trips the archetypes cluster" in err[0]
     assert "'fare' (add them to --key-columns or --completion" in err[0] and not never.exists()
+    # a misspelt key column is missing from the file (it asked for its schema entry)
+    bad = [a if a != "hour,zone" else "hour,zome" for a in argv]
+    assert main([*bad, "--out", str(never)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].endswith("private.csv: missing column(s) 'zome'")
+    assert not never.exists()
