@@ -220,6 +220,11 @@ def _embedded_or_path(value: str, where: str) -> str:
 def run(args: argparse.Namespace) -> int:
     """Fit on PRIVATE with PUBLIC, sample, write the release directory."""
     warn_if_seeded(args.seed)
+    if args.public is not None and getattr(args, "public_stand_in", None):  # one or the other
+        raise ConfigError(
+            "--public and --public-stand-in exclude each other: give public trips, or let the "
+            "model stand in for them"
+        )
     io, inputs, params = _settings(args)
     public = args.public if args.public is not None else io.get("public")
     if public is not None and params.get("public_stand_in") and args.public is None:

@@ -395,3 +395,18 @@ def test_schema_columns_left_out_are_named_and_the_summary_states_both_budgets(
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].endswith("private.csv: missing column(s) 'zome'")
     assert not never.exists()
+
+
+def test_public_and_the_stand_in_flags_exclude_each_other(
+    files: tuple[Path, Path], tmp_path: Path, capsys
+) -> None:
+    """``[--public PUBLIC | --public-stand-in]`` (docs/design.md section 3): both given, the
+    stand-in flag was ignored without a word."""
+    out = tmp_path / "never"
+    assert main(_args(*files, out, "--public-stand-in")) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [
+        "transit-synth trips: error: --public and --public-stand-in exclude each other: give "
+        "public trips, or let the model stand in for them"
+    ]
+    assert not out.exists()
