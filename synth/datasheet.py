@@ -159,8 +159,7 @@ def archetypes_facts(manifest: Mapping[str, Any]) -> SheetFacts:
     distortions = (
         "individuals with more than k rows keep only k",
         "continuous values (times, amounts) are drawn within public bins, not measured",
-        "relations between columns hold only as far as the archetypes and completion "
-        "columns carry them",
+        _relations(joint, manifest),
     )
     rows = (
         f"one row of the input: its layout gives each row its own {column}"
@@ -168,6 +167,36 @@ def archetypes_facts(manifest: Mapping[str, Any]) -> SheetFacts:
         else f"all the rows that share one {column} value{kept}"
     )
     return SheetFacts(f"one {unit} ({rows})", bounds, distortions)
+
+
+def _relations(joint: Mapping[str, Any] | None, manifest: Mapping[str, Any]) -> str:
+    """What carries the relations between columns: the joint model's measured two-way tables
+    (named, from the manifest), else the archetypes and completion columns."""
+    pairs = [
+        " x ".join(map(str, table))
+        for m in (joint or {}).get("measurements") or []
+        for table in m.get("tables") or []
+        if len(table) == 2
+    ]
+    if joint is None:
+        return (
+            "relations between columns hold only as far as the archetypes and completion "
+            "columns carry them"
+        )
+    public = any(
+        isinstance(f, Mapping) and f.get("role") == "public"
+        for f in (manifest.get("inputs") or {}).get("public") or []
+    )
+    other = (
+        "come from the public trips"
+        if public
+        else "hold only as far as these tables link them (no public trips)"
+    )
+    measured = f"the noisy two-way tables of {', '.join(pairs)}" if pairs else "no two-way table"
+    return (
+        f"relations between columns: {measured} (manifest parameters.joint.measurements) "
+        f"measure them; the other pairs {other}"
+    )
 
 
 def opal_facts(manifest: Mapping[str, Any]) -> SheetFacts:
