@@ -5,15 +5,18 @@ challenge)."""
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from archetypes.datasets import SUBE_PUBLISHED
+from archetypes.schema import TripSchema
 from archetypes.synthesizer import ArchetypeSynthesizer
 from archetypes.trip_sources import TRIP_FORMATS, TripSource
 from synth import datasets
-from synth.errors import ConfigError
+from synth.errors import ConfigError, TransitSynthWarning
+from synth.params import spell
 from synth.progress import Progress
 from synth.provenance import private_inputs, write_provenance
 from synth.release import check_format, warn_if_underspent
@@ -135,6 +138,24 @@ def public_inputs(
     return out
 
 
+def warn_unmodelled(schema: TripSchema | None, used: list[str]) -> None:
+    """The columns of the user's schema file that the model does not read are not in the
+    release: a warning names them (from the configuration and the public schema alone)."""
+    left = [
+        name
+        for name, column in (schema.columns.items() if schema is not None else ())
+        if column.kind in ("categorical", "numeric") and name not in used
+    ]
+    if left:
+        warnings.warn(
+            f"schema column(s) {', '.join(map(repr, left))} are not in the release: neither "
+            f"key, category nor completion columns (add them to {spell('key_columns')} or "
+            f"{spell('completion')})",
+            TransitSynthWarning,
+            stacklevel=3,
+        )
+
+
 def release_trips(
     private: str | os.PathLike[str],
     public: str | os.PathLike[str] | None,
@@ -174,6 +195,8 @@ def release_trips(
             **params, schema=schema_path(table, base, schema), random_state=seed
         )
         synthesizer.fit(*trip_sources(private, public, table, base))
+        if schema_path(table, base, schema) is not None:
+            warn_unmodelled(synthesizer.given_schema_, synthesizer.used_columns_)
         step("write")
         written = synthesizer.write(
             out, format=format, public_inputs=public_inputs(public, inputs, base, schema)
@@ -186,5 +209,5 @@ def release_trips(
         f"transit-synth trips: {written.counts['rows']} synthetic trips of "
         f"{written.counts['individuals']} individuals in {out}; "
         f"epsilon {ledger.spent_epsilon:g} of {float(params['epsilon']):g}, "
-        f"delta {ledger.spent_delta:g}"
+        f"delta {ledger.spent_delta:g} of {float(params['delta']):g}"
     )

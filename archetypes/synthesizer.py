@@ -63,6 +63,7 @@ from archetypes.column_completion import ColumnCompleter, Plan
 from archetypes.model import ArchetypeModel, bound_individuals
 from archetypes.params import PARAMS
 from archetypes.private_counts import PrivateCounts
+from archetypes.reading import source_of
 from archetypes.sampling import (
     PUBLIC_STREAM,
     SAMPLING_STREAM,
@@ -280,9 +281,16 @@ class ArchetypeSynthesizer(PrivateCounts):
         private, public_trips, self.given_schema_ = read_trip_inputs(
             data, public, id_column=self.id_column, schema=self.schema
         )
-        used = self._used_columns(public_trips)
+        used = self.used_columns_ = self._used_columns(public_trips)
         if len(private) == 0:
             raise InputError("private data: no trips")
+        # the joint model counts every used column of the private trips: a misspelt one is
+        # named as missing there, before a schema entry is asked for it
+        absent = [c for c in used if c not in private.columns] if self._joint_on() else []
+        if absent:
+            raise InputError(
+                f"{source_of(private)}: missing column(s) {', '.join(map(repr, absent))}"
+            )
         for name in ("strata_", "ledger_"):  # a failed re-fit leaves no half-fitted model
             self.__dict__.pop(name, None)
         noise = noise_source(self.random_state, methods=("discrete_gaussian",))
@@ -344,6 +352,13 @@ class ArchetypeSynthesizer(PrivateCounts):
         if public is not None:
             public = self.schema_.derive(public)  # coordinates from their labels, as the private's
             missing = [c for c in [self.id_column, *used, *features] if c not in public.columns]
+            if missing and self._joint_on() and not self.joint_public_:  # the pool stands in
+                raise ConfigError(
+                    "without public trips the archetypes cluster the joint model's trips, which "
+                    "hold the key, category and completion columns only: "
+                    f"{', '.join(map(repr, missing))} (add them to {spell('key_columns')} or "
+                    f"{spell('completion')}, or leave them out of {spell('features')})"
+                )
             if missing:
                 raise InputError(f"public data: missing column(s) {', '.join(map(repr, missing))}")
         # public randomness (the mixture, the stand-in's expansion): its own stream
@@ -477,7 +492,11 @@ class ArchetypeSynthesizer(PrivateCounts):
             params["marginals_by_archetype"] = self.marginals_by_archetype
             params["sigma_marginals"] = self.marginal_mechanism_.sigma
         if self._joint_on():
-            params["joint"] = self.joint_manifest()
+            joint = self.joint_manifest()
+            applied = self._joint_shares(tuple(self.budget_split), self._budget_names())[0]
+            # beside the configured share, the share the joint model really got (the stand-in's
+            # and marginals' budget_split shares go to it): a function of the configuration
+            params["joint"] = {"share": joint.pop("share"), "share_applied": applied, **joint}
         if self.stand_in_ is not None:
             params["public_stand_in"] = {
                 **self.stand_in_.to_dict(),

@@ -159,8 +159,7 @@ def archetypes_facts(manifest: Mapping[str, Any]) -> SheetFacts:
     distortions = (
         "individuals with more than k rows keep only k",
         "continuous values (times, amounts) are drawn within public bins, not measured",
-        "relations between columns hold only as far as the archetypes and completion "
-        "columns carry them",
+        _relations(joint, manifest),
     )
     rows = (
         f"one row of the input: its layout gives each row its own {column}"
@@ -168,6 +167,36 @@ def archetypes_facts(manifest: Mapping[str, Any]) -> SheetFacts:
         else f"all the rows that share one {column} value{kept}"
     )
     return SheetFacts(f"one {unit} ({rows})", bounds, distortions)
+
+
+def _relations(joint: Mapping[str, Any] | None, manifest: Mapping[str, Any]) -> str:
+    """What carries the relations between columns: the joint model's measured two-way tables
+    (named, from the manifest), else the archetypes and completion columns."""
+    pairs = [
+        " x ".join(map(str, table))
+        for m in (joint or {}).get("measurements") or []
+        for table in m.get("tables") or []
+        if len(table) == 2
+    ]
+    if joint is None:
+        return (
+            "relations between columns hold only as far as the archetypes and completion "
+            "columns carry them"
+        )
+    public = any(
+        isinstance(f, Mapping) and f.get("role") == "public"
+        for f in (manifest.get("inputs") or {}).get("public") or []
+    )
+    other = (
+        "come from the public trips"
+        if public
+        else "hold only as far as these tables link them (no public trips)"
+    )
+    measured = f"the noisy two-way tables of {', '.join(pairs)}" if pairs else "no two-way table"
+    return (
+        f"relations between columns: {measured} (manifest parameters.joint.measurements) "
+        f"measure them; the other pairs {other}"
+    )
 
 
 def opal_facts(manifest: Mapping[str, Any]) -> SheetFacts:
@@ -255,7 +284,10 @@ def _schema_meaning(name: str, spec: Any) -> str:
         other = f"; values outside it become {spec['other']!r}" if spec.get("other") else ""
         return f"one of {n:,} public values (listed in schema.json){other}"
     if kind == "numeric":
-        return f"a number between {spec.get('min')} and {spec.get('max')} (the public range)"
+        return (  # the schema rounds every number to an integer (archetypes.schema.conform)
+            f"a whole number between {spec.get('min')} and {spec.get('max')} (the public range; "
+            "input values were rounded to whole numbers)"
+        )
     if kind == "coordinate":
         return (
             f"number {spec.get('part')} of the trip's {spec.get('source')} label, between "

@@ -45,7 +45,7 @@ from synth.cli.options import (
 )
 from synth.cli.params import add_param_flags, params_from_args
 from synth.cli.releases import trip_inputs
-from synth.config import check_io, load_config
+from synth.config import EMBEDDED, check_io, load_config
 from synth.errors import ConfigError
 from synth.io import check_sep
 from synth.progress import Progress
@@ -72,7 +72,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "algorithm (archetypes learnt on PUBLIC trips, two noisy histograms of the PRIVATE "
         "trips).",
     )
-    p.add_argument("private", metavar="PRIVATE", help="private trips (CSV or Parquet)")
+    p.add_argument(
+        "private",
+        metavar="PRIVATE",
+        help="private trips (CSV or Parquet), or embedded:NAME, a file of the embedded data as "
+        "a config names it (e.g. embedded:chicago_taxi)",
+    )
     p.add_argument(
         "--public",
         default=None,
@@ -196,16 +201,37 @@ def _settings(
     return io, inputs, params
 
 
+def _embedded_or_path(value: str, where: str) -> str:
+    """``embedded:NAME`` (a file of the embedded data, as the configs name it: the shipped
+    configs' ``private = "embedded:chicago_taxi"``) as that file's path; any other value as is."""
+    if not value.startswith(EMBEDDED):
+        return value
+    from synth import datasets  # the embedded data, loaded only when named
+
+    name = value[len(EMBEDDED) :]
+    if name not in datasets.FILES:
+        raise ConfigError(
+            f"{where} {value}: unknown embedded file {name!r} "
+            f"(choose one of {', '.join(sorted(datasets.FILES))})"
+        )
+    return str(datasets.path(name))
+
+
 def run(args: argparse.Namespace) -> int:
     """Fit on PRIVATE with PUBLIC, sample, write the release directory."""
     warn_if_seeded(args.seed)
+    if args.public is not None and getattr(args, "public_stand_in", None):  # one or the other
+        raise ConfigError(
+            "--public and --public-stand-in exclude each other: give public trips, or let the "
+            "model stand in for them"
+        )
     io, inputs, params = _settings(args)
     public = args.public if args.public is not None else io.get("public")
     if public is not None and params.get("public_stand_in") and args.public is None:
         public = None  # --public-stand-in on the command line: the config's public is not used
     summary = release_trips(
-        args.private,
-        public,
+        _embedded_or_path(args.private, "PRIVATE"),
+        None if public is None else _embedded_or_path(str(public), "--public"),
         args.out,
         params=params,
         inputs=inputs,

@@ -325,3 +325,88 @@ def test_without_public_data_with_the_stand_in(
         "archetype histogram",
         "mode histogram",
     ]
+
+
+def test_private_may_be_an_embedded_file_as_the_configs_name_it(tmp_path: Path, capsys) -> None:
+    """The shipped configs say ``private = "embedded:chicago_taxi"``; PRIVATE and --public take
+    that name too (it was "unsupported file type"); an unknown one is a one-line error naming
+    the embedded files, nothing written."""
+    config = ["--config", str(CONFIGS / "taxi-archetypes.toml"), "--seed", "0", "--quiet"]
+    out = tmp_path / "taxi"
+    assert (
+        main(["trips", "embedded:chicago_taxi", "--public-stand-in", "--out", str(out), *config])
+        == 0
+    )
+    assert len(pd.read_csv(out / "trips.csv")) > 1000
+    for argv in (
+        ["embedded:chicago_taxis", "--public-stand-in"],
+        ["embedded:chicago_taxi", "--public", "embedded:nope"],
+    ):
+        never = tmp_path / "never"
+        assert main(["trips", *argv, "--out", str(never), *config]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "unknown embedded file" in err[0] and "chicago_taxi," in err[0]
+        assert not never.exists()
+
+
+def test_schema_columns_left_out_are_named_and_the_summary_states_both_budgets(
+    files: tuple[Path, Path], tmp_path: Path, capsys
+) -> None:
+    """A schema column that is neither key, category nor completion column was dropped from the
+    release without a word (an agency's fare column); now a warning names it. The summary line
+    gives delta against its budget, as it does epsilon."""
+    domains = {
+        "card": {"kind": "id"},
+        "hour": {"kind": "categorical", "values": list(range(24))},
+        "zone": {"kind": "categorical", "values": ["A", "B", "C"]},
+        "mode": {"kind": "categorical", "values": ["bus", "rail"]},
+        "fare": {"kind": "numeric", "min": 0, "max": 10},
+    }
+    schema = tmp_path / "schema.json"
+    schema.write_text(json.dumps(domains))
+    argv = ["trips", str(files[0]), "--epsilon", "2", "--delta", "1e-5", "--schema", str(schema)]
+    argv += ["--id-column", "card", "--key-columns", "hour,zone", "--category-column", "mode"]
+    argv += ["--archetypes", "2"]
+    assert main([*argv, "--out", str(tmp_path / "a")]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert err[0] == (
+        "warning: schema column(s) 'fare' are not in the release: neither key, category nor "
+        "completion columns (add them to --key-columns or --completion)"
+    )
+    assert err[-1].startswith("transit-synth trips: ") and err[-1].endswith(" of 1e-05")
+    assert "fare" not in pd.read_csv(tmp_path / "a" / "trips.csv").columns
+    # modelled as a completion column: no warning, the column is released
+    assert main([*argv, "--completion", '[["fare", ["zone"]]]', "--out", str(tmp_path / "b")]) == 0
+    assert "warning" not in capsys.readouterr().err
+    assert "fare" in pd.read_csv(tmp_path / "b" / "trips.csv").columns
+    # the datasheet says what the numbers are: whole numbers (the schema rounds every value)
+    sheet = json.loads((tmp_path / "b" / "datasheet.json").read_text())
+    meanings = {c["name"]: c["meaning"] for c in sheet["files"][0]["columns"]}
+    assert meanings["fare"].startswith("a whole number between 0 and 10 (the public range")
+    # without public trips a feature must be modelled: it said "public data: missing column"
+    never = tmp_path / "never"
+    assert main([*argv, "--features", "hour,fare", "--out", str(never)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "without public trips the archetypes cluster" in err[0]
+    assert "'fare' (add them to --key-columns or --completion" in err[0] and not never.exists()
+    # a misspelt key column is missing from the file (it asked for its schema entry)
+    bad = [a if a != "hour,zone" else "hour,zome" for a in argv]
+    assert main([*bad, "--out", str(never)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].endswith("private.csv: missing column(s) 'zome'")
+    assert not never.exists()
+
+
+def test_public_and_the_stand_in_flags_exclude_each_other(
+    files: tuple[Path, Path], tmp_path: Path, capsys
+) -> None:
+    """``[--public PUBLIC | --public-stand-in]`` (docs/design.md section 3): both given, the
+    stand-in flag was ignored without a word."""
+    out = tmp_path / "never"
+    assert main(_args(*files, out, "--public-stand-in")) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [
+        "transit-synth trips: error: --public and --public-stand-in exclude each other: give "
+        "public trips, or let the model stand in for them"
+    ]
+    assert not out.exists()

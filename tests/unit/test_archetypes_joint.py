@@ -328,3 +328,30 @@ def test_spread_individuals_breaks_ties_by_the_trips_own_values_not_row_order() 
         for s in (1, -1)
     ]
     assert unordered[0] == unordered[1]
+
+
+@pytest.mark.parametrize(
+    ("public", "kwargs", "configured", "applied"),
+    [
+        (True, {}, 0.8, 0.8),
+        (True, {"marginals": ["fare"], "budget_split": (0.1, 0.3, 0.6)}, 0.8, 0.92),
+        (False, {"budget_split": (0.5, 0.1, 0.4), "public_stand_in": True}, 0.9, 0.95),
+    ],
+)
+def test_the_manifest_states_the_share_the_joint_model_really_got(
+    public: bool, kwargs: dict, configured: float, applied: float
+) -> None:
+    """``parameters.joint.share`` is the configured option; the stand-in's and marginals'
+    ``budget_split`` shares go to the joint model too, and ``share_applied`` says so: the sum of
+    its spends (trips per individual, tree selection, tables) over the budget."""
+    syn = joint(**kwargs).fit(riders(300, 1), riders(200, 0) if public else None)
+    manifest = syn.manifest()
+    stated = manifest["parameters"]["joint"]
+    assert (stated["share"], stated["share_applied"]) == (configured, applied)
+    own = ("joint ", "trips per ")
+    spent = sum(
+        Fraction(s["epsilon_exact"])
+        for s in manifest["composition"]
+        if s["type"] == "spend" and s["label"].startswith(own)
+    )
+    assert spent / 2 == Fraction(str(applied))  # epsilon 2

@@ -235,5 +235,19 @@ def test_joint_trips_datasheet_states_the_joint_tables_bound() -> None:
     }
     bounds = " ".join(archetypes_facts(manifest).bounds)
     assert "at most 2 trips per card_id, spread over its day" in bounds
+    # the relations: the measured pairs, not "as far as the archetypes carry them"
+    relations = archetypes_facts(manifest).distortions[-1]
+    assert relations.startswith("relations between columns: no two-way table")
+    manifest["parameters"]["joint"]["measurements"] = [  # type: ignore[index]
+        {"tables": [["hour"], ["hour", "zone"], ["zone", "mode"]]}
+    ]
+    relations = archetypes_facts(manifest).distortions[-1]
+    assert "the noisy two-way tables of hour x zone, zone x mode" in relations
+    assert relations.endswith(
+        "the other pairs hold only as far as these tables link them (no public trips)"
+    )
+    manifest["inputs"] = {"public": [{"file": "p.csv", "role": "public"}]}
+    assert archetypes_facts(manifest).distortions[-1].endswith("come from the public trips")
     del manifest["parameters"]["joint"]
     assert "joint" not in " ".join(archetypes_facts(manifest).bounds)
+    assert "as far as the archetypes and completion" in archetypes_facts(manifest).distortions[-1]
