@@ -245,9 +245,10 @@ SHIPPED: tuple[GeneratorSpec, ...] = (
         estimator="archetypes.synthesizer:ArchetypeSynthesizer",
         description="trips from GMM archetypes (NIST temporal map challenge, GooseDP team)",
         title="Synthetic trips",
-        summary="Synthetic trips: each row is one made-up trip, drawn from noisy archetypes "
-        "(clusters) and noisy column distributions of the real trips (NIST temporal map "
-        "challenge, GooseDP team). No row is a real trip.",
+        summary="Synthetic trips: each row is one made-up trip of a made-up individual, drawn "
+        "from noisy counts of the real trips (the tables manifest.json lists) and noisy "
+        "counts of individuals per archetype (clusters; NIST temporal map challenge, GooseDP "
+        "team). No row is a real trip.",
         table=_TRIPS_TABLE,
         # no required_unless: whether public trips are needed is the estimator's rule (fit:
         # not with the joint model, the default, nor with public_stand_in), as for `trips`
