@@ -373,6 +373,14 @@ def release_dir(
             raise
 
 
+def check_out(out_dir: str | os.PathLike[str], *, force: bool = False) -> None:
+    """Refuse, before any work, an output folder that :func:`release_dir` would refuse when it
+    writes (a release command checks first, so a long fit never ends in that refusal);
+    :func:`release_dir` checks again when it writes (the folder may have changed)."""
+    out, shown = _resolve(out_dir)
+    _check_target(out, shown, force, add=False)
+
+
 def input_paths(values: Iterable[object]) -> list[Path]:
     """The existing files and folders among ``values`` (paths, or lists of them), resolved."""
     found = []

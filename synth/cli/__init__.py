@@ -20,7 +20,7 @@ from typing import Any, NoReturn
 from synth import __version__, registry
 from synth.errors import TransitSynthError
 from synth.logs import private_logs
-from synth.outdir import FORCE, INPUTS, Terminated, terminate_on_signals
+from synth.outdir import FORCE, INPUTS, Terminated, check_out, terminate_on_signals
 from synth.params import naming
 
 #: The commands of the tool (subcommand -> (module exposing ``register(subparsers)``, one-line
@@ -217,6 +217,15 @@ def _engine_input_error(exc: Exception) -> str | None:
     return f"{file.group(1)}: {text}" if file else text
 
 
+def _check_out_first(args: argparse.Namespace) -> None:
+    """A command that writes a new release folder (a generator's subcommand, ``run``) refuses an
+    output folder that would lose the user's files before it reads or fits anything."""
+    out = getattr(args, "out", None)
+    releases = {s.kind for s in registry.specs() if s.command is not None} | {"run"}
+    if out is not None and args.command in releases:
+        check_out(out, force=FORCE.get())
+
+
 def _run(args: argparse.Namespace) -> int:
     with warnings.catch_warnings():
         warnings.simplefilter("default")
@@ -224,6 +233,7 @@ def _run(args: argparse.Namespace) -> int:
         FORCE.set(getattr(args, "force", False))
         show = getattr(args, "log_private", "show") == "show" and not getattr(args, "quiet", False)
         INPUTS.of(args)  # an output folder never loses the command's input
+        _check_out_first(args)
         try:
             with terminate_on_signals(), private_logs(show):
                 return int(args.func(args) or 0)

@@ -207,3 +207,29 @@ def test_audit_into_its_own_release_keeps_the_release(data, tmp_path, capsys) ->
     after = _snapshot(release)
     _kept({k: v for k, v in before.items() if k != MARKER}, after)
     assert "audit.json" in after
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["trips", "absent.csv", "--public-stand-in", "--epsilon", "1", "--delta", "1e-6"],
+        ["marginals", "absent.csv", "--epsilon", "1", "--delta", "1e-6"],
+        ["sequences", "absent.csv", "--taxonomy", "absent.csv", "--epsilon", "1", "--height", "3"],
+        ["run", "absent.toml"],
+    ],
+    ids=["trips", "marginals", "sequences", "run"],
+)
+def test_a_release_command_refuses_the_users_folder_before_any_work(
+    argv: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The folder check comes first: the input does not even exist, yet the refusal names the
+    folder (it used to come after the fit, so a long run ended in it)."""
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "notes.txt").write_text("mine")
+    assert main([*argv, "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "output folder holds files this tool cannot prove it wrote (notes.txt)" in err
+    assert "absent" not in err
+    assert (out / "notes.txt").read_text() == "mine"
+    assert sorted(p.name for p in out.iterdir()) == ["notes.txt"]
