@@ -23,26 +23,16 @@ from archetypes.jointfit import AUTO_SIGMA
 from archetypes.measure import Discretiser, public_grid, spread_individuals
 from archetypes.schema import Column
 from synth.errors import ConfigError
-from tests.conftest import riders, riders_schema
+from tests.conftest import riders, riders_schema, riders_synthesizer
 
 SCHEMA = riders_schema()
 
 
 def joint(**kwargs: object) -> ArchetypeSynthesizer:
-    params: dict = {
-        "epsilon": 2.0,
-        "delta": 1e-5,
-        "key_columns": ["hour", "zone"],
-        "category_column": "mode",
-        "id_column": "card",
-        "archetypes": 2,
-        "completion": [("fare", ["zone", "hour"])],
-        "schema": SCHEMA,
-        "order_column": "hour",
-        "random_state": 3,
-    }
+    """:func:`tests.conftest.riders_synthesizer` in the joint mode (the default), epsilon 2."""
+    params: dict = {"epsilon": 2.0, "random_state": 3, "joint": True}
     params.update(kwargs)
-    return ArchetypeSynthesizer(**params)
+    return riders_synthesizer(**params)
 
 
 def test_project_simplex_is_the_closest_non_negative_table_of_the_total() -> None:
