@@ -64,6 +64,7 @@ from archetypes.measure import (
     VIEW_VALUES,
     Discretiser,
     calibrated_gaussian,
+    l2_sensitivity,
     spread_individuals,
 )
 from archetypes.reading import source_of
@@ -84,6 +85,7 @@ _KEYS = (
     "compress",
     "prior_cells",
     "fine_bins",
+    "cell_cap",
 )
 #: with public trips: the tree-sampled trips' share of the pool's starting mass (the public
 #: trips bring the higher-order structure; the tree's fill cells the public period lacks)
@@ -151,6 +153,12 @@ class JointSampling(PublicDesign, JointTables, JointDrawing, TreeSelection):
         prior = option.get("prior_cells", 5000)
         if isinstance(prior, bool) or not isinstance(prior, int) or prior < 0:
             raise ConfigError(f"joint: prior_cells must be an integer >= 0 (0: off), got {prior!r}")
+        cap = option.get("cell_cap", "auto")
+        whole = isinstance(cap, int) and not isinstance(cap, bool) and cap >= 1
+        if not (cap == "auto" or cap is False or whole):
+            raise ConfigError(
+                f"joint: cell_cap must be 'auto', a positive integer or false, got {cap!r}"
+            )
         pairs = option.get("pairs", "auto")
         if pairs not in ("auto", "all", "tree"):
             raise ConfigError(f"joint: pairs must be 'auto', 'all' or 'tree', got {pairs!r}")
@@ -163,6 +171,7 @@ class JointSampling(PublicDesign, JointTables, JointDrawing, TreeSelection):
             "compress": option.get("compress", False),
             "prior_cells": prior,
             "fine_bins": option.get("fine_bins", False),
+            "cell_cap": cap,
         }
 
     def _joint_shares(self, split: tuple[float, ...], names: list[str]) -> list[float]:
@@ -248,8 +257,7 @@ class JointSampling(PublicDesign, JointTables, JointDrawing, TreeSelection):
             more = [e for e in more if sizes[e[0]] * sizes[e[1]] <= cap]
         every = options["pairs"] == "all"
         if options["pairs"] == "auto" and more:
-            m = sum(self._joint_weight((i,)) ** 2 for i in range(d)) + len(pairs) + len(more)
-            every = calibrated_gaussian(budget[0], budget[1], k * math.sqrt(m)).sigma <= AUTO_SIGMA
+            every = self._sigma(d, pairs + more, k, budget) <= AUTO_SIGMA
         return [(int(a), int(b)) for a, b in (pairs + more if every else pairs)]
 
     def _joint_design(
@@ -277,9 +285,12 @@ class JointSampling(PublicDesign, JointTables, JointDrawing, TreeSelection):
     def _sigma(
         self, d: int, pairs: list[tuple[int, int]], k: int, budget: tuple[float, float]
     ) -> float:
-        """The measurement's sigma for the one-way tables (weighted) and ``pairs``."""
-        m = sum(self._joint_weight((i,)) ** 2 for i in range(d)) + len(pairs)
-        return float(calibrated_gaussian(budget[0], budget[1], k * math.sqrt(m)).sigma)
+        """The measurement's sigma for the one-way tables (weighted) and ``pairs``, each capped
+        per cell as :meth:`_cell_caps` says."""
+        tables = [(i,) for i in range(d)] + [tuple(p) for p in pairs]
+        weights = [self._joint_weight(t) for t in tables]
+        sensitivity = l2_sensitivity(k, weights, self._cell_caps(tables))
+        return float(calibrated_gaussian(budget[0], budget[1], sensitivity).sigma)
 
     def _joint_weight(self, table: tuple[int, ...]) -> int:
         """A one-way table's weight in the measurement (a public rule on the domain sizes): the
@@ -342,13 +353,14 @@ class JointSampling(PublicDesign, JointTables, JointDrawing, TreeSelection):
         )
         public_codes = None if public_c is None else disc.encode(public_c)
         self.joint_prior_only_ = public_codes is not None and self._joint_options()["prior_cells"]
+        self.joint_cap_ = self._joint_cap(public_codes is not None)
         k = self.joint_k_ = self._joint_k(public, per)
         k, tree, pairs, bounded = self._public_design(columns, public_c, public_codes, k, budget)
-        codes = self._private_codes(private, columns, k)
+        codes, ids = self._private_trips(private, columns, k)
         # without public trips: a private tree (selection.py)
         tree, pairs, budget = self._joint_select(codes, tree, pairs, k, budget, noise, alone)
         one, two, pairs = self._joint_tables(
-            codes, tree, pairs, k, budget, noise, public_codes, bounded
+            codes, ids, tree, pairs, k, budget, noise, public_codes, bounded
         )
         model = self.joint_model_ = JointModel(one, two, pairs, tree)
         if public_codes is None:  # the sampling tree: the strongest measured dependencies
@@ -457,6 +469,13 @@ class JointSampling(PublicDesign, JointTables, JointDrawing, TreeSelection):
 
     def _private_codes(self, private: pd.DataFrame, columns: list[str], k: int) -> np.ndarray:
         """The private trips conformed, bounded to ``k`` spread trips per individual, encoded."""
+        return self._private_trips(private, columns, k)[0]
+
+    def _private_trips(
+        self, private: pd.DataFrame, columns: list[str], k: int
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`_private_codes` and each kept trip's individual (an index, for the per-cell
+        caps: :func:`archetypes.measure.capped_counts`)."""
         order = self.order_column if self.order_column in private.columns else None
         need = list(dict.fromkeys([self.id_column, *columns, *([order] if order else [])]))
         missing = [c for c in need if c not in private.columns]
@@ -465,7 +484,8 @@ class JointSampling(PublicDesign, JointTables, JointDrawing, TreeSelection):
             raise InputError(f"{source}: missing column(s) {', '.join(map(repr, missing))}")
         trips = self.schema_.conform(private[need], source=source, columns=columns)
         trips = spread_individuals(trips, self.id_column, k, order)
-        return self.discretiser_.encode(trips)
+        ids = pd.factorize(trips[self.id_column])[0]
+        return self.discretiser_.encode(trips), ids
 
     def joint_manifest(self) -> dict[str, Any]:
         """The joint measurements for the manifest (each: tables, cells, k, L2 sensitivity, sigma,

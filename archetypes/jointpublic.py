@@ -26,18 +26,21 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
 
 from archetypes.joint import consistent_tables, project_simplex, rake_table
-from archetypes.measure import Discretiser, Measurement, spread_individuals
+from archetypes.measure import Discretiser, Measurement, capped_counts, spread_individuals
+from synth.errors import ConfigError
 
 __all__ = [
+    "Bounded",
     "PublicDesign",
     "bound_ratios",
-    "bounded_codes",
+    "bounded_trips",
+    "cap_ratios",
     "informative_one_way",
     "informative_pairs",
     "median_k",
@@ -70,13 +73,45 @@ def informative_one_way(
     )
 
 
-def bounded_codes(
+class Bounded(NamedTuple):
+    """Trips bounded to ``k`` per individual: their codes and each one's individual (an index)."""
+
+    codes: np.ndarray
+    ids: np.ndarray
+
+
+def bounded_trips(
     public: pd.DataFrame, disc: Discretiser, id_column: str, k: int, order_column: str | None
-) -> np.ndarray:
+) -> Bounded:
     """The conformed PUBLIC trips bounded to ``k`` per individual by the private trips' rule
-    (:func:`~archetypes.measure.spread_individuals`), coded by ``disc``."""
+    (:func:`~archetypes.measure.spread_individuals`), coded by ``disc``, with their individuals."""
     order = order_column if order_column in public.columns else None
-    return disc.encode(spread_individuals(public, id_column, k, order))
+    trips = spread_individuals(public, id_column, k, order)
+    return Bounded(disc.encode(trips), pd.factorize(trips[id_column])[0])
+
+
+def cap_ratios(
+    bounded: Bounded,
+    tables: Sequence[tuple[int, ...]],
+    sizes: Sequence[int],
+    caps: Sequence[int | None],
+) -> list[np.ndarray]:
+    """Per table, the PUBLIC ratio of bounded trips to their counts capped per individual and cell
+    (:func:`~archetypes.measure.capped_counts`), each plus one: the factor that maps a capped
+    table back to bounded trips cell by cell (the ratio estimator, Cochran 1977, ch. 6, as
+    :func:`bound_ratios`); 1 for a table without a cap."""
+    out = []
+    for table, cap in zip(tables, caps, strict=True):
+        shape = tuple(sizes[i] for i in table)
+        if cap is None:
+            out.append(np.ones(shape))
+            continue
+        cells = int(np.prod(shape))
+        cell = np.ravel_multi_index(tuple(bounded.codes[:, i] for i in table), shape)
+        trips = np.bincount(cell, minlength=cells) + 1.0
+        capped = capped_counts(cell, cells, bounded.ids, cap) + 1.0
+        out.append((trips / capped).reshape(shape))
+    return out
 
 
 def bound_ratios(
@@ -167,6 +202,7 @@ class PublicDesign:
     id_column: str
     order_column: str | None
     joint_k_: int
+    joint_cap_: int | None
     _joint_options: Callable[[], dict[str, Any]]
     _joint_weight: Callable[[tuple[int, ...]], int]
     _sigma: Callable[[int, list[tuple[int, int]], int, tuple[float, float]], float]
@@ -182,7 +218,7 @@ class PublicDesign:
         public_codes: np.ndarray | None,
         k: int,
         budget: tuple[float, float],
-    ) -> tuple[int, list[tuple[int, int]], list[tuple[int, int]], np.ndarray | None]:
+    ) -> tuple[int, list[tuple[int, int]], list[tuple[int, int]], Bounded | None]:
         """The tree and the measured pairs (``_joint_design`` at ``k``); with public trips
         (``public`` conformed, ``public_codes`` coded), unless the options fix them, ``k`` (the
         public 90th percentile of trips per individual) becomes the public median when at the
@@ -197,18 +233,18 @@ class PublicDesign:
         if public is None or public_codes is None:
             return k, tree, pairs, None
         d = len(disc.sizes)
-        bounded = bounded_codes(public, disc, self.id_column, k, self.order_column)
+        bounded = bounded_trips(public, disc, self.id_column, k, self.order_column)
         weights = [self._joint_weight((i,)) for i in range(d)]
         sigma = self._sigma(d, pairs, k, budget)
         if options["max_records_per_individual"] is None and not informative_one_way(
-            disc.sizes, weights, sigma, len(bounded)
+            disc.sizes, weights, sigma, len(bounded.codes)
         ):
             k = self.joint_k_ = median_k(public, self.id_column, k)
             tree, pairs = self._joint_design(columns, public_codes, k, budget)
-            bounded = bounded_codes(public, disc, self.id_column, k, self.order_column)
+            bounded = bounded_trips(public, disc, self.id_column, k, self.order_column)
         if options["pairs"] == "auto":
             sigma = self._sigma(d, pairs, k, budget)
-            pairs = informative_pairs(pairs, disc.sizes, sigma, len(bounded))
+            pairs = informative_pairs(pairs, disc.sizes, sigma, len(bounded.codes))
         return k, tree, pairs, bounded
 
     def _public_tables(
@@ -216,18 +252,46 @@ class PublicDesign:
         measured: Measurement,
         tables: list[tuple[int, ...]],
         public_codes: np.ndarray,
-        bounded: np.ndarray,
+        bounded: Bounded,
     ) -> tuple[list[np.ndarray], list[np.ndarray]]:
         """The consistent tables (:func:`~archetypes.joint.consistent_tables`) of the
-        ``measured`` bounded trips, shrunk towards the public trips bounded alike
-        (``bounded``), then mapped to all trips by the public ratios (:func:`unbound_model`)."""
+        ``measured`` bounded trips (a capped table first mapped to bounded trips by its public
+        ratio, :func:`cap_ratios`, its sigma scaled by the ratio's root mean square), shrunk
+        towards the public trips bounded alike (``bounded``), then mapped to all trips by the
+        public ratios (:func:`unbound_model`)."""
         disc = self.discretiser_
         sizes = list(disc.sizes)
-        priors: list[np.ndarray | None] = [public_table(bounded, t, sizes) for t in tables]
+        caps = measured.caps or [None] * len(tables)
+        ratios = cap_ratios(bounded, tables, sizes, caps)
+        estimates = [y * r for y, r in zip(measured.estimates, ratios, strict=True)]
+        sigmas = [
+            s * float(np.sqrt(np.mean(r**2))) for s, r in zip(measured.sigmas, ratios, strict=True)
+        ]
+        priors: list[np.ndarray | None] = [public_table(bounded.codes, t, sizes) for t in tables]
         one, two = consistent_tables(
-            measured.estimates, tables, measured.sigmas, priors, len(sizes), views=disc.views
+            estimates, tables, sigmas, priors, len(sizes), views=disc.views
         )
-        return unbound_model(one, two, tables, public_codes, bounded, disc)
+        return unbound_model(one, two, tables, public_codes, bounded.codes, disc)
+
+    def _joint_cap(self, public: bool) -> int | None:
+        """The per-cell cap of the measurements (``cell_cap``): ``"auto"`` is 1 with public trips
+        (their ratios map the capped tables back to trips, :func:`cap_ratios`) and none
+        without; ``false`` none; an integer needs public trips."""
+        cap = self._joint_options()["cell_cap"]
+        if cap == "auto":
+            return 1 if public else None
+        if cap is False:
+            return None
+        if not public:
+            raise ConfigError(
+                f"joint: cell_cap = {cap} needs public trips (their ratios map the capped "
+                "counts back to trips); set it to 'auto' or false"
+            )
+        return int(cap)
+
+    def _cell_caps(self, tables: list[tuple[int, ...]]) -> list[int | None]:
+        """Each table's per-cell cap (:meth:`_joint_cap`, set by the fit: a public rule)."""
+        return [self.joint_cap_] * len(tables)
 
 
 def public_table(codes: np.ndarray, table: tuple[int, ...], sizes: Sequence[int]) -> np.ndarray:

@@ -13,7 +13,7 @@ import numpy as np
 
 from archetypes.budget import split_budget
 from archetypes.joint import compression, consistent_tables, rake_table
-from archetypes.jointpublic import public_table
+from archetypes.jointpublic import Bounded, public_table
 from archetypes.measure import Discretiser, Measurement, measure
 from synth.privacy import SecureNoise
 
@@ -44,23 +44,28 @@ class JointTables:
         measured: Measurement,
         tables: list[tuple[int, ...]],
         public_codes: np.ndarray,
-        bounded: np.ndarray,
+        bounded: Bounded,
     ) -> tuple[list[np.ndarray], list[np.ndarray]]:  # pragma: no cover - PublicDesign's
         raise NotImplementedError
+
+    def _cell_caps(self, tables: list[tuple[int, ...]]) -> list[int | None]:  # pragma: no cover
+        raise NotImplementedError  # PublicDesign's
 
     def _joint_tables(
         self,
         codes: np.ndarray,
+        ids: np.ndarray,
         tree: list[tuple[int, int]],
         pairs: list[tuple[int, int]],
         k: int,
         budget: tuple[float, float],
         noise: SecureNoise,
         public_codes: np.ndarray | None,
-        bounded: np.ndarray | None,
+        bounded: Bounded | None,
     ) -> tuple[list[np.ndarray], list[np.ndarray], list[tuple[int, int]]]:
         """Measure the one-way tables and the two-way tables of ``pairs`` of the bounded private
-        ``codes`` and estimate consistent tables; the views' code maps and the tree edges left
+        ``codes`` (of the individuals ``ids``: the per-cell caps, :meth:`_cell_caps`) and
+        estimate consistent tables; the views' code maps and the tree edges left
         unmeasured (with public trips: their public table raked to the margins) are added as
         fixed tables. Returns the one-way tables, the two-way tables and their pairs."""
         disc = self.discretiser_
@@ -70,7 +75,8 @@ class JointTables:
         self.joint_maps_: list[np.ndarray] | None = None
         if public_codes is not None or not self._joint_options()["compress"]:
             weights = [self._joint_weight(t) for t in tables]
-            m = self._count(codes, sizes, tables, k, budget, noise, "", weights)
+            caps = self._cell_caps(tables)
+            m = self._count(codes, sizes, tables, k, budget, noise, "", weights, ids, caps)
             self.measurements_ = [m]
             if bounded is not None and public_codes is not None:
                 one, two = self._public_tables(m, tables, public_codes, bounded)
@@ -103,6 +109,8 @@ class JointTables:
         noise: SecureNoise,
         what: str,
         weights: list[int] | None = None,
+        ids: np.ndarray | None = None,
+        caps: list[int | None] | None = None,
     ) -> Measurement:
         return measure(
             codes,
@@ -117,6 +125,8 @@ class JointTables:
             names=self.discretiser_.model,
             what=what,
             weights=weights,
+            ids=ids,
+            caps=caps,
         )
 
     def _compressed(

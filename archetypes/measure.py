@@ -38,6 +38,9 @@ __all__ = [
     "Discretiser",
     "Measurement",
     "calibrated_gaussian",
+    "capped_counts",
+    "cell_square_bound",
+    "l2_sensitivity",
     "measure",
     "public_grid",
     "spread_individuals",
@@ -333,6 +336,44 @@ def spread_individuals(
     return trips.iloc[np.sort(position[keep])]
 
 
+def cell_square_bound(k: int, cap: int | None) -> int:
+    """The largest sum of squares of one individual's counts in one table when it has at most
+    ``k`` trips and each cell counts at most ``cap`` of them (None: no cap): ``floor(k / c)``
+    cells of ``c`` and one of the rest, ``c = min(cap, k)`` (the sum of squares of counts
+    summing to ``k``, each at most ``c``, is largest when they are as unequal as allowed); ``k^2``
+    uncapped, ``k`` at cap 1 (at most ``k`` distinct cells of one each)."""
+    c = k if cap is None else max(1, min(int(cap), k))
+    return (k // c) * c * c + (k % c) ** 2
+
+
+def l2_sensitivity(k: int, weights: Sequence[int], caps: Sequence[int | None]) -> float:
+    """L2 sensitivity of the weighted tables (table ``t`` released as ``w_t`` x counts) when an
+    individual adds at most ``k`` trips and at most ``caps[t]`` to each cell of table ``t``:
+    ``sqrt(sum_t w_t^2 cell_square_bound(k, cap_t))`` (each table's worst case at once: one
+    individual's trips can fill every table's worst case together). Uncapped, ``k sqrt(sum w^2)``.
+    The per-cell bound is Wilson, Zhang, Lam, Desfontaines, Simmons-Marengo and Gipson 2020's
+    ("Differentially private SQL with bounded user contribution") L-infinity bound per partition
+    next to their L0 bound (here ``k`` trips, so at most ``k`` cells)."""
+    return math.sqrt(
+        sum(int(w) ** 2 * cell_square_bound(k, c) for w, c in zip(weights, caps, strict=True))
+    )
+
+
+def capped_counts(
+    cell: np.ndarray, cells: int, ids: np.ndarray | None, cap: int | None
+) -> np.ndarray:
+    """Counts of the coded ``cell`` of each trip, each individual (``ids``, aligned with
+    ``cell``) counting at most ``cap`` trips per cell (None: every trip)."""
+    if cap is None:
+        return np.bincount(cell, minlength=cells).astype(np.int64)
+    if ids is None:
+        raise ConfigError("joint: a per-cell cap needs each trip's individual")
+    key = ids.astype(np.int64) * cells + cell
+    unique, counts = np.unique(key, return_counts=True)
+    kept = np.minimum(counts, int(cap))
+    return np.bincount(unique % cells, weights=kept, minlength=cells).astype(np.int64)
+
+
 @functools.lru_cache(maxsize=64)
 def calibrated_gaussian(epsilon: float, delta: float, sensitivity: float) -> DiscreteGaussian:
     """The calibrated vector discrete Gaussian (calibration cached: it is a pure function)."""
@@ -351,6 +392,7 @@ class Measurement:
     mechanism: DiscreteGaussian
     k: int
     weights: list[int] = field(default_factory=list)
+    caps: list[int | None] = field(default_factory=list)  # per table: at most this per cell
 
     @property
     def estimates(self) -> list[np.ndarray]:
@@ -370,6 +412,7 @@ class Measurement:
             "cells": [int(np.prod(s)) for s in self.shapes],
             "weights": list(self.weights),
             "max_records_per_individual": self.k,
+            "per_cell_caps": list(self.caps) if any(c is not None for c in self.caps) else None,
             "sensitivity_l2": mech.sensitivity,
             "sigma": mech.sigma,
             "rho": mech.sensitivity**2 / (2 * mech.sigma**2),
@@ -392,35 +435,64 @@ def measure(
     names: Sequence[str],
     what: str = "",
     weights: Sequence[int] | None = None,
+    ids: np.ndarray | None = None,
+    caps: Sequence[int | None] | None = None,
 ) -> Measurement:
     """Count ``codes`` (the bounded private trips, at most ``k`` per individual) in every table and
     release the concatenation with one discrete Gaussian (spend recorded first). ``weights``
     (positive integers, default 1): table ``t`` is released as ``w_t`` x counts + noise, so its
-    estimate has noise ``sigma / w_t``; the L2 sensitivity is ``k sqrt(sum w_t^2)`` (one
-    individual's ``k`` trips in one cell of every table)."""
+    estimate has noise ``sigma / w_t``. ``caps`` (default none): table ``t`` counts at most
+    ``caps[t]`` trips of an individual (``ids``, aligned with ``codes``) per cell. The L2
+    sensitivity is :func:`l2_sensitivity`: ``k sqrt(sum w_t^2)`` uncapped (one individual's ``k``
+    trips in one cell of every table), ``sqrt(k sum w_t^2)`` at cap 1 (``k`` cells of one)."""
     tables = [tuple(t) for t in tables]
     shapes = [tuple(int(sizes[i]) for i in t) for t in tables]
     w = [1] * len(tables) if weights is None else [int(x) for x in weights]
     if len(w) != len(tables) or any(x < 1 for x in w):
         raise ConfigError("joint: one positive integer weight per table")
+    cap: list[int | None] = [None] * len(tables) if caps is None else list(caps)
+    if len(cap) != len(tables) or any(c is not None and int(c) < 1 for c in cap):
+        raise ConfigError("joint: one per-cell cap (a positive integer or None) per table")
     exact = []
-    for table, shape, wt in zip(tables, shapes, w, strict=True):
+    for table, shape, wt, c in zip(tables, shapes, w, cap, strict=True):
         cell = np.ravel_multi_index(tuple(codes[:, i] for i in table), shape)
-        exact.append(wt * np.bincount(cell, minlength=int(np.prod(shape))))
-    m = len(tables)
-    norm = sum(x * x for x in w)
-    mechanism = calibrated_gaussian(epsilon, delta, k * math.sqrt(norm))
-    listed = "; ".join(" x ".join(names[i] for i in t) for t in tables)
-    scale = f"sqrt({m})" if norm == m else f"sqrt({norm}) (weights {', '.join(map(str, w))})"
+        exact.append(wt * capped_counts(cell, int(np.prod(shape)), ids, c))
+    mechanism = calibrated_gaussian(epsilon, delta, l2_sensitivity(k, w, cap))
     raw = mechanism.release(
         np.concatenate(exact),
         noise=noise,
         ledger=ledger,
-        label=f"joint trip marginals ({what}{m} tables)",
+        label=f"joint trip marginals ({what}{len(tables)} tables)",
         unit=unit,
-        note=f"trip counts over public domains, at most {k} trips per {unit}, in {m} tables "
-        f"({listed}): L2 sensitivity {k} {scale}; zCDP rho = sensitivity^2 / (2 sigma^2)",
+        note=_note(tables, names, k, w, cap, unit),
     )
     parts = np.split(np.asarray(raw, dtype=np.int64), np.cumsum([len(e) for e in exact])[:-1])
     noisy = [p.reshape(s) for p, s in zip(parts, shapes, strict=True)]
-    return Measurement(tables, shapes, noisy, mechanism, k, w)
+    return Measurement(tables, shapes, noisy, mechanism, k, w, cap)
+
+
+def _note(
+    tables: list[tuple[int, ...]],
+    names: Sequence[str],
+    k: int,
+    w: list[int],
+    cap: list[int | None],
+    unit: str,
+) -> str:
+    """The ledger's note of a measurement: what is counted and its L2 sensitivity."""
+    m = len(tables)
+    listed = "; ".join(" x ".join(names[i] for i in t) for t in tables)
+    norm = sum(x * x for x in w)
+    if all(c is None for c in cap):
+        scale = f"sqrt({m})" if norm == m else f"sqrt({norm}) (weights {', '.join(map(str, w))})"
+        return (
+            f"trip counts over public domains, at most {k} trips per {unit}, in {m} tables "
+            f"({listed}): L2 sensitivity {k} {scale}; zCDP rho = sensitivity^2 / (2 sigma^2)"
+        )
+    squares = " + ".join(f"{x}^2 x {cell_square_bound(k, c)}" for x, c in zip(w, cap, strict=True))
+    caps = ", ".join("-" if c is None else str(c) for c in cap)
+    return (
+        f"trip counts over public domains, at most {k} trips per {unit} and at most (per table: "
+        f"{caps}) per {unit} and cell, in {m} tables ({listed}): L2 sensitivity "
+        f"sqrt({squares}) = {l2_sensitivity(k, w, cap):.6g}; zCDP rho = sensitivity^2 / (2 sigma^2)"
+    )

@@ -29,7 +29,7 @@ import archetypes.jointtables
 import archetypes.measure
 import archetypes.selection
 from archetypes import ArchetypeSynthesizer, TripSchema
-from archetypes.measure import Measurement, measure
+from archetypes.measure import Measurement, cell_square_bound, measure
 from archetypes.selection import SCORE_SENSITIVITY, Selection
 from synth.cli import main
 from synth.privacy import SecureNoise
@@ -304,15 +304,21 @@ def test_zero_noise_measurements_move_by_one_card(
     assert len(a) == len(b) == 1
     k = a[0].k
     assert a[0].weights == b[0].weights and (max(a[0].weights) > 1) == bool(grouped)
-    counted = min(3, k)  # the added card's trips within the bound
-    squares = 0.0
-    for x, y, w in zip(a[0].noisy, b[0].noisy, a[0].weights, strict=True):
+    # with public trips every table counts a card at most once per cell; without, no cap
+    assert a[0].caps == b[0].caps == [1 if with_public else None] * len(a[0].noisy)
+    squares, reached = 0.0, []
+    for x, y, w, cap in zip(a[0].noisy, b[0].noisy, a[0].weights, a[0].caps, strict=True):
         diff = (y - x).ravel()
         assert x.sum() > 0, "empty table: nothing compared"
-        assert np.abs(diff).sum() == w * counted, diff[diff != 0]
-        assert np.sqrt((diff**2).sum()) <= w * k
+        # the added card's 3 trips (hours 21-23, one zone, one mode): within the bound k, at
+        # most ``cap`` of them in any one cell (its zone and mode cells: min(3, k, cap))
+        assert w <= np.abs(diff).sum() <= w * min(3, k), diff[diff != 0]
+        assert np.abs(diff).max() <= w * min(3, k, cap or k), diff[diff != 0]
+        reached.append(np.abs(diff).max() == w * min(3, k, cap or k))
+        assert np.sqrt((diff**2).sum()) <= w * np.sqrt(cell_square_bound(k, cap))
         squares += float((diff**2).sum())
-    # the whole released vector moves by at most the stated L2 sensitivity, k sqrt(sum w^2)
+    assert any(reached)  # the mode table: the card's trips in one cell, counted up to the cap
+    # the whole released vector moves by at most the stated L2 sensitivity
     assert np.sqrt(squares) <= a[0].mechanism.sensitivity + 1e-9
 
 

@@ -141,6 +141,7 @@ def test_a_coarse_view_carries_the_chain_and_meets_the_group() -> None:
     syn = joint(schema=schema)
     syn.discretiser_ = disc
     syn.joint_prior_only_ = False
+    syn.joint_cap_ = None  # no public trips: no per-cell cap
     pairs = syn._joint_pairs(tree, disc.sizes, 1, (0.1, 1e-6))  # sigma too large for "all"
     assert pairs == [(0, 2), (2, 5), (1, 5)]  # and mode/line x zone:coarse
     # with public trips (groups=False) no view is made
@@ -234,14 +235,16 @@ def test_joint_is_the_default_and_states_every_measurement() -> None:
     manifest = syn.manifest()
     spends = [s for s in manifest["composition"] if s["type"] == "spend"]
     assert [s["label"] for s in spends] == [
-        # hour, zone, mode, fare: the tree's 3 pairs would be mostly noise next to 200 public
-        # trips (archetypes.jointpublic.informative_pairs), so they are left to the public trips
-        "joint trip marginals (4 tables)",
+        # hour, zone, mode, fare and the tree's 3 pairs: counted at most once per card and cell
+        # (public trips), the noise is low enough for the pairs to carry more signal than noise
+        # next to 200 public trips (archetypes.jointpublic.informative_pairs)
+        "joint trip marginals (7 tables)",
         "archetype histogram",
         "mode histogram",
     ]
     (measured,) = manifest["parameters"]["joint"]["measurements"]
-    assert measured["sensitivity_l2"] == pytest.approx(syn.joint_k_ * np.sqrt(4))
+    assert measured["per_cell_caps"] == [1] * 7
+    assert measured["sensitivity_l2"] == pytest.approx(np.sqrt(syn.joint_k_ * 7))
     assert measured["rho"] == pytest.approx(
         measured["sensitivity_l2"] ** 2 / 2 / measured["sigma"] ** 2
     )
