@@ -194,7 +194,8 @@ PARAMS = ParamTable(
             (None, SWITCH_OR_OPTIONS),
             "the joint model (archetypes.jointfit): true, false (the paper's algorithm), or its "
             "options as a TOML table, e.g. '{ pairs = \"all\" }' (keys: share, "
-            "max_records_per_individual, pool, pairs, max_cells, compress, prior_cells, fine_bins)",
+            "max_records_per_individual, pool, pairs, max_cells, compress, prior_cells, fine_bins, "
+            "cell_cap)",
             default=True,
             metavar="TOML",
             parse=toml_value,

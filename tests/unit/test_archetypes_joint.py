@@ -298,9 +298,36 @@ def test_bad_joint_options_are_config_errors() -> None:
         ({"compress": 1}, "compress must be true or false"),
         ({"prior_cells": "many"}, r"prior_cells must be an integer >= 0"),
         ({"prior_cells": -1}, r"prior_cells must be an integer >= 0"),
+        ({"cell_cap": 0}, "cell_cap must be 'auto', a positive integer or false"),
+        ({"cell_cap": True}, "cell_cap must be 'auto', a positive integer or false"),
+        ({"cell_cap": "1"}, "cell_cap must be 'auto', a positive integer or false"),
     ]:
         with pytest.raises(ConfigError, match=message):
             joint(joint=option).fit(riders(50, 1), riders(50, 0))
+    with pytest.raises(ConfigError, match="cell_cap = 2 needs public trips"):
+        joint(joint={"cell_cap": 2}).fit(riders(50, 1))
+
+
+def test_cell_cap_options_set_each_tables_cap_and_the_sensitivity() -> None:
+    """``cell_cap``: "auto" caps at 1 with public trips and not without; false counts every trip;
+    an integer C caps at C: the L2 sensitivity is sqrt(sum w^2 (floor(k/C) C^2 + (k mod C)^2))."""
+    private, public = riders(300, 1), riders(200, 0)
+
+    def measured(option: object, with_public: bool = True) -> tuple[list[object], float, int]:
+        syn = joint(joint={"cell_cap": option, "pairs": "tree"})
+        syn.fit(private, public if with_public else None)
+        m = syn.measurements_[0]
+        return m.caps, m.mechanism.sensitivity, len(m.tables)
+
+    caps, sensitivity, n = measured("auto")
+    k = 3  # the public riders' 90th percentile of trips per card
+    assert caps == [1] * n and sensitivity == pytest.approx(np.sqrt(k * n))
+    caps, sensitivity, n = measured(False)
+    assert caps == [None] * n and sensitivity == pytest.approx(k * np.sqrt(n))
+    caps, sensitivity, n = measured(2)
+    assert caps == [2] * n and sensitivity == pytest.approx(np.sqrt((4 + 1) * n))
+    caps, _, n = measured("auto", with_public=False)
+    assert caps == [None] * n
 
 
 def test_spread_individuals_breaks_ties_by_the_trips_own_values_not_row_order() -> None:
