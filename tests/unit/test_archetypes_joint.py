@@ -89,12 +89,51 @@ def test_a_public_group_is_one_model_column_with_a_coarse_view() -> None:
     assert (
         back["line"].tolist() == ["3", "2", "?"] and back["mode"].tolist() == trips["mode"].tolist()
     )
-    # without groups (as with public trips) every column stands alone
+    # without groups every column stands alone; without views the group stands alone
     assert Discretiser.fit(schema, ["hour", "line", "mode"], None, groups=False).model == [
         "hour",
         "line",
         "mode",
     ]
+    no_views = Discretiser.fit(schema, ["hour", "line", "mode"], None, views=False)
+    assert no_views.model == ["hour", "mode/line"] and not no_views.views
+
+
+def test_with_public_trips_a_group_is_measured_once_without_its_views() -> None:
+    """With public trips the schema's group is one model column too (its columns' tables were
+    two near-identical measurements before), without views; the manifest names it."""
+    schema = TripSchema.from_dict(GROUPED)
+    rng = np.random.default_rng(3)
+
+    def taps(n: int, prefix: str) -> pd.DataFrame:
+        combo = rng.integers(0, 3, n)
+        return pd.DataFrame(
+            {
+                "card": [f"{prefix}{i // 2}" for i in range(n)],
+                "hour": rng.integers(5, 23, n),
+                "mode": np.array(["bus", "bus", "rail"])[combo],
+                "line": np.array(["1", "2", "3"])[combo],
+            }
+        )
+
+    syn = ArchetypeSynthesizer(
+        schema=schema,
+        epsilon=2.0,
+        delta=1e-5,
+        id_column="card",
+        key_columns=["hour", "line"],
+        category_column="mode",
+        archetypes=2,
+        order_column="hour",
+        random_state=0,
+    ).fit(taps(400, "a"), taps(300, "p"))
+    assert syn.discretiser_.model == ["hour", "mode/line"] and not syn.discretiser_.views
+    joint_part = syn.manifest()["parameters"]["joint"]
+    assert joint_part["public_groups"] == [["mode", "line"]]
+    assert joint_part["measurements"][0]["tables"][:2] == [["hour"], ["mode/line"]]
+    out = syn.sample()
+    pairs = set(zip(out["mode"], out["line"], strict=True))
+    assert pairs <= {("bus", "1"), ("bus", "2"), ("rail", "3")}
 
 
 def test_one_way_weights_grow_with_the_table_size() -> None:
