@@ -32,7 +32,14 @@ import numpy as np
 import pandas as pd
 
 from archetypes.joint import consistent_tables, project_simplex, rake_table
-from archetypes.measure import Discretiser, Measurement, capped_counts, spread_individuals
+from archetypes.measure import (
+    Discretiser,
+    Measurement,
+    calibrated_gaussian,
+    capped_counts,
+    l2_sensitivity,
+    spread_individuals,
+)
 from synth.errors import ConfigError
 
 __all__ = [
@@ -44,6 +51,7 @@ __all__ = [
     "informative_one_way",
     "informative_pairs",
     "median_k",
+    "noise_share",
     "public_table",
     "stratified_rank",
     "unbound_model",
@@ -53,6 +61,13 @@ __all__ = [
 
 #: E|N(0, sigma^2)| / sigma: a cell's expected absolute noise over sigma
 ABS_NOISE = math.sqrt(2 / math.pi)
+#: ``cell_cap = "auto"`` with public trips: the tables count a card at most once per cell when,
+#: counting every trip, a one-way table's :func:`noise_share` would exceed this (the capped
+#: counts' public ratio has an error of its own, which only pays against large noise). Chosen on
+#: 5-8 Tuesday-only SUBE splits (half the cards private, half public; 3 noise runs each), cap
+#: minus no cap at the share: +3.5 at 0.88 (epsilon 1), +3.0 at 0.32 (3), +0.7 at 0.22 (5),
+#: -0.1 at 0.13 (10), -2.3 at 0.07 (20); Chicago (one trip per taxi) is unaffected
+CAP_NOISE_SHARE = 0.2
 
 
 def median_k(public: pd.DataFrame, id_column: str, cap: int) -> int:
@@ -62,15 +77,21 @@ def median_k(public: pd.DataFrame, id_column: str, cap: int) -> int:
     return int(max(1, min(median, cap)))
 
 
+def noise_share(sizes: Sequence[int], weights: Sequence[int], sigma: float, trips: int) -> float:
+    """The largest expected noise mass of the one-way tables (``sizes``, measured at noise
+    ``sigma / weight``: cells x sigma / weight x :data:`ABS_NOISE`) over the number of PUBLIC
+    trips ``trips`` (bounded like the private)."""
+    return max(
+        (n * sigma / w * ABS_NOISE for n, w in zip(sizes, weights, strict=True)), default=0.0
+    ) / max(trips, 1)
+
+
 def informative_one_way(
     sizes: Sequence[int], weights: Sequence[int], sigma: float, trips: int
 ) -> bool:
-    """Whether every one-way table (``sizes``, measured at noise ``sigma / weight``) carries at
-    least as much signal as noise: its expected noise mass (cells x sigma / weight x
-    :data:`ABS_NOISE`) at most the number of PUBLIC trips ``trips`` (bounded like the private)."""
-    return all(
-        n * sigma / w * ABS_NOISE <= max(trips, 1) for n, w in zip(sizes, weights, strict=True)
-    )
+    """Whether every one-way table carries at least as much signal as noise: its
+    :func:`noise_share` at most 1."""
+    return noise_share(sizes, weights, sigma, trips) <= 1.0
 
 
 class Bounded(NamedTuple):
@@ -227,7 +248,10 @@ class PublicDesign:
         measured are those not mostly noise (:func:`informative_pairs`). Returns ``k``, the tree,
         the measured pairs and the public trips bounded to ``k``, coded (public rules on the
         budget, the domains and the public trips).
-        Without public trips: ``k``, the design and None."""
+        Without public trips: ``k``, the design and None. The per-cell cap first
+        (:meth:`_public_cap`)."""
+        if public is not None:
+            self._public_cap(public, k, budget)
         tree, pairs = self._joint_design(columns, public_codes, k, budget)
         disc, options = self.discretiser_, self._joint_options()
         if public is None or public_codes is None:
@@ -246,6 +270,22 @@ class PublicDesign:
             sigma = self._sigma(d, pairs, k, budget)
             pairs = informative_pairs(pairs, disc.sizes, sigma, len(bounded.codes))
         return k, tree, pairs, bounded
+
+    def _public_cap(self, public: pd.DataFrame, k: int, budget: tuple[float, float]) -> None:
+        """``cell_cap = "auto"`` with public trips: cap 1 (``joint_cap_``) when counting every
+        trip, a one-way table's :func:`noise_share` at ``k`` would exceed
+        :data:`CAP_NOISE_SHARE`, else no cap (public rules on the budget, the domains, ``k`` and
+        the public trips)."""
+        if self._joint_options()["cell_cap"] != "auto":
+            return
+        disc = self.discretiser_
+        weights = [self._joint_weight((i,)) for i in range(len(disc.sizes))]
+        uncapped = l2_sensitivity(k, weights, [None] * len(weights))
+        sigma = calibrated_gaussian(budget[0], budget[1], uncapped).sigma
+        order = self.order_column if self.order_column in public.columns else None
+        trips = len(spread_individuals(public, self.id_column, k, order))
+        share = noise_share(disc.sizes, weights, sigma, trips)
+        self.joint_cap_ = 1 if share > CAP_NOISE_SHARE else None
 
     def _public_tables(
         self,
@@ -275,8 +315,9 @@ class PublicDesign:
 
     def _joint_cap(self, public: bool) -> int | None:
         """The per-cell cap of the measurements (``cell_cap``): ``"auto"`` is 1 with public trips
-        (their ratios map the capped tables back to trips, :func:`cap_ratios`) and none
-        without; ``false`` none; an integer needs public trips."""
+        (their ratios map the capped tables back to trips, :func:`cap_ratios`; the fit then
+        applies :meth:`_public_cap`'s noise rule) and none without; ``false`` none; an integer
+        needs public trips."""
         cap = self._joint_options()["cell_cap"]
         if cap == "auto":
             return 1 if public else None

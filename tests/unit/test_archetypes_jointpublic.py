@@ -14,10 +14,14 @@ import pytest
 from archetypes import ArchetypeSynthesizer, TripSchema
 from archetypes.jointpublic import (
     ABS_NOISE,
+    CAP_NOISE_SHARE,
+    Bounded,
     bound_ratios,
+    cap_ratios,
     informative_one_way,
     informative_pairs,
     median_k,
+    noise_share,
     stratified_rank,
     unbound_tables,
 )
@@ -127,6 +131,34 @@ def test_k_and_pairs_follow_the_public_noise_rules() -> None:
     fixed = synth(0.5, max_records_per_individual=4, pairs="tree").fit(private, public)
     assert fixed.joint_k_ == 4  # the options are kept as given
     assert any(len(t) == 2 for t in fixed.measurements_[0].tables)
+
+
+def test_noise_share_and_cap_ratios() -> None:
+    # the larger of 10 x 10 / 1 and 400 x 10 / 2 cells' noise, over 1000 public trips
+    assert noise_share([10, 400], [1, 2], 10.0, 1000) == pytest.approx(2000 * ABS_NOISE / 1000)
+    assert informative_one_way([10, 400], [1, 2], 10.0, 1596)  # 1595.8 of noise
+    assert not informative_one_way([10, 400], [1, 2], 10.0, 1595)
+    # card 0: two trips in cell 1, one in cell 0; card 1: one in cell 1 -> capped 1 and 2
+    bounded = Bounded(np.array([[1], [1], [0], [1]]), np.array([0, 0, 0, 1]))
+    (ratio,) = cap_ratios(bounded, [(0,)], [3], [1])
+    np.testing.assert_allclose(ratio, [(1 + 1) / (1 + 1), (3 + 1) / (2 + 1), 1.0])
+    (same,) = cap_ratios(bounded, [(0,)], [3], [None])
+    np.testing.assert_allclose(same, 1.0)
+
+
+def test_the_cap_follows_the_public_noise_rule() -> None:
+    """``cell_cap = "auto"``: cap 1 where counting every trip would leave a one-way table's noise
+    share above CAP_NOISE_SHARE (epsilon 1 here), none where it is below (epsilon 200); the same
+    on two private inputs that share nothing (a public rule); an integer cap applies always."""
+    public = cards(40, 40)
+    for private in (cards(30, 10, start=100), cards(5, 60, start=500)):
+        noisy, sharp = synth(1.0).fit(private, public), synth(200.0).fit(private, public)
+        n = len(noisy.measurements_[0].tables)
+        assert noisy.measurements_[0].caps == [1] * n
+        assert sharp.measurements_[0].caps == [None] * len(sharp.measurements_[0].tables)
+        forced = synth(200.0, cell_cap=1).fit(private, public).measurements_[0]
+        assert forced.caps == [1] * len(forced.tables)
+    assert 0 < CAP_NOISE_SHARE < 1
 
 
 def test_a_draw_along_the_stratified_rank_meets_each_cell_within_one() -> None:
