@@ -156,6 +156,19 @@ def archetypes_facts(manifest: Mapping[str, Any]) -> SheetFacts:
             f"the joint trip tables count at most {joint['max_records_per_individual']} trips "
             f"per {p.get('id_column')}, spread over its day (not the first ones)",
         )
+        caps = [
+            c
+            for m in joint.get("measurements") or []
+            if isinstance(m, Mapping)
+            for c in m.get("per_cell_caps") or []
+            if c is not None
+        ]
+        if caps:  # the per-cell cap (archetypes.measure.capped_counts)
+            bounds += (
+                f"the joint trip tables count each {p.get('id_column')} at most {max(caps)} "
+                "time(s) per cell (the cards riding a line, not their rides), mapped back to "
+                "trips by the public trips' ratio of trips to such counts",
+            )
     distortions = (
         "individuals with more than k rows keep only k",
         "continuous values (times, amounts) are drawn within public bins, not measured",

@@ -243,6 +243,10 @@ def test_joint_trips_datasheet_states_the_joint_tables_bound() -> None:
     ]
     relations = archetypes_facts(manifest).distortions[-1]
     assert "the noisy two-way tables of hour x zone, zone x mode" in relations
+    assert "per cell" not in " ".join(archetypes_facts(manifest).bounds)
+    manifest["parameters"]["joint"]["measurements"][0]["per_cell_caps"] = [1, 1, 1]  # type: ignore[index]
+    bounds = " ".join(archetypes_facts(manifest).bounds)
+    assert "count each card_id at most 1 time(s) per cell" in bounds
     assert relations.endswith(
         "the other pairs hold only as far as these tables link them (no public trips)"
     )
