@@ -15,6 +15,10 @@ one card adds at most 1 to each of at most ``k`` cells of a table: L2 sensitivit
   the genuine measurement passes, the noise at half its sigma is caught; and with D' adding a
   card whose three trips share one cell, counting it without the cap (the sensitivity still
   capped) is caught.
+- Post-processing: with the released vector replayed, the joint model is the same on two private
+  inputs whose cards fill their cells very differently (the capped tables' ratios back to trips
+  are the PUBLIC trips', :func:`archetypes.jointpublic.cap_ratios`; read off the private trips,
+  the model would differ).
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ import pandas as pd
 import pytest
 
 import archetypes.jointfit
+import archetypes.jointtables
 import archetypes.measure
 from archetypes import ArchetypeSynthesizer, TripSchema
 from archetypes.measure import capped_counts, spread_individuals
@@ -230,3 +235,36 @@ def test_cap_ignored_canary_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_one_cell_card_genuine_passes() -> None:
     result = audit(ONE_CELL, TRIALS)
     assert not result.violates(EPS), result
+
+
+#: twenty cards riding one cell six times: the private ratio of trips to capped counts there is 6
+ONE_CELL_CARDS = trips([(f"o{i}", 12, "bus") for i in range(20) for _ in range(6)])
+
+
+def test_the_model_reads_the_released_vector_and_public_trips_only(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The same released vector on D and on :data:`ONE_CELL_CARDS` gives the same joint model:
+    nothing after the measurement (the cap ratios, their sigmas, the priors, the unbounding)
+    reads the private trips."""
+    real = archetypes.jointtables.measure
+    released: list[list[np.ndarray]] = []
+
+    def replay(*args: object, **kwargs: object) -> archetypes.measure.Measurement:
+        out = real(*args, **kwargs)  # type: ignore[arg-type]
+        if len(released) < 1:
+            released.append([t.copy() for t in out.noisy])
+        else:
+            out.noisy = [t.copy() for t in released[0]]
+        return out
+
+    monkeypatch.setattr(archetypes.jointtables, "measure", replay)
+    a = fitted()
+    b = ArchetypeSynthesizer(**a.get_params()).fit(ONE_CELL_CARDS, PUBLIC)
+    assert b.measurements_[0].caps == a.measurements_[0].caps == [1, 1, 1]
+    for x, y in zip(
+        a.joint_model_.one + a.joint_model_.two,
+        b.joint_model_.one + b.joint_model_.two,
+        strict=True,
+    ):
+        np.testing.assert_allclose(x, y)
