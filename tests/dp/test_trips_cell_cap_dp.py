@@ -15,6 +15,9 @@ one card adds at most 1 to each of at most ``k`` cells of a table: L2 sensitivit
   the genuine measurement passes, the noise at half its sigma is caught; and with D' adding a
   card whose three trips share one cell, counting it without the cap (the sensitivity still
   capped) is caught.
+- The cap decision (``cell_cap = "auto"``) is public: at epsilon 5 (public noise share 0.40)
+  both a tiny and a large private input are capped, at 20 (0.16) neither is (a share over the
+  private trips would decide the other way on one of them).
 - Post-processing: with the released vector replayed, the joint model is the same on two private
   inputs whose cards fill their cells very differently (the capped tables' ratios back to trips
   are the PUBLIC trips', :func:`archetypes.jointpublic.cap_ratios`; read off the private trips,
@@ -66,10 +69,10 @@ WIDE = [("z", h, MODES[h % 6]) for h in range(9)]
 ONE_CELL = [("z", 22, "ferry")] * 6
 
 
-def fitted() -> ArchetypeSynthesizer:
+def fitted(private: pd.DataFrame = D, epsilon: float = EPS) -> ArchetypeSynthesizer:
     return ArchetypeSynthesizer(
         schema=SCHEMA,
-        epsilon=EPS,
+        epsilon=epsilon,
         delta=DELTA,
         key_columns=["hour"],
         category_column="mode",
@@ -78,7 +81,7 @@ def fitted() -> ArchetypeSynthesizer:
         joint={"share": 0.9, "pairs": "tree"},
         order_column="hour",
         random_state=0,
-    ).fit(D, PUBLIC)
+    ).fit(private, PUBLIC)
 
 
 @pytest.fixture(scope="module")
@@ -268,3 +271,19 @@ def test_the_model_reads_the_released_vector_and_public_trips_only(
         strict=True,
     ):
         np.testing.assert_allclose(x, y)
+
+
+#: 300 cards of six trips: 1800 private trips against the 240 public (D: 24)
+MANY = trips([(f"b{i}", h, MODES[(i * h) % 6]) for i in range(300) for h in HOURS])
+
+
+@pytest.mark.parametrize(("epsilon", "cap"), [(5.0, 1), (20.0, None)])
+def test_the_cap_decision_is_public(epsilon: float, cap: int | None) -> None:
+    """The noise share is over the PUBLIC trips (0.40 at epsilon 5, 0.16 at 20): over the private
+    ones it would be 4.0 / 0.05 at 5 (D / MANY) and 1.6 / 0.02 at 20, flipping one of them."""
+    small, large = fitted(D, epsilon), fitted(MANY, epsilon)
+    assert small.joint_cap_ == large.joint_cap_ == cap
+    assert small.measurements_[0].caps == large.measurements_[0].caps == [cap] * 3
+    assert small.measurements_[0].mechanism.sensitivity == pytest.approx(
+        large.measurements_[0].mechanism.sensitivity
+    )
