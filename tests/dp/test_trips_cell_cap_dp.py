@@ -15,6 +15,9 @@ one card adds at most 1 to each of at most ``k`` cells of a table: L2 sensitivit
   the genuine measurement passes, the noise at half its sigma is caught; and with D' adding a
   card whose three trips share one cell, counting it without the cap (the sensitivity still
   capped) is caught.
+- An integer cap (``cell_cap = 2``), zero noise: random cards stay within its sensitivity, a card
+  with three cells of two trips per table reaches it, a one-cell card counts 2 there (an integer
+  cap counted one too high is caught only here: the tests above use cap 1).
 - The cap decision (``cell_cap = "auto"``) is public: at epsilon 5 (public noise share 0.40)
   both a tiny and a large private input are capped, at 20 (0.16) neither is (a share over the
   private trips would decide the other way on one of them).
@@ -287,3 +290,33 @@ def test_the_cap_decision_is_public(epsilon: float, cap: int | None) -> None:
     assert small.measurements_[0].mechanism.sensitivity == pytest.approx(
         large.measurements_[0].mechanism.sensitivity
     )
+
+
+#: three cells of two trips in every table: the tight card at cap 2 (k = 6: 3 x 2^2 per table)
+TIGHT_AT_TWO = [("z", h, m) for h, m in zip(HOURS[:3], MODES[:3], strict=True) for _ in range(2)]
+
+
+def test_an_integer_cap_moves_the_tables_by_at_most_its_sensitivity_and_reaches_it(
+    zero_noise: SecureNoise,
+) -> None:
+    """``cell_cap = 2`` on the production path: L2 sensitivity ``sqrt(sum w^2 (floor(k / 2) 4 +
+    (k mod 2)))`` = 6 at k = 6, never exceeded by random cards (up to nine trips in few cells)
+    and reached by :data:`TIGHT_AT_TWO`; a card of six trips in one cell counts 2 there."""
+    base_syn = fitted()
+    joint = {"share": 0.9, "pairs": "tree", "cell_cap": 2}
+    syn = ArchetypeSynthesizer(**{**base_syn.get_params(), "joint": joint}).fit(D, PUBLIC)
+    assert syn.measurements_[0].caps == [2, 2, 2]
+    base, sensitivity = released(syn, D, zero_noise)
+    assert sensitivity == pytest.approx(6.0)
+    rng = np.random.default_rng(7)
+    cards = [ONE_CELL, WIDE] + [
+        [("z", int(rng.choice(HOURS[:3])), str(rng.choice(MODES[:3]))) for _ in range(n)]
+        for n in rng.integers(1, 10, size=60)
+    ]
+    for card in cards:
+        moved, _ = released(syn, pd.concat([D, trips(card)], ignore_index=True), zero_noise)
+        assert np.linalg.norm(moved - base) <= sensitivity + 1e-9, card
+    one_cell, _ = released(syn, pd.concat([D, trips(ONE_CELL)], ignore_index=True), zero_noise)
+    assert np.abs(one_cell - base).max() == 2
+    tight, _ = released(syn, pd.concat([D, trips(TIGHT_AT_TWO)], ignore_index=True), zero_noise)
+    assert np.linalg.norm(tight - base) == pytest.approx(sensitivity)
