@@ -11,11 +11,15 @@ The measurement (:func:`measure`): each individual's trips are bounded to ``k`` 
 over its day (the ranks ``floor((2j + 1) n / 2k)``, ``j < k``, of its ``n`` trips ordered by the
 order column: a per-individual rule), and counted in every measured table: the one-way table of each
 column and the two-way table of each chosen pair. One individual changes each table by at most
-``k`` in L2 norm (all its trips in one cell), so the concatenated vector of ``m`` tables has L2
-sensitivity ``k sqrt(m)``; it gets ONE discrete Gaussian (Canonne, Kamath and Steinke 2020) whose
-sigma is calibrated by :class:`~synth.privacy.DiscreteGaussian` (vector zCDP bound, Balle and Wang
-2018's analytic calibration as the start) for the (epsilon, delta) share; zCDP ``rho =
-(k sqrt(m))^2 / (2 sigma^2)`` is stated beside it.
+``k`` in L2 norm (all its trips in one cell), so the concatenated vector of ``m`` tables (table
+``t`` released as ``w_t`` x counts) has L2 sensitivity ``k sqrt(sum w_t^2)`` (``k sqrt(m)``
+unweighted); when table ``t`` counts at most ``c_t`` trips of an individual per cell (with public
+trips, Wilson et al. 2020), ``sqrt(sum w_t^2 (floor(k / c_t) c_t^2 + (k mod c_t)^2))``
+(:func:`l2_sensitivity`; ``sqrt(k sum w_t^2)`` at ``c_t = 1``). It gets ONE discrete Gaussian
+(Canonne, Kamath and Steinke 2020) whose sigma is calibrated by
+:class:`~synth.privacy.DiscreteGaussian` (vector zCDP bound, Balle and Wang 2018's analytic
+calibration as the start) for the (epsilon, delta) share; zCDP ``rho = sensitivity^2 /
+(2 sigma^2)`` is stated beside it.
 """
 
 from __future__ import annotations

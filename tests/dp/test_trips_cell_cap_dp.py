@@ -15,6 +15,16 @@ one card adds at most 1 to each of at most ``k`` cells of a table: L2 sensitivit
   the genuine measurement passes, the noise at half its sigma is caught; and with D' adding a
   card whose three trips share one cell, counting it without the cap (the sensitivity still
   capped) is caught.
+- An integer cap (``cell_cap = 2``), zero noise: random cards stay within its sensitivity, a card
+  with three cells of two trips per table reaches it, a one-cell card counts 2 there (an integer
+  cap counted one too high is caught only here: the tests above use cap 1).
+- The cap decision (``cell_cap = "auto"``) is public: at epsilon 5 (public noise share 0.40)
+  both a tiny and a large private input are capped, at 20 (0.16) neither is (a share over the
+  private trips would decide the other way on one of them).
+- Post-processing: with the released vector replayed, the joint model is the same on two private
+  inputs whose cards fill their cells very differently (the capped tables' ratios back to trips
+  are the PUBLIC trips', :func:`archetypes.jointpublic.cap_ratios`; read off the private trips,
+  the model would differ).
 """
 
 from __future__ import annotations
@@ -26,6 +36,7 @@ import pandas as pd
 import pytest
 
 import archetypes.jointfit
+import archetypes.jointtables
 import archetypes.measure
 from archetypes import ArchetypeSynthesizer, TripSchema
 from archetypes.measure import capped_counts, spread_individuals
@@ -61,10 +72,10 @@ WIDE = [("z", h, MODES[h % 6]) for h in range(9)]
 ONE_CELL = [("z", 22, "ferry")] * 6
 
 
-def fitted() -> ArchetypeSynthesizer:
+def fitted(private: pd.DataFrame = D, epsilon: float = EPS) -> ArchetypeSynthesizer:
     return ArchetypeSynthesizer(
         schema=SCHEMA,
-        epsilon=EPS,
+        epsilon=epsilon,
         delta=DELTA,
         key_columns=["hour"],
         category_column="mode",
@@ -73,7 +84,7 @@ def fitted() -> ArchetypeSynthesizer:
         joint={"share": 0.9, "pairs": "tree"},
         order_column="hour",
         random_state=0,
-    ).fit(D, PUBLIC)
+    ).fit(private, PUBLIC)
 
 
 @pytest.fixture(scope="module")
@@ -230,3 +241,82 @@ def test_cap_ignored_canary_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_one_cell_card_genuine_passes() -> None:
     result = audit(ONE_CELL, TRIALS)
     assert not result.violates(EPS), result
+
+
+#: twenty cards riding one cell six times: the private ratio of trips to capped counts there is 6
+ONE_CELL_CARDS = trips([(f"o{i}", 12, "bus") for i in range(20) for _ in range(6)])
+
+
+def test_the_model_reads_the_released_vector_and_public_trips_only(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The same released vector on D and on :data:`ONE_CELL_CARDS` gives the same joint model:
+    nothing after the measurement (the cap ratios, their sigmas, the priors, the unbounding)
+    reads the private trips."""
+    real = archetypes.jointtables.measure
+    released: list[list[np.ndarray]] = []
+
+    def replay(*args: object, **kwargs: object) -> archetypes.measure.Measurement:
+        out = real(*args, **kwargs)  # type: ignore[arg-type]
+        if len(released) < 1:
+            released.append([t.copy() for t in out.noisy])
+        else:
+            out.noisy = [t.copy() for t in released[0]]
+        return out
+
+    monkeypatch.setattr(archetypes.jointtables, "measure", replay)
+    a = fitted()
+    b = ArchetypeSynthesizer(**a.get_params()).fit(ONE_CELL_CARDS, PUBLIC)
+    assert b.measurements_[0].caps == a.measurements_[0].caps == [1, 1, 1]
+    for x, y in zip(
+        a.joint_model_.one + a.joint_model_.two,
+        b.joint_model_.one + b.joint_model_.two,
+        strict=True,
+    ):
+        np.testing.assert_allclose(x, y)
+
+
+#: 300 cards of six trips: 1800 private trips against the 240 public (D: 24)
+MANY = trips([(f"b{i}", h, MODES[(i * h) % 6]) for i in range(300) for h in HOURS])
+
+
+@pytest.mark.parametrize(("epsilon", "cap"), [(5.0, 1), (20.0, None)])
+def test_the_cap_decision_is_public(epsilon: float, cap: int | None) -> None:
+    """The noise share is over the PUBLIC trips (0.40 at epsilon 5, 0.16 at 20): over the private
+    ones it would be 4.0 / 0.05 at 5 (D / MANY) and 1.6 / 0.02 at 20, flipping one of them."""
+    small, large = fitted(D, epsilon), fitted(MANY, epsilon)
+    assert small.joint_cap_ == large.joint_cap_ == cap
+    assert small.measurements_[0].caps == large.measurements_[0].caps == [cap] * 3
+    assert small.measurements_[0].mechanism.sensitivity == pytest.approx(
+        large.measurements_[0].mechanism.sensitivity
+    )
+
+
+#: three cells of two trips in every table: the tight card at cap 2 (k = 6: 3 x 2^2 per table)
+TIGHT_AT_TWO = [("z", h, m) for h, m in zip(HOURS[:3], MODES[:3], strict=True) for _ in range(2)]
+
+
+def test_an_integer_cap_moves_the_tables_by_at_most_its_sensitivity_and_reaches_it(
+    zero_noise: SecureNoise,
+) -> None:
+    """``cell_cap = 2`` on the production path: L2 sensitivity ``sqrt(sum w^2 (floor(k / 2) 4 +
+    (k mod 2)))`` = 6 at k = 6, never exceeded by random cards (up to nine trips in few cells)
+    and reached by :data:`TIGHT_AT_TWO`; a card of six trips in one cell counts 2 there."""
+    base_syn = fitted()
+    joint = {"share": 0.9, "pairs": "tree", "cell_cap": 2}
+    syn = ArchetypeSynthesizer(**{**base_syn.get_params(), "joint": joint}).fit(D, PUBLIC)
+    assert syn.measurements_[0].caps == [2, 2, 2]
+    base, sensitivity = released(syn, D, zero_noise)
+    assert sensitivity == pytest.approx(6.0)
+    rng = np.random.default_rng(7)
+    cards = [ONE_CELL, WIDE] + [
+        [("z", int(rng.choice(HOURS[:3])), str(rng.choice(MODES[:3]))) for _ in range(n)]
+        for n in rng.integers(1, 10, size=60)
+    ]
+    for card in cards:
+        moved, _ = released(syn, pd.concat([D, trips(card)], ignore_index=True), zero_noise)
+        assert np.linalg.norm(moved - base) <= sensitivity + 1e-9, card
+    one_cell, _ = released(syn, pd.concat([D, trips(ONE_CELL)], ignore_index=True), zero_noise)
+    assert np.abs(one_cell - base).max() == 2
+    tight, _ = released(syn, pd.concat([D, trips(TIGHT_AT_TWO)], ignore_index=True), zero_noise)
+    assert np.linalg.norm(tight - base) == pytest.approx(sensitivity)
