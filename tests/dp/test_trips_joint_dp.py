@@ -7,7 +7,9 @@ Gaussian, the spend recorded in the ledger). D' adds a card with three trips in 
 table; ``k = 1`` of them counts, so it moves each of the ``m = 3`` tables by 1 in one cell: L2
 norm ``sqrt(3)``, the calibrated sensitivity. The event is the sum of the three cells (the
 direction of the shift). Canaries: the noise at half its sigma (a near miss), and the contribution
-bound ignored (all three trips counted).
+bound ignored (all three trips counted). At ``K = 1`` the per-cell cap the fit applies with
+public trips changes nothing (one trip per card), so the uncapped count audited here is the
+release's; the capped path is audited in ``tests/dp/test_trips_cell_cap_dp.py``.
 
 Neighbour tests through the command line (``transit-synth trips``, with and without public data):
 byte-equal manifests and schema on D and D' with the same seed, and with zero noise every measured

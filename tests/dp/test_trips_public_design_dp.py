@@ -12,7 +12,9 @@ the budget only, and the measurement bounds each card to that ``k``.
   ``m = 2`` one-way tables (hour, mode; the pair is left to the public trips), L2 ``sqrt(2)``.
   Canaries: the noise at half its sigma, and (a near miss of the wiring) the trips bounded at
   the 90th percentile while the sensitivity is the median's (the switch applied to the noise
-  only).
+  only). At ``k = 1`` the fit's per-cell cap counts exactly these trips, so the uncapped count
+  audited here is the release's; the capped path (``_private_trips``, the caps) is audited in
+  ``tests/dp/test_trips_cell_cap_dp.py``.
 """
 
 from __future__ import annotations
