@@ -471,15 +471,12 @@ class JointSampling(PublicDesign, JointTables, JointDrawing, TreeSelection):
         hist = project_simplex(np.asarray(raw, dtype=float), max(float(raw.sum()), 1.0))
         return hist / hist.sum() if hist.sum() > 0 else np.eye(cap)[0]
 
-    def _private_codes(self, private: pd.DataFrame, columns: list[str], k: int) -> np.ndarray:
-        """The private trips conformed, bounded to ``k`` spread trips per individual, encoded."""
-        return self._private_trips(private, columns, k)[0]
-
     def _private_trips(
         self, private: pd.DataFrame, columns: list[str], k: int
     ) -> tuple[np.ndarray, np.ndarray]:
-        """:meth:`_private_codes` and each kept trip's individual (an index, for the per-cell
-        caps: :func:`archetypes.measure.capped_counts`)."""
+        """The private trips conformed, bounded to ``k`` spread trips per individual, encoded,
+        and each kept trip's individual (an index, for the per-cell caps:
+        :func:`archetypes.measure.capped_counts`)."""
         order = self.order_column if self.order_column in private.columns else None
         need = list(dict.fromkeys([self.id_column, *columns, *([order] if order else [])]))
         missing = [c for c in need if c not in private.columns]

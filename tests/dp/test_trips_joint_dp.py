@@ -1,7 +1,7 @@
 """DP tests of the joint measurements of ``trips`` (issue 28; archetypes/measure.py, jointfit.py).
 
 Clopper-Pearson audit (:func:`synth.privacy.harness.audit_epsilon`) of exactly what ``fit`` runs on
-the private trips in the joint mode: ``_private_codes`` (conform, at most ``k`` trips per card
+the private trips in the joint mode: ``_private_trips`` (conform, at most ``k`` trips per card
 spread over its day, public-domain codes) and ``_count`` (the one- and two-way tables, ONE discrete
 Gaussian, the spend recorded in the ledger). D' adds a card with three trips in one cell of every
 table; ``k = 1`` of them counts, so it moves each of the ``m = 3`` tables by 1 in one cell: L2
@@ -111,7 +111,7 @@ def audit(trials: int, weights: list[int] | None = None, wide: bool = False) -> 
     cells = cells[: len(tables)]
 
     def run(data: pd.DataFrame, n: int) -> np.ndarray:
-        codes = syn._private_codes(data, columns, K)
+        codes = syn._private_trips(data, columns, K)[0]
         noise = SecureNoise(seed=next(seeds) * 7919 + n)
         out = np.empty(n)
         for trial in range(n):
@@ -129,8 +129,8 @@ def audit(trials: int, weights: list[int] | None = None, wide: bool = False) -> 
 def test_neighbour_moves_each_table_by_k_in_one_cell() -> None:
     syn = fitted()
     columns = syn.discretiser_.columns
-    a = syn._private_codes(D, columns, K)
-    b = syn._private_codes(D_PRIME, columns, K)
+    a = syn._private_trips(D, columns, K)[0]
+    b = syn._private_trips(D_PRIME, columns, K)[0]
     assert len(b) - len(a) == K
     assert syn.measurements_[0].mechanism.sensitivity == pytest.approx(K * np.sqrt(3))
 

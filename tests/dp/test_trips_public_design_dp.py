@@ -7,7 +7,7 @@ the budget only, and the measurement bounds each card to that ``k``.
 - ``fit`` counts each card at most ``k`` times, the ``k`` of the sensitivity: the public rule
   switches ``k`` from the public 90th percentile (6) to the median (1) here, and the counted
   trips follow the switch.
-- Clopper-Pearson audit (:func:`synth.privacy.harness.audit_epsilon`) of ``_private_codes`` and
+- Clopper-Pearson audit (:func:`synth.privacy.harness.audit_epsilon`) of ``_private_trips`` and
   ``_count`` at the switched ``k``: D' adds a card with three trips in one cell of each of the
   ``m = 2`` one-way tables (hour, mode; the pair is left to the public trips), L2 ``sqrt(2)``.
   Canaries: the noise at half its sigma, and (a near miss of the wiring) the trips bounded at
@@ -116,7 +116,7 @@ def audit(trials: int) -> EpsilonAudit:
     cells = [hour, sizes[0] + rail]  # the cells the added card moves: hour 22, rail
 
     def run(data: pd.DataFrame, n: int) -> np.ndarray:
-        codes = syn._private_codes(data, columns, syn.joint_k_)
+        codes = syn._private_trips(data, columns, syn.joint_k_)[0]
         noise = SecureNoise(seed=next(seeds) * 7919 + n)
         out = np.empty(n)
         for trial in range(n):
@@ -137,10 +137,10 @@ def test_genuine_measurement_at_the_switched_k_passes() -> None:
 
 def test_bound_at_the_90th_percentile_canary_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
     """Near miss: the switch to the median applied to the sensitivity, not to the bound."""
-    real = archetypes.jointfit.JointSampling._private_codes
+    real = archetypes.jointfit.JointSampling._private_trips
     monkeypatch.setattr(
         archetypes.jointfit.JointSampling,
-        "_private_codes",
+        "_private_trips",
         lambda self, private, columns, k: real(self, private, columns, 6),
     )
     result = audit(TRIALS)

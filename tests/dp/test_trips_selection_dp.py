@@ -7,7 +7,7 @@ with every trip in one cell and one trip added elsewhere moves it by 3 (a 2-per-
 ``k`` such trips move it by ``floor(4 n k / (n + k))``, close to ``4 k``.
 
 Clopper-Pearson audit (:func:`synth.privacy.harness.audit_epsilon`) of exactly what ``fit`` runs:
-``_private_codes`` (conform, at most ``k`` trips per card) and ``_joint_select`` (the scores, ONE
+``_private_trips`` (conform, at most ``k`` trips per card) and ``_joint_select`` (the scores, ONE
 discrete Gaussian, the spend in the ledger). D: 600 one-trip cards in one cell of every column;
 D' adds a card with three trips in another cell of every column, so each of the 3 candidate
 scores moves by 11 (the claimed sensitivity ``4 x 3 sqrt(3)`` over ``sqrt(3)``: 12); the event
@@ -113,7 +113,7 @@ def audit(trials: int) -> EpsilonAudit:
     seeds = iter(range(1, 1000))
 
     def run(data: pd.DataFrame, n: int) -> np.ndarray:
-        codes = syn._private_codes(data, columns, K)
+        codes = syn._private_trips(data, columns, K)[0]
         noise = SecureNoise(seed=next(seeds) * 7919 + n)
         out = np.empty(n)
         for trial in range(n):
@@ -132,8 +132,8 @@ def audit(trials: int) -> EpsilonAudit:
 
 def test_selection_sensitivity_is_calibrated() -> None:
     syn = fitted()
-    a = syn._private_codes(D, syn.discretiser_.columns, K)
-    b = syn._private_codes(D_PRIME, syn.discretiser_.columns, K)
+    a = syn._private_trips(D, syn.discretiser_.columns, K)[0]
+    b = syn._private_trips(D_PRIME, syn.discretiser_.columns, K)[0]
     assert len(b) - len(a) == K
     moved = dependence_scores(b, [2, 2, 2], [(0, 1), (0, 2), (1, 2)])
     assert (moved - dependence_scores(a, [2, 2, 2], [(0, 1), (0, 2), (1, 2)]) == 11).all()
