@@ -314,14 +314,12 @@ class PublicDesign:
         return unbound_model(one, two, tables, public_codes, bounded.codes, disc)
 
     def _joint_cap(self, public: bool) -> int | None:
-        """The per-cell cap of the measurements (``cell_cap``): ``"auto"`` is 1 with public trips
-        (their ratios map the capped tables back to trips, :func:`cap_ratios`; the fit then
-        applies :meth:`_public_cap`'s noise rule) and none without; ``false`` none; an integer
-        needs public trips."""
+        """The per-cell cap of the measurements (``cell_cap``) before the public design:
+        ``false`` and ``"auto"`` none (with public trips :meth:`_public_cap` then decides
+        ``"auto"``: their ratios map capped tables back to trips, :func:`cap_ratios`); an
+        integer needs public trips."""
         cap = self._joint_options()["cell_cap"]
-        if cap == "auto":
-            return 1 if public else None
-        if cap is False:
+        if cap == "auto" or cap is False:
             return None
         if not public:
             raise ConfigError(
