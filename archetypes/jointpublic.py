@@ -39,6 +39,7 @@ from archetypes.measure import (
     capped_counts,
     l2_sensitivity,
     spread_individuals,
+    table_cells,
 )
 from synth.errors import ConfigError
 
@@ -123,12 +124,11 @@ def cap_ratios(
     :func:`bound_ratios`); 1 for a table without a cap."""
     out = []
     for table, cap in zip(tables, caps, strict=True):
-        shape = tuple(sizes[i] for i in table)
         if cap is None:
-            out.append(np.ones(shape))
+            out.append(np.ones(tuple(sizes[i] for i in table)))
             continue
+        cell, shape = table_cells(bounded.codes, table, sizes)
         cells = int(np.prod(shape))
-        cell = np.ravel_multi_index(tuple(bounded.codes[:, i] for i in table), shape)
         trips = np.bincount(cell, minlength=cells) + 1.0
         capped = capped_counts(cell, cells, bounded.ids, cap) + 1.0
         out.append((trips / capped).reshape(shape))
@@ -146,12 +146,10 @@ def bound_ratios(
     ``bounded``: 1 where the bound changes nothing."""
     out = []
     for table in tables:
-        shape = tuple(sizes[i] for i in table)
-        cells = int(np.prod(shape))
         counts = []
         for codes in (full, bounded):
-            cell = np.ravel_multi_index(tuple(codes[:, i] for i in table), shape)
-            c = np.bincount(cell, minlength=cells).astype(float) + 1.0
+            cell, shape = table_cells(codes, table, sizes)
+            c = np.bincount(cell, minlength=int(np.prod(shape))).astype(float) + 1.0
             counts.append(c / c.sum())
         out.append((counts[0] / counts[1]).reshape(shape))
     return out
@@ -250,15 +248,18 @@ class PublicDesign:
         budget, the domains and the public trips).
         Without public trips: ``k``, the design and None. The per-cell cap first
         (:meth:`_public_cap`)."""
-        if public is not None:
-            self._public_cap(public, k, budget)
-        tree, pairs = self._joint_design(columns, public_codes, k, budget)
         disc, options = self.discretiser_, self._joint_options()
         if public is None or public_codes is None:
+            tree, pairs = self._joint_design(columns, public_codes, k, budget)
             return k, tree, pairs, None
         d = len(disc.sizes)
         bounded = bounded_trips(public, disc, self.id_column, k, self.order_column)
         weights = [self._joint_weight((i,)) for i in range(d)]
+        if options["cell_cap"] == "auto":
+            self.joint_cap_ = self._public_cap(weights, len(bounded.codes), k, budget)
+        tree, pairs = self._joint_design(columns, public_codes, k, budget)
+        # with public trips the model has no views: the design never refits the discretiser
+        assert self.discretiser_ is disc
         sigma = self._sigma(d, pairs, k, budget)
         if options["max_records_per_individual"] is None and not informative_one_way(
             disc.sizes, weights, sigma, len(bounded.codes)
@@ -271,21 +272,17 @@ class PublicDesign:
             pairs = informative_pairs(pairs, disc.sizes, sigma, len(bounded.codes))
         return k, tree, pairs, bounded
 
-    def _public_cap(self, public: pd.DataFrame, k: int, budget: tuple[float, float]) -> None:
-        """``cell_cap = "auto"`` with public trips: cap 1 (``joint_cap_``) when counting every
-        trip, a one-way table's :func:`noise_share` at ``k`` would exceed
-        :data:`CAP_NOISE_SHARE`, else no cap (public rules on the budget, the domains, ``k`` and
-        the public trips)."""
-        if self._joint_options()["cell_cap"] != "auto":
-            return
-        disc = self.discretiser_
-        weights = [self._joint_weight((i,)) for i in range(len(disc.sizes))]
+    def _public_cap(
+        self, weights: list[int], trips: int, k: int, budget: tuple[float, float]
+    ) -> int | None:
+        """``cell_cap = "auto"`` with public trips: cap 1 when, counting every trip, a one-way
+        table (``weights``) would have a :func:`noise_share` at ``k`` over the ``trips`` bounded
+        public trips above :data:`CAP_NOISE_SHARE`, else no cap (public rules on the budget,
+        the domains, ``k`` and the public trips)."""
         uncapped = l2_sensitivity(k, weights, [None] * len(weights))
         sigma = calibrated_gaussian(budget[0], budget[1], uncapped).sigma
-        order = self.order_column if self.order_column in public.columns else None
-        trips = len(spread_individuals(public, self.id_column, k, order))
-        share = noise_share(disc.sizes, weights, sigma, trips)
-        self.joint_cap_ = 1 if share > CAP_NOISE_SHARE else None
+        share = noise_share(self.discretiser_.sizes, weights, sigma, trips)
+        return 1 if share > CAP_NOISE_SHARE else None
 
     def _public_tables(
         self,
@@ -335,8 +332,7 @@ class PublicDesign:
 
 def public_table(codes: np.ndarray, table: tuple[int, ...], sizes: Sequence[int]) -> np.ndarray:
     """Public probabilities of a table."""
-    shape = tuple(sizes[i] for i in table)
-    cell = np.ravel_multi_index(tuple(codes[:, i] for i in table), shape)
+    cell, shape = table_cells(codes, table, sizes)
     counts = np.bincount(cell, minlength=int(np.prod(shape))).reshape(shape).astype(float)
     return counts / max(counts.sum(), 1.0)
 

@@ -48,6 +48,7 @@ __all__ = [
     "measure",
     "public_grid",
     "spread_individuals",
+    "table_cells",
 ]
 
 #: at most this many public-quantile bins per numeric column
@@ -363,6 +364,15 @@ def l2_sensitivity(k: int, weights: Sequence[int], caps: Sequence[int | None]) -
     )
 
 
+def table_cells(
+    codes: np.ndarray, table: Sequence[int], sizes: Sequence[int]
+) -> tuple[np.ndarray, tuple[int, ...]]:
+    """Each coded trip's cell of ``table`` (columns of ``codes``, domain ``sizes``) as one flat
+    index, and the table's shape."""
+    shape = tuple(int(sizes[i]) for i in table)
+    return np.ravel_multi_index(tuple(codes[:, i] for i in table), shape), shape
+
+
 def capped_counts(
     cell: np.ndarray, cells: int, ids: np.ndarray | None, cap: int | None
 ) -> np.ndarray:
@@ -459,7 +469,7 @@ def measure(
         raise ConfigError("joint: one per-cell cap (a positive integer or None) per table")
     exact = []
     for table, shape, wt, c in zip(tables, shapes, w, cap, strict=True):
-        cell = np.ravel_multi_index(tuple(codes[:, i] for i in table), shape)
+        cell, _ = table_cells(codes, table, sizes)
         exact.append(wt * capped_counts(cell, int(np.prod(shape)), ids, c))
     mechanism = calibrated_gaussian(epsilon, delta, l2_sensitivity(k, w, cap))
     raw = mechanism.release(
