@@ -79,6 +79,24 @@ def card_trips(cards: list[tuple[str, list[int], str]]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["card", "hour", "mode"])
 
 
+def card_synthesizer(**kwargs: object) -> ArchetypeSynthesizer:
+    """The joint-mode synthesizer of the DP tests on :func:`card_trips` (hour the key, mode the
+    category, two archetypes, 90% of the budget to the joint tables), ``kwargs`` overriding."""
+    from archetypes import ArchetypeSynthesizer
+
+    params: dict = {
+        "key_columns": ["hour"],
+        "category_column": "mode",
+        "id_column": "card",
+        "archetypes": 2,
+        "joint": {"share": 0.9},
+        "order_column": "hour",
+        "random_state": 0,
+    }
+    params.update(kwargs)
+    return ArchetypeSynthesizer(**params)
+
+
 # ------------------------------------------------ SUBE taps (tests of issue 28, no public trips)
 #: the network metadata: (mode, line, branch) rows; a line the private taps use ("999") is NOT
 #: in it, and one of its lines ("7") no tap uses

@@ -42,7 +42,7 @@ from archetypes import ArchetypeSynthesizer, TripSchema
 from archetypes.measure import capped_counts, spread_individuals
 from synth.privacy import SecureNoise
 from synth.privacy.harness import EpsilonAudit, audit_epsilon, tail_events
-from tests.conftest import scale_noise
+from tests.conftest import card_synthesizer, scale_noise
 
 EPS, DELTA = 1.0, 0.05
 TRIALS = 2000
@@ -73,17 +73,8 @@ ONE_CELL = [("z", 22, "ferry")] * 6
 
 
 def fitted(private: pd.DataFrame = D, epsilon: float = EPS) -> ArchetypeSynthesizer:
-    return ArchetypeSynthesizer(
-        schema=SCHEMA,
-        epsilon=epsilon,
-        delta=DELTA,
-        key_columns=["hour"],
-        category_column="mode",
-        id_column="card",
-        archetypes=2,
-        joint={"share": 0.9, "pairs": "tree"},
-        order_column="hour",
-        random_state=0,
+    return card_synthesizer(
+        schema=SCHEMA, epsilon=epsilon, delta=DELTA, joint={"share": 0.9, "pairs": "tree"}
     ).fit(private, PUBLIC)
 
 

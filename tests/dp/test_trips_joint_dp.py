@@ -36,7 +36,7 @@ from archetypes.selection import SCORE_SENSITIVITY, Selection
 from synth.cli import main
 from synth.privacy import SecureNoise
 from synth.privacy.harness import EpsilonAudit, audit_epsilon, tail_events
-from tests.conftest import card_trips, scale_noise
+from tests.conftest import card_synthesizer, card_trips, scale_noise
 from tests.dp.test_release_neighbours import assert_public_bytes_equal
 
 EPS, DELTA = 1.0, 0.05
@@ -65,14 +65,10 @@ WIDE = TripSchema.from_dict(
 
 
 def fitted(schema: TripSchema | None = None) -> ArchetypeSynthesizer:
-    return ArchetypeSynthesizer(
+    return card_synthesizer(
         schema=schema,
         epsilon=EPS,
         delta=DELTA,
-        key_columns=["hour"],
-        category_column="mode",
-        id_column="card",
-        archetypes=2,
         # the tree's pair as stated ("auto" would leave it to the 120 public trips: with them
         # it would be mostly noise, archetypes.jointpublic.informative_pairs)
         joint={
@@ -81,8 +77,6 @@ def fitted(schema: TripSchema | None = None) -> ArchetypeSynthesizer:
             "prior_cells": 20_000,
             "pairs": "tree",
         },
-        order_column="hour",
-        random_state=0,
     ).fit(D, PUBLIC)
 
 

@@ -28,7 +28,7 @@ import archetypes.jointtables
 from archetypes import ArchetypeSynthesizer, TripSchema
 from synth.privacy import SecureNoise
 from synth.privacy.harness import EpsilonAudit, audit_epsilon, tail_events
-from tests.conftest import card_trips, scale_noise
+from tests.conftest import card_synthesizer, card_trips, scale_noise
 
 EPS, DELTA = 1.0, 0.05
 TRIALS = 2000
@@ -54,18 +54,7 @@ OTHER = card_trips([(f"c{i}", list(range(5, 23, 2)), "rail") for i in range(30)]
 
 
 def fitted(private: pd.DataFrame = D, epsilon: float = EPS) -> ArchetypeSynthesizer:
-    return ArchetypeSynthesizer(
-        schema=SCHEMA,
-        epsilon=epsilon,
-        delta=DELTA,
-        key_columns=["hour"],
-        category_column="mode",
-        id_column="card",
-        archetypes=2,
-        joint={"share": 0.9},
-        order_column="hour",
-        random_state=0,
-    ).fit(private, PUBLIC)
+    return card_synthesizer(schema=SCHEMA, epsilon=epsilon, delta=DELTA).fit(private, PUBLIC)
 
 
 def design(syn: ArchetypeSynthesizer) -> tuple[int, list[list[str]], float]:
